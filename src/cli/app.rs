@@ -1,0 +1,105 @@
+//! The top-level parser, workspace resolution and dispatch.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::Error;
+use crate::exec::Stop;
+use crate::store::Store;
+use crate::workspace::Workspace;
+
+/// hookq: a transactional hook queue for task runners.
+#[derive(Debug, Parser)]
+#[command(name = "hookq", version, about, long_about = None)]
+pub struct Cli {
+    /// Start looking for the workspace (`.radian/arc`) in DIR instead of the current directory.
+    #[arg(short = 'C', value_name = "DIR", global = true)]
+    pub dir: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create the state dir, database and config.toml.
+    Init(super::init::Args),
+    /// Add, move and inspect tasks.
+    #[command(subcommand)]
+    Task(super::task::Command),
+    /// Act on a whole plan.
+    #[command(subcommand)]
+    Plan(super::plan::Command),
+    /// Drain every pending point once (for cron).
+    Run(super::run::Args),
+    /// Drain, then wait for the next commit, until SIGINT/SIGTERM.
+    Hub(super::hub::Args),
+    /// Inspect and edit the queue (never takes the runner lock).
+    Queue(super::queue::Args),
+    /// Validate config.toml and print the hooks each point would run.
+    Check(super::check::Args),
+}
+
+/// Where a command works.
+pub(super) struct Ctx {
+    start: PathBuf,
+}
+
+impl Ctx {
+    /// The directory the command starts from.
+    pub(super) fn start(&self) -> &std::path::Path {
+        &self.start
+    }
+
+    /// The workspace found from the start directory upward.
+    pub(super) fn workspace(&self) -> Result<Workspace, Error> {
+        Workspace::discover(&self.start).map_err(|e| Error::NotFound(e.to_string()))
+    }
+
+    /// The workspace and its database, opened.
+    pub(super) fn open(&self) -> Result<(Workspace, Store), Error> {
+        let ws = self.workspace()?;
+        let db = ws.db_path();
+        let store = Store::open(&db).map_err(|e| Error::store(&db, e))?;
+        Ok((ws, store))
+    }
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<(), Error> {
+    let start = match cli.dir {
+        Some(d) => d,
+        None => std::env::current_dir().map_err(|source| Error::Io {
+            what: "cannot read the current directory",
+            path: ".".into(),
+            source,
+        })?,
+    };
+    let ctx = Ctx { start };
+    match cli.command {
+        Command::Init(a) => super::init::run(&ctx, a),
+        Command::Task(c) => super::task::run(&ctx, c),
+        Command::Plan(c) => super::plan::run(&ctx, c),
+        Command::Run(a) => super::run::run(&ctx, a),
+        Command::Hub(a) => super::hub::run(&ctx, a),
+        Command::Queue(a) => super::queue::run(&ctx, a),
+        Command::Check(a) => super::check::run(&ctx, a),
+    }
+}
+
+/// A stop token that SIGINT and SIGTERM bump: the first asks to stop after the current command,
+/// the second to stop at once.
+pub(super) fn stop_on_signals() -> &'static Stop {
+    static STOP: Stop = Stop::new();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // SAFETY: the handler only updates an atomic, which is async-signal-safe.
+        let registered = unsafe {
+            signal_hook::low_level::register(sig, || STOP.request())
+        };
+        if let Err(e) = registered {
+            tracing::warn!("cannot install a handler for signal {sig}: {e}");
+        }
+    }
+    &STOP
+}

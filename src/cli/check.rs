@@ -1,0 +1,66 @@
+//! `hookq check`: validate config.toml and show what each point would run.
+
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::phase::Point;
+
+use super::app::Ctx;
+use super::output;
+
+/// Validate config.toml and print the hooks each point would run.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Checked<'a> {
+    config: String,
+    hooks: Vec<(Point, &'a [String])>,
+    target_branch: &'a str,
+    command_timeout_secs: u64,
+    kill_grace_secs: u64,
+    max_log_bytes: u64,
+    max_interrupted_runs: u32,
+    keep_history_days: u32,
+}
+
+pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
+    let ws = ctx.workspace()?;
+    let path = ws.config_path();
+    let cfg = Config::load(&path)?;
+    let checked = Checked {
+        config: path.display().to_string(),
+        hooks: Point::ALL.iter().map(|&p| (p, cfg.hooks(p))).collect(),
+        target_branch: cfg.target_branch(),
+        command_timeout_secs: cfg.gate.command_timeout.as_secs(),
+        kill_grace_secs: cfg.gate.kill_grace.as_secs(),
+        max_log_bytes: cfg.gate.max_log_bytes,
+        max_interrupted_runs: cfg.queue.max_interrupted_runs,
+        keep_history_days: cfg.queue.keep_history_days,
+    };
+    if args.json {
+        return output::json(&checked);
+    }
+    println!("{}: ok", checked.config);
+    println!(
+        "timeout {}s, grace {}s, log cap {} bytes, park after {} passes, history {} days, target branch {}",
+        checked.command_timeout_secs,
+        checked.kill_grace_secs,
+        checked.max_log_bytes,
+        checked.max_interrupted_runs,
+        checked.keep_history_days,
+        checked.target_branch
+    );
+    for (point, lines) in &checked.hooks {
+        println!("{point}: {} command(s)", lines.len());
+        for (i, l) in lines.iter().enumerate() {
+            println!("  {:02}  {l}", i + 1);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,33 @@
+//! `hookq hub`: the long-running drain.
+
+use std::time::Duration;
+
+use crate::drain::Drainer;
+use crate::error::Error;
+use crate::hub::{self, HubOptions};
+
+use super::app::{Ctx, stop_on_signals};
+
+/// Drain, release the lock, wait for the next commit; repeat until SIGINT or SIGTERM. The first
+/// signal lets the running command finish (its point stays pending if commands were left) and
+/// exits 0; a second kills the running command's process group and exits at once.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// How often to look for new commits, in milliseconds.
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    poll_ms: u64,
+}
+
+pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
+    let stop = stop_on_signals();
+    let (ws, mut store) = ctx.open()?;
+    let mut drainer = Drainer::new(ws.clone(), stop);
+    let opts = HubOptions {
+        poll: Duration::from_millis(args.poll_ms),
+        ..HubOptions::default()
+    };
+    tracing::info!("hub draining {} (pid {})", ws.root().display(), std::process::id());
+    let db = ws.db_path();
+    let mut on_error = |e| eprintln!("error: {}", Error::drain(&db, e));
+    hub::run(&ws, &mut store, &mut drainer, stop, opts, &mut on_error).map_err(|e| Error::hub(ws.db_path(), e))
+}

@@ -1,0 +1,119 @@
+//! `hookq init`: the state dir, the database and a config that is never overwritten.
+
+use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
+
+use crate::config::initial_config;
+use crate::error::Error;
+use crate::store::Store;
+use crate::workspace::Workspace;
+
+use super::app::Ctx;
+
+/// Create the state dir, database and config.toml in DIR (default: the current directory).
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// The remote the default `after_merge` lines delete the task's branch from.
+    #[arg(long, value_name = "NAME", default_value = "origin")]
+    remote: String,
+    /// The repository's main branch (`repository.main_branch`).
+    #[arg(long, value_name = "NAME", default_value = "main")]
+    main_branch: String,
+}
+
+/// A remote name safe to write into a shell line: `[A-Za-z0-9][A-Za-z0-9._-]*`.
+fn check_remote(name: &str) -> Result<(), Error> {
+    let ok = name.len() <= 100
+        && name.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!(
+            "invalid remote name {name:?}: use ASCII letters, digits, `.`, `_` and `-`"
+        )))
+    }
+}
+
+/// A branch name: like a remote name, with `/` between parts.
+fn check_branch(name: &str) -> Result<(), Error> {
+    let ok = name.len() <= 200
+        && name.split('/').all(|part| check_remote(part).is_ok() && !part.ends_with(".lock"))
+        && !name.contains("..");
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!(
+            "invalid branch name {name:?}: use ASCII letters, digits, `.`, `_`, `-` and `/`"
+        )))
+    }
+}
+
+pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
+    check_remote(&args.remote)?;
+    check_branch(&args.main_branch)?;
+    let root = std::path::absolute(ctx.start()).map_err(|source| Error::Io {
+        what: "cannot resolve",
+        path: ctx.start().to_path_buf(),
+        source,
+    })?;
+    if !root.is_dir() {
+        return Err(Error::NotFound(format!("no directory {}", root.display())));
+    }
+    let ws = Workspace::at(root);
+    let io = |what, path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io { what, path, source }
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(ws.state_dir())
+        .map_err(io("cannot create", ws.state_dir()))?;
+    let config = ws.config_path();
+    let wrote = match std::fs::OpenOptions::new().write(true).create_new(true).open(&config) {
+        Ok(mut f) => {
+            f.write_all(initial_config(&args.remote, &args.main_branch).as_bytes())
+                .and_then(|()| f.sync_all())
+                .map_err(io("cannot write", &config))?;
+            true
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
+        Err(e) => return Err(io("cannot create", &config)(e)),
+    };
+    let db = ws.db_path();
+    Store::open(&db).map_err(|e| Error::store(&db, e))?;
+    let lock = ws.lock_path();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock)
+        .map_err(io("cannot create", &lock))?;
+    println!("hookq workspace: {}", ws.root().display());
+    if wrote {
+        println!("wrote {}", config.display());
+    } else {
+        println!("kept {} (it exists; init never overwrites it)", config.display());
+    }
+    println!("database {}", db.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(check_remote("origin").is_ok());
+        assert!(check_remote("my-fork.2").is_ok());
+        for bad in ["", "-x", "a b", "a'b", "a;b", "o/x"] {
+            assert!(check_remote(bad).is_err(), "{bad}");
+        }
+        assert!(check_branch("release/1.0").is_ok());
+        for bad in ["", "a//b", "a/", "/a", "a..b", "x.lock", "a b"] {
+            assert!(check_branch(bad).is_err(), "{bad}");
+        }
+    }
+}

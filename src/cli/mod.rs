@@ -1,0 +1,13 @@
+//! The `hookq` command line: one file per subcommand, each with its clap `Args` and a `run`.
+
+mod app;
+mod check;
+mod hub;
+mod init;
+mod output;
+mod plan;
+mod queue;
+mod run;
+mod task;
+
+pub use app::{Cli, run};

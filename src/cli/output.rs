@@ -1,0 +1,78 @@
+//! Printing: aligned tables for people, JSON for programs, times as ages or RFC 3339.
+
+use serde::Serialize;
+
+use crate::error::Error;
+
+/// Prints `value` as pretty JSON on stdout.
+pub(super) fn json<T: Serialize + ?Sized>(value: &T) -> Result<(), Error> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| Error::Io {
+        what: "cannot write JSON to",
+        path: "stdout".into(),
+        source: e.into(),
+    })?;
+    println!("{text}");
+    Ok(())
+}
+
+/// Prints rows under a header, each column as wide as its widest cell.
+pub(super) fn table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+/// A unix-ms time as RFC 3339 (UTC, seconds).
+pub(super) fn time(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// How long ago a unix-ms time was, shortly: `42s`, `5m`, `3h`, `2d`.
+pub(super) fn age(ms: i64, now_ms: i64) -> String {
+    let s = (now_ms - ms).max(0) / 1000;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86_400 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+/// An optional value, or `-`.
+pub(super) fn or_dash<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages() {
+        assert_eq!(age(0, 59_999), "59s");
+        assert_eq!(age(0, 60_000), "1m");
+        assert_eq!(age(0, 7_200_000), "2h");
+        assert_eq!(age(0, 3 * 86_400_000), "3d");
+        assert_eq!(age(10, 0), "0s");
+    }
+}

@@ -1,0 +1,35 @@
+//! `hookq plan cancel`.
+
+use crate::error::Error;
+use crate::ids::PlanId;
+use crate::record;
+
+use super::app::Ctx;
+use super::task::drain_if_free;
+
+#[derive(Debug, clap::Subcommand)]
+pub(super) enum Command {
+    /// End every unfinished task of the plan in `failed.cancelled`, in one transaction (one
+    /// `after_fail` point per task), then run pending hooks if the runner lock is free.
+    Cancel {
+        /// Plan id.
+        plan: String,
+        /// Only record; leave the points for a hub or the next `hookq run`.
+        #[arg(long)]
+        no_run: bool,
+    },
+}
+
+pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
+    let Command::Cancel { plan, no_run } = cmd;
+    let plan = PlanId::new(plan).map_err(|e| Error::Usage(e.to_string()))?;
+    let (ws, mut store) = ctx.open()?;
+    let moved = store
+        .write(|tx| record::cancel_plan(tx, &plan))
+        .map_err(|e| Error::store(ws.db_path(), e))?;
+    println!("plan {plan}: cancelled {} task(s)", moved.len());
+    if !no_run && !moved.is_empty() {
+        drain_if_free(&ws, &mut store);
+    }
+    Ok(())
+}

@@ -1,0 +1,247 @@
+//! `hookq queue`: what is pending, who holds the lock, history, drop, retry, stats. Never takes
+//! the runner lock, so it works while a hub drains.
+
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::lock::{self, Holder};
+use crate::phase::Point;
+use crate::record;
+use crate::store::{HistoryRow, PendingRow, Stats, now_ms};
+
+use super::app::Ctx;
+use super::output::{self, or_dash};
+
+/// List pending points (oldest first) and the runner lock's holder.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(super) struct Args {
+    #[command(subcommand)]
+    cmd: Option<Sub>,
+    /// Show at most N entries.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    limit: usize,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Sub {
+    /// Show one occurrence: pending, or what its run left in history.
+    Show {
+        /// Occurrence id.
+        id: i64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Runs of hooks, newest first: outcome, exit status, duration, log path.
+    History {
+        /// Only this task's.
+        #[arg(long, value_name = "TASK")]
+        task: Option<String>,
+        /// At most N rows.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a pending point without running it (kept in history as `dropped`).
+    Drop {
+        /// Occurrence id.
+        id: i64,
+    },
+    /// Queue a history row's point again, as a new occurrence.
+    Retry {
+        /// History row id (from `queue history`).
+        history_id: i64,
+    },
+    /// Counts: pending by point, interrupted, oldest, history by outcome.
+    Stats {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Serialize)]
+struct Listing {
+    lock: Option<Holder>,
+    pending: Vec<PendingRow>,
+    more: bool,
+}
+
+pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
+    let (ws, mut store) = ctx.open()?;
+    let db = ws.db_path();
+    let dberr = |e| Error::store(&db, e);
+    let now = now_ms();
+    match args.cmd {
+        None => {
+            let mut pending = store.pending(0, args.limit.saturating_add(1), None).map_err(dberr)?;
+            let more = pending.len() > args.limit;
+            pending.truncate(args.limit);
+            let holder = lock::holder(&ws.lock_path());
+            if args.json {
+                return output::json(&Listing { lock: holder, pending, more });
+            }
+            match &holder {
+                Some(h) if h.alive => println!("runner lock: held by pid {} since {}", h.pid, h.started),
+                Some(h) => println!("runner lock: free (last holder pid {} is gone)", h.pid),
+                None => println!("runner lock: free"),
+            }
+            if pending.is_empty() {
+                println!("nothing pending");
+                return Ok(());
+            }
+            let rows: Vec<Vec<String>> = pending
+                .iter()
+                .map(|p| {
+                    vec![
+                        p.id.to_string(),
+                        p.task.clone(),
+                        p.point.clone(),
+                        or_dash(p.state.as_deref()),
+                        output::age(p.recorded_ms, now),
+                        p.passes.to_string(),
+                    ]
+                })
+                .collect();
+            output::table(&["ID", "TASK", "POINT", "STATE", "AGE", "PASSES"], &rows);
+            if more {
+                println!("(more pending; --limit N shows more)");
+            }
+            Ok(())
+        }
+        Some(Sub::Show { id, json }) => show(&ws, &store, id, json || args.json),
+        Some(Sub::History { task, limit, json }) => {
+            let rows = store.history(task.as_deref(), None, limit).map_err(dberr)?;
+            if json || args.json {
+                return output::json(&rows);
+            }
+            print_history(&rows);
+            Ok(())
+        }
+        Some(Sub::Drop { id }) => {
+            let e = store.drop_entry(id).map_err(dberr)?;
+            println!("dropped occurrence {id} ({} for task {}); kept in history as dropped", e.point, e.task);
+            Ok(())
+        }
+        Some(Sub::Retry { history_id }) => {
+            let o = store.write(|tx| record::requeue(tx, history_id)).map_err(dberr)?;
+            println!("queued {} again as occurrence {}", o.point, o.id);
+            Ok(())
+        }
+        Some(Sub::Stats { json }) => {
+            let s = store.stats().map_err(dberr)?;
+            if json || args.json {
+                return output::json(&s);
+            }
+            print_stats(&s, now);
+            Ok(())
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Shown {
+    id: i64,
+    status: &'static str,
+    pending: Option<PendingRow>,
+    commands: Option<Vec<String>>,
+    config_error: Option<String>,
+    history: Vec<HistoryRow>,
+}
+
+fn show(ws: &crate::workspace::Workspace, store: &crate::store::Store, id: i64, json: bool) -> Result<(), Error> {
+    let dberr = |e| Error::store(ws.db_path(), e);
+    let pending = store.pending_entry(id).map_err(dberr)?;
+    let history = store.history(None, Some(id), 1000).map_err(dberr)?;
+    if pending.is_none() && history.is_empty() {
+        return Err(Error::NotFound(format!("no occurrence {id}, pending or in history")));
+    }
+    let (commands, config_error) = match pending.as_ref().map(|p| p.point.parse::<Point>()) {
+        Some(Ok(point)) => match Config::load(&ws.config_path()) {
+            Ok(cfg) => (Some(cfg.hooks(point).to_vec()), None),
+            Err(e) => (None, Some(e.to_string())),
+        },
+        _ => (None, None),
+    };
+    let shown = Shown {
+        id,
+        status: if pending.is_some() { "pending" } else { "cleared" },
+        pending,
+        commands,
+        config_error,
+        history,
+    };
+    if json {
+        return output::json(&shown);
+    }
+    println!("occurrence {id}: {}", shown.status);
+    if let Some(p) = &shown.pending {
+        println!("task      {} (plan {})", p.task, p.plan);
+        println!("point     {}", p.point);
+        println!("state     {}", or_dash(p.state.as_deref()));
+        println!("recorded  {}", output::time(p.recorded_ms));
+        println!("passes    {} started it{}", p.passes, p.last_started_ms.map(|t| format!(", last at {}", output::time(t))).unwrap_or_default());
+        if let Some(cmds) = &shown.commands {
+            println!("commands  {} (as config.toml says now)", cmds.len());
+            for (i, c) in cmds.iter().enumerate() {
+                println!("  {:02}  {c}", i + 1);
+            }
+        }
+        if let Some(e) = &shown.config_error {
+            println!("commands  unknown: {e}");
+        }
+    }
+    if !shown.history.is_empty() {
+        print_history(&shown.history);
+    }
+    Ok(())
+}
+
+fn print_history(rows: &[HistoryRow]) {
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|h| {
+            let status = match (h.exit_code, h.signal) {
+                (Some(c), _) => format!("exit {c}"),
+                (None, Some(s)) => format!("signal {s}"),
+                _ => "-".into(),
+            };
+            vec![
+                h.id.to_string(),
+                h.occurrence.to_string(),
+                h.task.clone(),
+                match h.command_index {
+                    Some(i) => format!("{}-{i:02}", h.point),
+                    None => h.point.clone(),
+                },
+                h.outcome.clone(),
+                status,
+                or_dash(h.duration_ms.map(|d| format!("{d}ms"))),
+                output::time(h.finished_ms),
+                or_dash(h.log_path.as_deref()),
+            ]
+        })
+        .collect();
+    output::table(&["ID", "OCC", "TASK", "HOOK", "OUTCOME", "STATUS", "TOOK", "FINISHED", "LOG"], &table);
+}
+
+fn print_stats(s: &Stats, now: i64) {
+    println!("tasks        {}", s.tasks);
+    println!("pending      {}", s.pending);
+    for (p, n) in &s.pending_by_point {
+        println!("  {p:<22} {n}");
+    }
+    println!("interrupted  {} (started by a pass, not cleared)", s.interrupted);
+    println!("oldest       {}", s.oldest_recorded_ms.map(|t| format!("{} ago", output::age(t, now))).unwrap_or_else(|| "-".into()));
+    println!("history");
+    for (o, n) in &s.history_by_outcome {
+        println!("  {o:<22} {n}");
+    }
+}

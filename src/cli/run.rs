@@ -1,0 +1,49 @@
+//! `hookq run`: one pass, for cron.
+
+use std::time::Duration;
+
+use crate::drain::Drainer;
+use crate::error::Error;
+use crate::lock::{self, RunnerLock, Wait};
+
+use super::app::{Ctx, stop_on_signals};
+
+/// Take the runner lock (waiting), drain everything pending, release. Exits 0 even when hooks
+/// failed; each failed command is one `warning:` line on stderr.
+#[derive(Debug, clap::Args)]
+pub(super) struct Args {
+    /// Wait at most SECS for the runner lock (default: as long as it takes).
+    #[arg(long, value_name = "SECS")]
+    wait: Option<u64>,
+}
+
+pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
+    let stop = stop_on_signals();
+    let (ws, mut store) = ctx.open()?;
+    let wait = match args.wait {
+        Some(s) => Wait::For(Duration::from_secs(s)),
+        None => Wait::Forever,
+    };
+    let path = ws.lock_path();
+    let Some(lock) = RunnerLock::acquire(&path, wait, &|| !stop.graceful())? else {
+        let holder = lock::holder(&path)
+            .map(|h| format!(" by pid {} since {}", h.pid, h.started))
+            .unwrap_or_default();
+        return Err(Error::Locked { path, holder });
+    };
+    let mut drainer = Drainer::new(ws.clone(), stop);
+    let report = drainer
+        .drain(&mut store, &lock)
+        .map_err(|e| Error::drain(ws.db_path(), e))?;
+    if report.cleared + report.parked > 0 {
+        println!(
+            "ran {} point(s): {} command(s), {} failed, {} parked{}",
+            report.cleared + report.parked,
+            report.commands,
+            report.failed,
+            report.parked,
+            if report.stopped { "; stopped early" } else { "" }
+        );
+    }
+    Ok(())
+}

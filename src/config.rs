@@ -1,0 +1,483 @@
+//! `config.toml` (SPEC §6): parsed from spans so every error names the file, the line and the key.
+//!
+//! `[repository]`, `[integration]` and `[gate]` are shared with the arc task runner, which keeps
+//! keys of its own there, so unknown keys in them are ignored; the keys hookq reads are checked.
+//! `[hooks]` and `[queue]` belong to hookq: an unknown key there is an error. Unknown top-level
+//! tables are left to their owners.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use crate::phase::Point;
+
+/// The largest config file read; anything bigger is refused rather than parsed.
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
+
+/// A configuration problem, located.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The config file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file was read but is not valid.
+    #[error("{}{}: {}{message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default(), key.as_deref().map(|k| format!("{k}: ")).unwrap_or_default())]
+    Invalid {
+        /// The config file.
+        path: PathBuf,
+        /// The 1-based line, when known.
+        line: Option<usize>,
+        /// The dotted key, when known.
+        key: Option<String>,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// `[repository]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Repository {
+    /// The main branch; the merge target when `integration.target_branch` is unset.
+    pub main_branch: String,
+    /// The remote the default `after_merge` lines delete branches from.
+    pub remote: String,
+}
+
+/// `[gate]`: limits on one hook command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Gate {
+    /// How long one command may run before its process group gets SIGTERM.
+    pub command_timeout: Duration,
+    /// How long after SIGTERM the group gets SIGKILL.
+    pub kill_grace: Duration,
+    /// The most output one run appends to its log.
+    pub max_log_bytes: u64,
+}
+
+/// `[queue]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Queue {
+    /// Passes that may start a point without clearing it before it is parked as `abandoned`.
+    pub max_interrupted_runs: u32,
+    /// How long history rows are kept.
+    pub keep_history_days: u32,
+}
+
+/// The whole configuration hookq reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Config {
+    /// `[repository]`.
+    pub repository: Repository,
+    /// `integration.target_branch`.
+    pub target_branch: Option<String>,
+    /// `[gate]`.
+    pub gate: Gate,
+    /// `[queue]`.
+    pub queue: Queue,
+    hooks: [Vec<String>; 5],
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            repository: Repository {
+                main_branch: "main".into(),
+                remote: "origin".into(),
+            },
+            target_branch: None,
+            gate: Gate {
+                command_timeout: Duration::from_secs(600),
+                kill_grace: Duration::from_secs(5),
+                max_log_bytes: 64 * 1024 * 1024,
+            },
+            queue: Queue {
+                max_interrupted_runs: 5,
+                keep_history_days: 30,
+            },
+            hooks: Default::default(),
+        }
+    }
+}
+
+impl Config {
+    /// The command lines configured for `point`, in order.
+    pub fn hooks(&self, point: Point) -> &[String] {
+        &self.hooks[point as usize]
+    }
+
+    /// Sets the command lines for `point`.
+    pub fn set_hooks(&mut self, point: Point, lines: Vec<String>) {
+        self.hooks[point as usize] = lines;
+    }
+
+    /// The branch merges target: `integration.target_branch`, else `repository.main_branch`.
+    pub fn target_branch(&self) -> &str {
+        self.target_branch
+            .as_deref()
+            .unwrap_or(&self.repository.main_branch)
+    }
+
+    /// Reads and validates the file at `path`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let bytes = read_bounded(path)?;
+        Self::parse(path, &bytes)
+    }
+
+    /// Validates `bytes` as the content of `path` (used only to name it in errors).
+    pub fn parse(path: &Path, bytes: &[u8]) -> Result<Self, ConfigError> {
+        Parser { path, src: "" }.parse(bytes)
+    }
+}
+
+fn read_bounded(path: &Path) -> Result<Vec<u8>, ConfigError> {
+    use std::io::Read;
+    let read_err = |source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read_err)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_err)?;
+    if bytes.len() > MAX_CONFIG_BYTES {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: None,
+            key: None,
+            message: format!("file is larger than {MAX_CONFIG_BYTES} bytes"),
+        });
+    }
+    Ok(bytes)
+}
+
+struct Parser<'a> {
+    path: &'a Path,
+    src: &'a str,
+}
+
+type Table<'i> = DeTable<'i>;
+
+impl<'a> Parser<'a> {
+    fn err(&self, span: Option<Range<usize>>, key: Option<&str>, message: impl Into<String>) -> ConfigError {
+        let line = span.map(|s| {
+            let end = s.start.min(self.src.len());
+            self.src.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+        });
+        ConfigError::Invalid {
+            path: self.path.to_path_buf(),
+            line,
+            key: key.map(str::to_owned),
+            message: message.into(),
+        }
+    }
+
+    fn parse(mut self, bytes: &'a [u8]) -> Result<Config, ConfigError> {
+        let src = match std::str::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => {
+                let line = bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
+                return Err(ConfigError::Invalid {
+                    path: self.path.to_path_buf(),
+                    line: Some(line),
+                    key: None,
+                    message: format!("not valid UTF-8 (byte {})", e.valid_up_to()),
+                });
+            }
+        };
+        self.src = src;
+        let doc = DeTable::parse(src).map_err(|e| {
+            let mut msg = e.message().trim().to_owned();
+            if let Some(first) = msg.lines().next() {
+                msg = first.to_owned();
+            }
+            self.err(e.span(), None, msg)
+        })?;
+        let doc = doc.get_ref();
+        let mut cfg = Config::default();
+
+        if let Some(t) = self.table(doc, "repository")? {
+            if let Some(v) = self.string(t, "repository", "main_branch")? {
+                cfg.repository.main_branch = v;
+            }
+            if let Some(v) = self.string(t, "repository", "remote")? {
+                cfg.repository.remote = v;
+            }
+        }
+        if let Some(t) = self.table(doc, "integration")? {
+            cfg.target_branch = self.string(t, "integration", "target_branch")?;
+        }
+        if let Some(t) = self.table(doc, "gate")? {
+            if let Some(v) = self.int(t, "gate", "command_timeout_secs", 1, 7 * 24 * 3600)? {
+                cfg.gate.command_timeout = Duration::from_secs(v);
+            }
+            if let Some(v) = self.int(t, "gate", "kill_grace_secs", 1, 3600)? {
+                cfg.gate.kill_grace = Duration::from_secs(v);
+            }
+            if let Some(v) = self.int(t, "gate", "max_log_bytes", 1024, 1 << 40)? {
+                cfg.gate.max_log_bytes = v;
+            }
+        }
+        if let Some(t) = self.table(doc, "queue")? {
+            self.only_known(t, "queue", &["max_interrupted_runs", "keep_history_days"], "")?;
+            if let Some(v) = self.int(t, "queue", "max_interrupted_runs", 1, 1000)? {
+                cfg.queue.max_interrupted_runs = v as u32;
+            }
+            if let Some(v) = self.int(t, "queue", "keep_history_days", 1, 36500)? {
+                cfg.queue.keep_history_days = v as u32;
+            }
+        }
+        if let Some(t) = self.table(doc, "hooks")? {
+            let names = Point::ALL.map(Point::as_str);
+            self.only_known(t, "hooks", &names, " (hook points: after_merge, after_fail, after_rework, after_awaiting_human, after_proposed)")?;
+            for point in Point::ALL {
+                if let Some(lines) = self.lines(t, point.as_str())? {
+                    cfg.set_hooks(point, lines);
+                }
+            }
+        }
+        Ok(cfg)
+    }
+
+    fn table<'t>(&self, doc: &'t Table<'a>, name: &str) -> Result<Option<&'t Table<'a>>, ConfigError> {
+        match doc.get(name) {
+            None => Ok(None),
+            Some(v) => match v.get_ref() {
+                DeValue::Table(t) => Ok(Some(t)),
+                other => Err(self.err(Some(v.span()), Some(name), format!("expected a table, found {}", other.type_str()))),
+            },
+        }
+    }
+
+    fn only_known(&self, t: &Table<'a>, section: &str, known: &[&str], hint: &str) -> Result<(), ConfigError> {
+        for (k, _) in t.iter() {
+            if !known.contains(&k.get_ref().as_ref()) {
+                let key = format!("{section}.{}", k.get_ref());
+                return Err(self.err(Some(k.span()), Some(&key), format!("unknown key{hint}")));
+            }
+        }
+        Ok(())
+    }
+
+    fn value<'t>(&self, t: &'t Table<'a>, name: &str) -> Option<&'t Spanned<DeValue<'a>>> {
+        t.get(name)
+    }
+
+    fn string(&self, t: &Table<'a>, section: &str, name: &str) -> Result<Option<String>, ConfigError> {
+        let Some(v) = self.value(t, name) else { return Ok(None) };
+        let key = format!("{section}.{name}");
+        match v.get_ref() {
+            DeValue::String(s) if s.is_empty() || s.contains('\0') => Err(self.err(Some(v.span()), Some(&key), "must be a non-empty string without NUL")),
+            DeValue::String(s) => Ok(Some(s.to_string())),
+            other => Err(self.err(Some(v.span()), Some(&key), format!("expected a string, found {}", other.type_str()))),
+        }
+    }
+
+    fn int(&self, t: &Table<'a>, section: &str, name: &str, min: u64, max: u64) -> Result<Option<u64>, ConfigError> {
+        let Some(v) = self.value(t, name) else { return Ok(None) };
+        let key = format!("{section}.{name}");
+        let bad = |what: String| Err(self.err(Some(v.span()), Some(&key), what));
+        match v.get_ref() {
+            DeValue::Integer(i) => {
+                let digits = i.as_str().replace('_', "");
+                match i64::from_str_radix(&digits, i.radix()) {
+                    Ok(n) if n >= 0 && (min..=max).contains(&(n as u64)) => Ok(Some(n as u64)),
+                    _ => bad(format!("must be a whole number from {min} to {max}, found {}", i.as_str())),
+                }
+            }
+            DeValue::Float(f) => bad(format!("must be a whole number from {min} to {max}, found {}", f.as_str())),
+            other => bad(format!("expected a whole number, found {}", other.type_str())),
+        }
+    }
+
+    fn lines(&self, t: &Table<'a>, name: &str) -> Result<Option<Vec<String>>, ConfigError> {
+        let Some(v) = self.value(t, name) else { return Ok(None) };
+        let key = format!("hooks.{name}");
+        let DeValue::Array(items) = v.get_ref() else {
+            return Err(self.err(Some(v.span()), Some(&key), format!("expected an array of command lines, found {}", v.get_ref().type_str())));
+        };
+        let mut out = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let key = format!("{key}[{i}]");
+            match item.get_ref() {
+                DeValue::String(s) if s.trim().is_empty() => return Err(self.err(Some(item.span()), Some(&key), "command line is empty")),
+                DeValue::String(s) if s.contains('\0') => return Err(self.err(Some(item.span()), Some(&key), "command line holds a NUL byte")),
+                DeValue::String(s) => out.push(s.to_string()),
+                other => return Err(self.err(Some(item.span()), Some(&key), format!("expected a command line (string), found {}", other.type_str()))),
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
+/// Re-reads `config.toml` each time it is asked, and re-parses it only when its bytes changed.
+///
+/// The drain asks before every point, so a config edited between recording and running applies,
+/// without paying a parse per point when nothing changed.
+#[derive(Debug)]
+pub struct ConfigSource {
+    path: PathBuf,
+    last: Option<(Vec<u8>, Arc<Config>)>,
+}
+
+impl ConfigSource {
+    /// A source reading `path`.
+    pub fn new(path: PathBuf) -> Self {
+        Self { path, last: None }
+    }
+
+    /// The file this source reads.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The configuration as the file says now. A missing file is an error: `hookq init` writes one.
+    pub fn current(&mut self) -> Result<Arc<Config>, ConfigError> {
+        let bytes = read_bounded(&self.path)?;
+        if let Some((old, cfg)) = &self.last
+            && *old == bytes
+        {
+            return Ok(Arc::clone(cfg));
+        }
+        let cfg = Arc::new(Config::parse(&self.path, &bytes)?);
+        self.last = Some((bytes, Arc::clone(&cfg)));
+        Ok(cfg)
+    }
+}
+
+/// The config `hookq init` writes, naming `remote` and `main_branch`.
+pub fn initial_config(remote: &str, main_branch: &str) -> String {
+    format!(
+        r#"# hookq / arc configuration. See the README for every key.
+
+[repository]
+main_branch = {main_branch:?}
+remote = {remote:?}
+
+[integration]
+# target_branch = "release"
+
+[gate]
+command_timeout_secs = 600
+kill_grace_secs = 5
+# max_log_bytes = 67108864
+
+[queue]
+max_interrupted_runs = 5
+keep_history_days = 30
+
+[hooks]
+# Each line runs as `/bin/sh -c <line>` in the repository root, with ARC_TASK, ARC_BRANCH,
+# ARC_WORKTREE and the other ARC_* variables set. Every line must be safe to run twice, and
+# exits 0 when there is nothing left to do.
+after_merge = [
+  'git ls-remote --exit-code {remote} "refs/heads/$ARC_BRANCH" >/dev/null; rc=$?; if [ $rc -eq 0 ]; then git push --quiet {remote} --delete "$ARC_BRANCH"; elif [ $rc -ne 2 ]; then exit $rc; fi',
+  'git worktree remove --force "$ARC_WORKTREE" 2>/dev/null; git worktree prune; [ ! -e "$ARC_WORKTREE" ]',
+  'if git show-ref --verify --quiet "refs/heads/$ARC_BRANCH"; then git branch -D --quiet "$ARC_BRANCH"; fi',
+]
+after_fail = []
+after_rework = []
+after_awaiting_human = []
+after_proposed = []
+"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Config, ConfigError> {
+        Config::parse(Path::new("/ws/config.toml"), s.as_bytes())
+    }
+
+    fn err(s: &str) -> String {
+        parse(s).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_when_empty() {
+        assert_eq!(parse("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn reads_every_key() {
+        let c = parse(
+            "[repository]\nmain_branch = 'trunk'\nremote = 'up'\n[integration]\ntarget_branch = 'rel'\n\
+             [gate]\ncommand_timeout_secs = 7\nkill_grace_secs = 2\nmax_log_bytes = 4096\n\
+             [queue]\nmax_interrupted_runs = 3\nkeep_history_days = 9\n\
+             [hooks]\nafter_merge = ['a', 'b']\nafter_proposed = ['c']\n",
+        )
+        .unwrap();
+        assert_eq!(c.repository.remote, "up");
+        assert_eq!(c.target_branch(), "rel");
+        assert_eq!(c.gate.command_timeout, Duration::from_secs(7));
+        assert_eq!(c.gate.kill_grace, Duration::from_secs(2));
+        assert_eq!(c.gate.max_log_bytes, 4096);
+        assert_eq!(c.queue.max_interrupted_runs, 3);
+        assert_eq!(c.queue.keep_history_days, 9);
+        assert_eq!(c.hooks(Point::AfterMerge), ["a", "b"]);
+        assert_eq!(c.hooks(Point::AfterProposed), ["c"]);
+        assert!(c.hooks(Point::AfterFail).is_empty());
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        assert_eq!(
+            err("[hooks]\nafter_merge = []\nafter_mrge = ['x']\n"),
+            "/ws/config.toml:3: hooks.after_mrge: unknown key (hook points: after_merge, after_fail, after_rework, after_awaiting_human, after_proposed)"
+        );
+        assert_eq!(
+            err("[gate]\n\ncommand_timeout_secs = 0\n"),
+            "/ws/config.toml:3: gate.command_timeout_secs: must be a whole number from 1 to 604800, found 0"
+        );
+        assert!(err("[gate]\ncommand_timeout_secs = 1.5\n").contains(":2: gate.command_timeout_secs: must be a whole number"));
+        assert!(err("[gate]\ncommand_timeout_secs = -3\n").contains(":2: gate.command_timeout_secs"));
+        assert!(err("[gate]\ncommand_timeout_secs = '10'\n").contains("expected a whole number, found string"));
+        assert!(err("[gate]\nkill_grace_secs = 99999999999999999999\n").contains(":2:"));
+        assert!(err("[hooks]\nafter_fail = 'echo'\n").contains(":2: hooks.after_fail: expected an array"));
+        assert!(err("[hooks]\nafter_fail = ['ok',\n  3]\n").contains(":3: hooks.after_fail[1]: expected a command line"));
+        assert!(err("[queue]\nmax_interrupted = 2\n").contains(":2: queue.max_interrupted: unknown key"));
+        assert!(err("hooks = 3\n").contains(":1: hooks: expected a table"));
+    }
+
+    #[test]
+    fn syntax_errors_have_a_line() {
+        let e = err("[hooks]\nafter_merge = [\n");
+        assert!(e.starts_with("/ws/config.toml:"), "{e}");
+        let e = err("[hooks]\nafter_merge = []\nafter_merge = []\n");
+        assert!(e.starts_with("/ws/config.toml:3:"), "{e}");
+    }
+
+    #[test]
+    fn non_utf8_names_the_line() {
+        let e = Config::parse(Path::new("c.toml"), b"[hooks]\nafter_merge = ['\xff']\n").unwrap_err();
+        assert_eq!(e.to_string(), "c.toml:2: not valid UTF-8 (byte 24)");
+    }
+
+    #[test]
+    fn unknown_keys_in_shared_tables_are_left_alone() {
+        let c = parse("[gate]\ncommands = ['cargo test']\n[agent]\nmodel = 'x'\n").unwrap();
+        assert_eq!(c.gate, Config::default().gate);
+    }
+
+    #[test]
+    fn initial_config_is_valid() {
+        let c = parse(&initial_config("up", "trunk")).unwrap();
+        assert_eq!(c.hooks(Point::AfterMerge).len(), 3);
+        assert!(c.hooks(Point::AfterMerge)[0].contains("git push --quiet up --delete"));
+        assert!(c.hooks(Point::AfterMerge)[0].contains("ls-remote --exit-code up "));
+        assert_eq!(c.repository.main_branch, "trunk");
+    }
+}

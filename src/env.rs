@@ -1,0 +1,131 @@
+//! The environment a hook command gets (SPEC §5): the runner's own, minus inherited git
+//! repository overrides and `ARC_*`, plus the `ARC_*` table for this point.
+
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+
+use crate::phase::Point;
+
+/// What `git rev-parse --local-env-vars` lists: variables that would point a hook's git at
+/// another repository than the workspace's.
+pub const GIT_LOCAL_ENV_VARS: &[&str] = &[
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+];
+
+/// The facts one point's commands see.
+#[derive(Debug, Clone)]
+pub struct HookVars<'a> {
+    /// `ARC_TASK`.
+    pub task: &'a str,
+    /// `ARC_PLAN`.
+    pub plan: &'a str,
+    /// The `n` of `ARC_ATTEMPT=<task>-<n>`.
+    pub attempt: i64,
+    /// `ARC_WORKTREE`, absolute.
+    pub worktree: &'a Path,
+    /// `ARC_TARGET_BRANCH`.
+    pub target_branch: &'a str,
+    /// `ARC_MERGED_SHA`, set for `after_merge` only.
+    pub merged_sha: Option<&'a str>,
+    /// `ARC_STATE`: the phase recorded with the point.
+    pub state: &'a str,
+    /// `ARC_HOOK`.
+    pub point: Point,
+}
+
+fn stripped(name: &OsStr) -> bool {
+    let Some(name) = name.to_str() else { return false };
+    name.starts_with("ARC_")
+        || GIT_LOCAL_ENV_VARS.contains(&name)
+        // Only meaningful with GIT_CONFIG_COUNT, which goes: drop the pairs with it.
+        || name.starts_with("GIT_CONFIG_KEY_")
+        || name.starts_with("GIT_CONFIG_VALUE_")
+}
+
+/// The runner's environment with the overrides removed; computed once per pass.
+pub fn base_env(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<(OsString, OsString)> {
+    vars.into_iter().filter(|(k, _)| !stripped(k)).collect()
+}
+
+/// `base` plus the `ARC_*` table for one point.
+pub fn hook_env(base: &[(OsString, OsString)], v: &HookVars<'_>) -> Vec<(OsString, OsString)> {
+    let mut env = Vec::with_capacity(base.len() + 9);
+    env.extend_from_slice(base);
+    let mut set = |k: &str, val: OsString| env.push((k.into(), val));
+    set("ARC_TASK", v.task.into());
+    set("ARC_PLAN", v.plan.into());
+    set("ARC_ATTEMPT", format!("{}-{}", v.task, v.attempt).into());
+    set("ARC_BRANCH", format!("work/{}", v.task).into());
+    set("ARC_WORKTREE", v.worktree.as_os_str().to_owned());
+    set("ARC_TARGET_BRANCH", v.target_branch.into());
+    if v.point == Point::AfterMerge
+        && let Some(sha) = v.merged_sha
+    {
+        set("ARC_MERGED_SHA", sha.into());
+    }
+    set("ARC_STATE", v.state.into());
+    set("ARC_HOOK", v.point.as_str().into());
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get<'a>(env: &'a [(OsString, OsString)], k: &str) -> Option<&'a str> {
+        env.iter().find(|(n, _)| n == k).map(|(_, v)| v.to_str().unwrap())
+    }
+
+    #[test]
+    fn strips_overrides_and_sets_the_table() {
+        let base = base_env(
+            [
+                ("PATH", "/bin"),
+                ("GIT_DIR", "/elsewhere"),
+                ("GIT_CONFIG_KEY_0", "x"),
+                ("GIT_AUTHOR_NAME", "kept"),
+                ("ARC_MERGED_SHA", "stale"),
+                ("ARC_TASK", "stale"),
+            ]
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+        );
+        let mut vars = HookVars {
+            task: "t1",
+            plan: "p",
+            attempt: 2,
+            worktree: Path::new("/r/.radian/arc/worktrees/t1"),
+            target_branch: "main",
+            merged_sha: Some("abc123"),
+            state: "review.awaiting_human",
+            point: Point::AfterAwaitingHuman,
+        };
+        let env = hook_env(&base, &vars);
+        assert_eq!(get(&env, "PATH"), Some("/bin"));
+        assert_eq!(get(&env, "GIT_AUTHOR_NAME"), Some("kept"));
+        assert_eq!(get(&env, "GIT_DIR"), None);
+        assert_eq!(get(&env, "GIT_CONFIG_KEY_0"), None);
+        assert_eq!(get(&env, "ARC_MERGED_SHA"), None);
+        assert_eq!(get(&env, "ARC_TASK"), Some("t1"));
+        assert_eq!(get(&env, "ARC_ATTEMPT"), Some("t1-2"));
+        assert_eq!(get(&env, "ARC_BRANCH"), Some("work/t1"));
+        assert_eq!(get(&env, "ARC_HOOK"), Some("after_awaiting_human"));
+        assert_eq!(env.iter().filter(|(k, _)| k == "ARC_TASK").count(), 1);
+        vars.point = Point::AfterMerge;
+        assert_eq!(get(&hook_env(&base, &vars), "ARC_MERGED_SHA"), Some("abc123"));
+    }
+}

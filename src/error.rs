@@ -1,0 +1,156 @@
+//! The CLI's error: what the user sees (`error: …`, `hint: …`) and the one place that maps
+//! failures to exit codes.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::config::ConfigError;
+use crate::drain::DrainError;
+use crate::exec::ExecError;
+use crate::hub::HubError;
+use crate::lock::LockError;
+use crate::store::StoreError;
+
+/// Exit codes, as the README documents them.
+pub mod code {
+    /// Success (also when hooks failed: hooks never fail the command that ran them).
+    pub const OK: u8 = 0;
+    /// An I/O or internal failure not listed below.
+    pub const FAILURE: u8 = 1;
+    /// Bad usage: unknown flag, invalid id, phase or sha, a task that exists already.
+    pub const USAGE: u8 = 2;
+    /// `config.toml` is missing or invalid.
+    pub const CONFIG: u8 = 3;
+    /// Not found: no workspace, no such task, queue entry or history row.
+    pub const NOT_FOUND: u8 = 4;
+    /// The database is locked beyond `busy_timeout`, corrupt, newer than this hookq, read-only
+    /// or on a full disk.
+    pub const DATABASE: u8 = 5;
+    /// `run --wait` ran out before the runner lock was free.
+    pub const LOCKED: u8 = 6;
+}
+
+/// A failure of a `hookq` command.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad usage.
+    #[error("{0}")]
+    Usage(String),
+    /// Something named was not found.
+    #[error("{0}")]
+    NotFound(String),
+    /// The config is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The database failed.
+    #[error("{}: {source}", path.display())]
+    Store {
+        /// The database file.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: StoreError,
+    },
+    /// The runner lock failed.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The lock was still held when `--wait` ran out.
+    #[error("runner lock {} is held{holder}", path.display())]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+        /// ` by pid N since T`, when known.
+        holder: String,
+    },
+    /// A command could not be run.
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    /// Another I/O failure.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// A store error, located at the database `path`.
+    pub fn store(path: impl Into<PathBuf>, source: StoreError) -> Self {
+        match source {
+            StoreError::NoTask(_) | StoreError::NoEntry(_) | StoreError::NoHistory(_) => Error::NotFound(source.to_string()),
+            StoreError::TaskExists(_) | StoreError::Invalid(_) => Error::Usage(source.to_string()),
+            source => Error::Store {
+                path: path.into(),
+                source,
+            },
+        }
+    }
+
+    /// A drain error, located.
+    pub fn drain(db: impl Into<PathBuf>, e: DrainError) -> Self {
+        match e {
+            DrainError::Config(c) => Error::Config(c),
+            DrainError::Store(s) => Error::store(db, s),
+            DrainError::Exec(x) => Error::Exec(x),
+        }
+    }
+
+    /// A hub error, located.
+    pub fn hub(db: impl Into<PathBuf>, e: HubError) -> Self {
+        match e {
+            HubError::Lock(l) => Error::Lock(l),
+            HubError::Store(s) => Error::store(db, s),
+        }
+    }
+
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Usage(_) => code::USAGE,
+            Error::NotFound(_) => code::NOT_FOUND,
+            Error::Config(_) => code::CONFIG,
+            Error::Store { source, .. } => match source {
+                StoreError::Sqlite(_) | StoreError::Io { .. } | StoreError::BadRow(_) => code::FAILURE,
+                _ => code::DATABASE,
+            },
+            Error::Locked { .. } => code::LOCKED,
+            Error::Lock(_) | Error::Exec(_) | Error::Io { .. } => code::FAILURE,
+        }
+    }
+
+    /// A line of advice, where one helps.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::NotFound(m) if m.starts_with("no hookq workspace") => {
+                Some("run `hookq init` in the repository root, or pass -C DIR".into())
+            }
+            Error::Config(ConfigError::Read { .. }) => Some("`hookq init` writes a config.toml".into()),
+            Error::Config(_) => Some("no hook runs and nothing pending is cleared until the file is fixed; `hookq check` validates it".into()),
+            Error::Store { source: StoreError::Busy(_), .. } => {
+                Some("another process holds a write transaction; nothing was written, try again".into())
+            }
+            Error::Store { source: StoreError::Corrupt(_), .. } => {
+                Some("restore arc.db from a backup; hookq does not repair or replace it".into())
+            }
+            Error::Store { source: StoreError::NewerSchema { .. }, .. } => {
+                Some("a newer hookq migrated this database; use that version".into())
+            }
+            Error::Locked { .. } => Some("a hub or another pass is draining; pending points stay queued for it".into()),
+            _ => None,
+        }
+    }
+
+    /// Prints `error: …` (and `hint: …`) on stderr and returns the exit code.
+    pub fn report(&self) -> ExitCode {
+        eprintln!("error: {self}");
+        if let Some(h) = self.hint() {
+            eprintln!("hint: {h}");
+        }
+        ExitCode::from(self.exit_code())
+    }
+}

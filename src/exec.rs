@@ -1,0 +1,472 @@
+//! Running one hook command (SPEC §5): `/bin/sh -c`, its own process group, a timeout that
+//! signals the whole group, output appended to a log with a cap. Knows nothing of SQLite.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::process::{Pid, Signal, kill_process_group, pidfd_open, test_kill_process_group};
+
+/// How often a running command checks for a stop request when nothing else wakes it.
+const TICK: Duration = Duration::from_millis(50);
+
+/// Why a command could not be run at all (the hook itself never ran).
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The log file or its folder could not be created or written.
+    #[error("cannot write log {}: {source}", path.display())]
+    Log {
+        /// The log path.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Setting up the process (pipe, poll) failed.
+    #[error("cannot run command: {0}")]
+    Os(#[source] std::io::Error),
+}
+
+/// A request to stop, shared between a signal handler and the code that runs commands.
+#[derive(Debug, Default)]
+pub struct Stop(AtomicU8);
+
+impl Stop {
+    /// No stop requested.
+    pub const fn new() -> Self {
+        Self(AtomicU8::new(0))
+    }
+
+    /// Asks to stop after the current command (first call) or at once (later calls).
+    pub fn request(&self) {
+        let _ = self.0.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| Some(n.saturating_add(1)));
+    }
+
+    /// The underlying counter, for a signal handler to bump.
+    pub fn counter(&self) -> &AtomicU8 {
+        &self.0
+    }
+
+    /// Whether a stop after the current command was asked for.
+    pub fn graceful(&self) -> bool {
+        self.0.load(Ordering::SeqCst) >= 1
+    }
+
+    /// Whether an immediate stop was asked for: running commands are killed.
+    pub fn immediate(&self) -> bool {
+        self.0.load(Ordering::SeqCst) >= 2
+    }
+}
+
+/// One command to run.
+#[derive(Debug, Clone)]
+pub struct Spec<'a> {
+    /// The shell command line.
+    pub line: &'a str,
+    /// Working directory.
+    pub cwd: &'a Path,
+    /// The whole environment the command gets (nothing else is inherited).
+    pub env: &'a [(OsString, OsString)],
+    /// SIGTERM to the group after this long.
+    pub timeout: Duration,
+    /// SIGKILL to the group this long after SIGTERM.
+    pub kill_grace: Duration,
+    /// The most output bytes appended to the log for this run.
+    pub max_log_bytes: u64,
+    /// The log to append to.
+    pub log: &'a Path,
+    /// The header line's text after the time stamp (no newline).
+    pub header: &'a str,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited with this code.
+    Exited(i32),
+    /// A signal hookq did not send ended it.
+    Signalled(i32),
+    /// It ran past its timeout; `killed` when SIGTERM was not enough and SIGKILL went too.
+    TimedOut {
+        /// Whether SIGKILL was needed.
+        killed: bool,
+    },
+    /// An immediate stop killed it.
+    Interrupted,
+    /// `/bin/sh` could not be started.
+    SpawnFailed(i32),
+}
+
+impl Ending {
+    /// Whether the command succeeded.
+    pub fn success(self) -> bool {
+        self == Ending::Exited(0)
+    }
+}
+
+/// What running a command gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// How it ended.
+    pub ending: Ending,
+    /// Wall time from spawn to reap.
+    pub duration: Duration,
+    /// Output bytes appended to the log (not counting hookq's own lines).
+    pub logged: u64,
+    /// Whether output was cut at `max_log_bytes`.
+    pub truncated: bool,
+}
+
+/// Runs `spec` to its end. `Err` only when the command could not be run for a reason outside
+/// the hook (the log could not be written); a command that fails is an `Ok` with its ending.
+pub fn run(spec: &Spec<'_>, stop: &Stop) -> Result<Finished, ExecError> {
+    let log_err = |source| ExecError::Log {
+        path: spec.log.to_path_buf(),
+        source,
+    };
+    let mut log = open_log(spec.log).map_err(log_err)?;
+    let stamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    log.write_all(format!("--- hookq {stamp} {}\n", spec.header).as_bytes())
+        .map_err(log_err)?;
+
+    let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| ExecError::Os(e.into()))?;
+    let start = Instant::now();
+    let child = {
+        let mut cmd = Command::new("/bin/sh");
+        cmd.arg("-c")
+            .arg(spec.line)
+            .current_dir(spec.cwd)
+            .env_clear()
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(writer.try_clone().map_err(ExecError::Os)?))
+            .stderr(Stdio::from(writer))
+            .process_group(0);
+        // `cmd` is dropped at the end of this block, closing our copies of the write end, so
+        // end-of-file arrives when the command and everything it started are done with it.
+        cmd.spawn()
+    };
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            let code = e.raw_os_error().unwrap_or(-1);
+            writeln!(log, "--- hookq cannot start /bin/sh: {e}").map_err(log_err)?;
+            return Ok(Finished {
+                ending: Ending::SpawnFailed(code),
+                duration: start.elapsed(),
+                logged: 0,
+                truncated: false,
+            });
+        }
+    };
+    let mut copier = Copier {
+        log: &mut log,
+        left: spec.max_log_bytes,
+        logged: 0,
+        truncated: false,
+        last: b'\n',
+        cap: spec.max_log_bytes,
+    };
+    let outcome = supervise(&mut child, reader, spec, stop, start, &mut copier);
+    let ending = match outcome {
+        Ok(e) => e,
+        Err(e) => {
+            // Never leave a process behind: whatever failed, the group goes and the child is reaped.
+            signal_group(&child, Signal::KILL);
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    let duration = start.elapsed();
+    let (logged, truncated, last) = (copier.logged, copier.truncated, copier.last);
+    let mut footer = Vec::new();
+    if last != b'\n' {
+        footer.push(b'\n');
+    }
+    footer.extend_from_slice(format!("--- hookq {} after {} ms\n", describe(ending), duration.as_millis()).as_bytes());
+    log.write_all(&footer).map_err(log_err)?;
+    Ok(Finished {
+        ending,
+        duration,
+        logged,
+        truncated,
+    })
+}
+
+/// A human description of an ending, as the footer and warnings say it.
+pub fn describe(ending: Ending) -> String {
+    match ending {
+        Ending::Exited(c) => format!("exit {c}"),
+        Ending::Signalled(s) => format!("killed by signal {s}"),
+        Ending::TimedOut { killed: false } => "timed out (SIGTERM to the process group)".into(),
+        Ending::TimedOut { killed: true } => "timed out (SIGTERM, then SIGKILL to the process group)".into(),
+        Ending::Interrupted => "interrupted (SIGKILL to the process group on stop)".into(),
+        Ending::SpawnFailed(e) => format!("could not start /bin/sh (os error {e})"),
+    }
+}
+
+fn open_log(path: &Path) -> std::io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)
+}
+
+struct Copier<'a> {
+    log: &'a mut File,
+    left: u64,
+    logged: u64,
+    truncated: bool,
+    last: u8,
+    cap: u64,
+}
+
+impl Copier<'_> {
+    fn take(&mut self, bytes: &[u8], path: &Path) -> Result<(), ExecError> {
+        let keep = bytes.len().min(self.left as usize);
+        let log_err = |source| ExecError::Log {
+            path: path.to_path_buf(),
+            source,
+        };
+        if keep > 0 {
+            self.log.write_all(&bytes[..keep]).map_err(log_err)?;
+            self.left -= keep as u64;
+            self.logged += keep as u64;
+            self.last = bytes[keep - 1];
+        }
+        if keep < bytes.len() && !self.truncated {
+            self.truncated = true;
+            let nl = if self.last == b'\n' { "" } else { "\n" };
+            writeln!(self.log, "{nl}--- hookq output cut here: more than {} bytes (gate.max_log_bytes); the rest was discarded", self.cap)
+                .map_err(log_err)?;
+            self.last = b'\n';
+        }
+        Ok(())
+    }
+}
+
+/// Copies output and waits for the child, enforcing the timeout and stop requests.
+fn supervise(child: &mut Child, reader: OwnedFd, spec: &Spec<'_>, stop: &Stop, start: Instant, copier: &mut Copier<'_>) -> Result<Ending, ExecError> {
+    rustix::io::ioctl_fionbio(&reader, true).map_err(|e| ExecError::Os(e.into()))?;
+    let mut reader = Some(File::from(reader));
+    // A pidfd wakes the poll the moment the child exits, even while a grandchild keeps the pipe
+    // open. Without one (old kernels), the tick bounds how late the exit is noticed.
+    let pidfd = Pid::from_child(child)
+        .pipe(|pid| pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok());
+    let mut buf = vec![0u8; 64 * 1024];
+    let deadline = start + spec.timeout;
+    let mut timed_out_at: Option<Instant> = None;
+    let mut interrupted = false;
+    loop {
+        if let Some(status) = child.try_wait().map_err(ExecError::Os)? {
+            // Take what the child left in the pipe, but do not wait for descendants that keep
+            // it open: they may live forever.
+            if let Some(r) = reader.as_mut() {
+                drain_available(r, &mut buf, copier, spec.log)?;
+            }
+            return Ok(finish_group(child, status, timed_out_at, interrupted, spec.kill_grace));
+        }
+        let now = Instant::now();
+        if stop.immediate() && !interrupted {
+            interrupted = true;
+            signal_group(child, Signal::KILL);
+            continue;
+        }
+        match timed_out_at {
+            None if now >= deadline => {
+                timed_out_at = Some(now);
+                signal_group(child, Signal::TERM);
+                continue;
+            }
+            Some(t) if now >= t + spec.kill_grace => {
+                signal_group(child, Signal::KILL);
+            }
+            _ => {}
+        }
+        let next = match timed_out_at {
+            None => deadline,
+            Some(t) => (t + spec.kill_grace).max(now + Duration::from_millis(10)),
+        };
+        let wait = next.saturating_duration_since(now).min(TICK);
+        let mut fds = Vec::with_capacity(2);
+        if let Some(r) = reader.as_ref() {
+            fds.push(PollFd::new(r, PollFlags::IN));
+        }
+        if let Some(p) = pidfd.as_ref() {
+            fds.push(PollFd::new(p, PollFlags::IN));
+        }
+        let ts = Timespec {
+            tv_sec: wait.as_secs() as i64,
+            tv_nsec: i64::from(wait.subsec_nanos()),
+        };
+        if fds.is_empty() {
+            std::thread::sleep(wait.min(Duration::from_millis(5)));
+            continue;
+        }
+        match poll(&mut fds, Some(&ts)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(ExecError::Os(e.into())),
+        }
+        let pipe_ready = reader.is_some() && !fds[0].revents().is_empty();
+        drop(fds);
+        if pipe_ready {
+            let r = reader.as_mut().expect("checked");
+            if drain_available(r, &mut buf, copier, spec.log)? {
+                // End of file: every writer closed it. Only the exit is left to wait for.
+                reader = None;
+            }
+        }
+    }
+}
+
+/// Reads what is in the pipe now. Returns true at end of file.
+fn drain_available(r: &mut File, buf: &mut [u8], copier: &mut Copier<'_>, log: &Path) -> Result<bool, ExecError> {
+    loop {
+        match r.read(buf) {
+            Ok(0) => return Ok(true),
+            Ok(n) => copier.take(&buf[..n], log)?,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(ExecError::Os(e)),
+        }
+    }
+}
+
+/// After the leader was reaped: for a timed-out or interrupted command, make sure the whole
+/// group is gone (SIGKILL once the grace period is over).
+fn finish_group(child: &Child, status: ExitStatus, timed_out_at: Option<Instant>, interrupted: bool, grace: Duration) -> Ending {
+    if interrupted {
+        signal_group(child, Signal::KILL);
+        return Ending::Interrupted;
+    }
+    if let Some(t) = timed_out_at {
+        let mut killed = false;
+        while group_alive(child) {
+            if Instant::now() >= t + grace {
+                signal_group(child, Signal::KILL);
+                killed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // SIGKILL reached the leader itself if it needed it.
+        killed |= status.signal() == Some(Signal::KILL.as_raw());
+        return Ending::TimedOut { killed };
+    }
+    match (status.code(), status.signal()) {
+        (Some(c), _) => Ending::Exited(c),
+        (None, Some(s)) => Ending::Signalled(s),
+        (None, None) => Ending::Exited(-1),
+    }
+}
+
+fn group_of(child: &Child) -> Option<Pid> {
+    Pid::from_raw(child.id() as i32)
+}
+
+fn signal_group(child: &Child, sig: Signal) {
+    if let Some(pgid) = group_of(child) {
+        let _ = kill_process_group(pgid, sig);
+    }
+}
+
+fn group_alive(child: &Child) -> bool {
+    group_of(child).is_some_and(|p| test_kill_process_group(p).is_ok())
+}
+
+trait Pipe: Sized {
+    fn pipe<T>(self, f: impl FnOnce(Self) -> T) -> T {
+        f(self)
+    }
+}
+impl<T> Pipe for T {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec<'a>(line: &'a str, log: &'a Path, env: &'a [(OsString, OsString)]) -> Spec<'a> {
+        Spec {
+            line,
+            cwd: Path::new("/"),
+            env,
+            timeout: Duration::from_secs(30),
+            kill_grace: Duration::from_secs(1),
+            max_log_bytes: 1 << 20,
+            log,
+            header: "test",
+        }
+    }
+
+    fn path_env() -> Vec<(OsString, OsString)> {
+        vec![("PATH".into(), std::env::var_os("PATH").unwrap_or_default())]
+    }
+
+    #[test]
+    fn exit_codes_and_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("a/b.log");
+        let env = path_env();
+        let f = run(&spec("echo out; echo err >&2; exit 3", &log, &env), &Stop::new()).unwrap();
+        assert_eq!(f.ending, Ending::Exited(3));
+        let text = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("--- hookq ") && lines[0].ends_with(" test"), "{text}");
+        assert_eq!(&lines[1..3], ["out", "err"]);
+        assert!(lines[3].starts_with("--- hookq exit 3 after "), "{text}");
+    }
+
+    #[test]
+    fn signal_ending() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("s.log");
+        let env = path_env();
+        let f = run(&spec("kill -USR1 $$", &log, &env), &Stop::new()).unwrap();
+        assert_eq!(f.ending, Ending::Signalled(Signal::USR1.as_raw()));
+    }
+
+    #[test]
+    fn cap_cuts_with_a_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("c.log");
+        let env = path_env();
+        let mut s = spec("head -c 300000 /dev/zero | tr '\\0' x; echo; echo after", &log, &env);
+        s.max_log_bytes = 1000;
+        let f = run(&s, &Stop::new()).unwrap();
+        assert_eq!(f.ending, Ending::Exited(0));
+        assert!(f.truncated);
+        assert_eq!(f.logged, 1000);
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains(&format!("{}\n--- hookq output cut here", "x".repeat(1000))));
+        assert!(!text.contains("\nafter\n"));
+    }
+
+    #[test]
+    fn timeout_kills_the_group_without_waiting_for_the_pipe() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("t.log");
+        let env = path_env();
+        let mut s = spec("trap '' TERM; sleep 60 & sleep 60", &log, &env);
+        s.timeout = Duration::from_millis(200);
+        s.kill_grace = Duration::from_millis(200);
+        let t = Instant::now();
+        let f = run(&s, &Stop::new()).unwrap();
+        assert_eq!(f.ending, Ending::TimedOut { killed: true });
+        assert!(t.elapsed() < Duration::from_secs(20), "hung: {:?}", t.elapsed());
+    }
+}

@@ -1,0 +1,31 @@
+//! hookq: a SQLite-backed, transactional hook queue.
+//!
+//! A task's phase change and the hook point it triggers are written in one SQLite transaction
+//! ([`record`]); a worker holding `runner.lock` ([`lock`]) drains the points ([`drain`]), running
+//! each command with a timeout and appending its output to a log ([`exec`]). See the README for
+//! the guarantees and for embedding.
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod config;
+pub mod drain;
+pub mod env;
+pub mod error;
+pub mod exec;
+pub mod hub;
+pub mod ids;
+pub mod lock;
+pub mod phase;
+pub mod record;
+pub mod store;
+pub mod workspace;
+
+pub use config::Config;
+pub use drain::{Drainer, PassReport};
+pub use exec::Stop;
+pub use ids::{PlanId, TaskId};
+pub use lock::{RunnerLock, Wait};
+pub use phase::{Phase, Point};
+pub use record::{MoveFacts, Transition};
+pub use store::Store;
+pub use workspace::Workspace;

@@ -1,0 +1,261 @@
+//! Recording transitions and their hook points inside the caller's transaction (SPEC §3).
+//!
+//! Every function here takes a [`rusqlite::Transaction`] and never commits it: a host that owns
+//! its transaction (the arc runner) records its phase changes and their points next to its own
+//! writes, and either all of them commit or none does. Nothing here runs a hook.
+
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde::Serialize;
+
+use crate::ids::{PlanId, TaskId};
+use crate::phase::{Phase, Point};
+use crate::store::{StoreError, now_ms};
+
+/// A point recorded by a transition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Occurrence {
+    /// The occurrence id (the pending row's id); points run in this order.
+    pub id: i64,
+    /// The point.
+    pub point: Point,
+}
+
+/// What a transition wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Transition {
+    /// The task.
+    pub task: String,
+    /// The phase before, `None` for a task created by this write.
+    pub from: Option<String>,
+    /// The phase after.
+    pub to: String,
+    /// The point recorded, if the write entered a phase with one.
+    pub occurrence: Option<Occurrence>,
+}
+
+impl Transition {
+    /// Whether the write changed the task's phase.
+    pub fn changed(&self) -> bool {
+        self.from.as_deref() != Some(self.to.as_str())
+    }
+}
+
+/// Extra facts a move may set on the task.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MoveFacts {
+    /// The sha the merge put on the target branch (`ARC_MERGED_SHA` for `after_merge`).
+    pub merged_sha: Option<String>,
+    /// The task's current attempt, from 1 (`ARC_ATTEMPT`).
+    pub attempt: Option<u32>,
+}
+
+/// Checks a merged sha: 4 to 64 hex digits.
+pub fn validate_sha(sha: &str) -> Result<(), StoreError> {
+    if (4..=64).contains(&sha.len()) && sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(())
+    } else {
+        let cut: String = sha.chars().take(40).collect();
+        Err(StoreError::Invalid(format!(
+            "invalid merged sha {cut:?}: expected 4 to 64 hex digits"
+        )))
+    }
+}
+
+/// Records `point` for `task` entering `phase`: the `pending_hooks` row and its
+/// `pending_hook_states` row.
+fn record_point(tx: &Transaction<'_>, task: &TaskId, phase: &Phase, point: Point, now: i64) -> Result<Occurrence, StoreError> {
+    let id: i64 = tx
+        .prepare_cached("INSERT INTO pending_hooks (task, point, recorded_ms) VALUES (?1, ?2, ?3) RETURNING id")?
+        .query_row(params![task.as_str(), point.as_str(), now], |r| r.get(0))?;
+    tx.prepare_cached("INSERT INTO pending_hook_states (hook_id, state) VALUES (?1, ?2)")?
+        .execute(params![id, phase.as_str()])?;
+    Ok(Occurrence { id, point })
+}
+
+/// Creates `task` of `plan` in `phase`. A task created in a phase with a point (`todo.proposed`
+/// fires `after_proposed`) records it.
+pub fn add_task(tx: &Transaction<'_>, task: &TaskId, plan: &PlanId, phase: &Phase) -> Result<Transition, StoreError> {
+    let now = now_ms();
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO tasks (id, plan, phase, created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT (id) DO NOTHING",
+        )?
+        .execute(params![task.as_str(), plan.as_str(), phase.as_str(), now])?;
+    if inserted == 0 {
+        return Err(StoreError::TaskExists(task.to_string()));
+    }
+    let occurrence = match phase.point() {
+        Some(point) => Some(record_point(tx, task, phase, point, now)?),
+        None => None,
+    };
+    Ok(Transition {
+        task: task.to_string(),
+        from: None,
+        to: phase.to_string(),
+        occurrence,
+    })
+}
+
+/// Moves `task` into `to`, recording its point when `to` has one. A write that leaves the phase
+/// as it was records nothing (the facts are still updated).
+pub fn move_task(tx: &Transaction<'_>, task: &TaskId, to: &Phase, facts: &MoveFacts) -> Result<Transition, StoreError> {
+    if let Some(sha) = &facts.merged_sha {
+        validate_sha(sha)?;
+    }
+    if facts.attempt == Some(0) {
+        return Err(StoreError::Invalid("invalid attempt 0: attempts count from 1".into()));
+    }
+    let from: String = tx
+        .prepare_cached("SELECT phase FROM tasks WHERE id = ?1")?
+        .query_row([task.as_str()], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| StoreError::NoTask(task.to_string()))?;
+    let now = now_ms();
+    tx.prepare_cached(
+        "UPDATE tasks SET phase = ?2, updated_ms = ?3, merged_sha = COALESCE(?4, merged_sha), attempt = COALESCE(?5, attempt) WHERE id = ?1",
+    )?
+    .execute(params![task.as_str(), to.as_str(), now, facts.merged_sha, facts.attempt])?;
+    let occurrence = match to.point() {
+        Some(point) if from != to.as_str() => Some(record_point(tx, task, to, point, now)?),
+        _ => None,
+    };
+    Ok(Transition {
+        task: task.to_string(),
+        from: Some(from),
+        to: to.to_string(),
+        occurrence,
+    })
+}
+
+/// Ends every unfinished task of `plan` (not `done.*` or `failed.*`) in `failed.cancelled`, one
+/// `after_fail` point per task, all inside `tx`.
+pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition>, StoreError> {
+    let cancelled = Phase::new("failed.cancelled").expect("a valid phase");
+    let ids: Vec<String> = tx
+        .prepare_cached(
+            "SELECT id FROM tasks WHERE plan = ?1 AND phase NOT LIKE 'done.%' AND phase NOT LIKE 'failed.%' ORDER BY id",
+        )?
+        .query_map([plan.as_str()], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    ids.into_iter()
+        .map(|id| {
+            let id = TaskId::new(id).map_err(|e| StoreError::BadRow(e.to_string()))?;
+            move_task(tx, &id, &cancelled, &MoveFacts::default())
+        })
+        .collect()
+}
+
+/// Re-queues the point of history row `history_id` as a new occurrence (same task, point and
+/// recorded state), as `hookq queue retry` does.
+pub fn requeue(tx: &Transaction<'_>, history_id: i64) -> Result<Occurrence, StoreError> {
+    let (task, point, state): (String, String, String) = tx
+        .prepare_cached("SELECT task, point, state FROM hook_history WHERE id = ?1")?
+        .query_row([history_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?
+        .ok_or(StoreError::NoHistory(history_id))?;
+    let bad = |e: &dyn std::fmt::Display| StoreError::BadRow(format!("history row {history_id}: {e}"));
+    let task = TaskId::new(task).map_err(|e| bad(&e))?;
+    let point: Point = point.parse().map_err(|e| bad(&e))?;
+    let state = Phase::new(&state).map_err(|e| bad(&e))?;
+    let exists: bool = tx
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)")?
+        .query_row([task.as_str()], |r| r.get(0))?;
+    if !exists {
+        return Err(StoreError::NoTask(task.to_string()));
+    }
+    record_point(tx, &task, &state, point, now_ms())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    fn ids(t: &str, p: &str) -> (TaskId, PlanId) {
+        (TaskId::new(t).unwrap(), PlanId::new(p).unwrap())
+    }
+
+    fn pending(store: &Store) -> Vec<(String, String, Option<String>)> {
+        store
+            .pending(0, 100, None)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.task, r.point, r.state))
+            .collect()
+    }
+
+    #[test]
+    fn rollback_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("arc.db")).unwrap();
+        let (t, p) = ids("t1", "p1");
+        {
+            let tx = store.transaction().unwrap();
+            add_task(&tx, &t, &p, &Phase::new("todo.proposed").unwrap()).unwrap();
+            tx.rollback().unwrap();
+        }
+        assert!(pending(&store).is_empty());
+        assert!(store.task("t1").unwrap().is_none());
+    }
+
+    #[test]
+    fn spec_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("arc.db")).unwrap();
+        let (t, p) = ids("t1", "p1");
+        let ph = |s| Phase::new(s).unwrap();
+        store
+            .write(|tx| {
+                let a = add_task(tx, &t, &p, &ph("todo.proposed"))?;
+                assert_eq!(a.occurrence.unwrap().point, Point::AfterProposed);
+                assert!(move_task(tx, &t, &ph("todo.ready"), &MoveFacts::default())?.occurrence.is_none());
+                let r1 = move_task(tx, &t, &ph("review.rework_pending"), &MoveFacts::default())?;
+                let same = move_task(tx, &t, &ph("review.rework_pending"), &MoveFacts::default())?;
+                assert!(same.occurrence.is_none() && !same.changed());
+                move_task(tx, &t, &ph("todo.ready"), &MoveFacts::default())?;
+                let r2 = move_task(tx, &t, &ph("review.rework_pending"), &MoveFacts::default())?;
+                assert!(r2.occurrence.unwrap().id > r1.occurrence.unwrap().id);
+                Ok(())
+            })
+            .unwrap();
+        let rows = pending(&store);
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[1], ("t1".into(), "after_rework".into(), Some("review.rework_pending".into())));
+        assert_eq!(rows[1], rows[2]);
+    }
+
+    #[test]
+    fn cancel_plan_ends_unfinished_tasks_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("arc.db")).unwrap();
+        let p = PlanId::new("p").unwrap();
+        store
+            .write(|tx| {
+                for (t, ph) in [("a", "todo.ready"), ("b", "done.merged"), ("c", "running.gate"), ("d", "failed.x")] {
+                    add_task(tx, &TaskId::new(t).unwrap(), &p, &Phase::new(ph).unwrap())?;
+                }
+                add_task(tx, &TaskId::new("e").unwrap(), &PlanId::new("other").unwrap(), &Phase::new("todo.ready").unwrap())?;
+                Ok(())
+            })
+            .unwrap();
+        let before = pending(&store).len();
+        let moved = store.write(|tx| cancel_plan(tx, &p)).unwrap();
+        assert_eq!(moved.iter().map(|m| m.task.as_str()).collect::<Vec<_>>(), ["a", "c"]);
+        let rows = pending(&store);
+        assert_eq!(rows.len(), before + 2);
+        assert!(rows[before..].iter().all(|r| r.1 == "after_fail" && r.2.as_deref() == Some("failed.cancelled")));
+    }
+
+    #[test]
+    fn bad_facts_write_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("arc.db")).unwrap();
+        let (t, p) = ids("t1", "p1");
+        store.write(|tx| add_task(tx, &t, &p, &Phase::new("todo.ready").unwrap())).unwrap();
+        let facts = MoveFacts { merged_sha: Some("xyz; rm -rf /".into()), attempt: None };
+        let err = store.write(|tx| move_task(tx, &t, &Phase::new("done.merged").unwrap(), &facts)).unwrap_err();
+        assert!(err.to_string().starts_with("invalid merged sha"), "{err}");
+        assert_eq!(store.task("t1").unwrap().unwrap().phase, "todo.ready");
+        assert!(pending(&store).is_empty());
+    }
+}

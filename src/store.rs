@@ -1,0 +1,813 @@
+//! The SQLite store: one `Store::open`, pragmas read back, embedded migrations (SPEC §3).
+//!
+//! The store knows tasks, pending points and history rows. It knows nothing of processes.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
+use serde::Serialize;
+
+use crate::ids::TaskId;
+use crate::phase::Point;
+
+mod embedded {
+    refinery::embed_migrations!("migrations");
+}
+
+/// The busy timeout every connection sets unless told otherwise.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A store failure. Messages are short fragments; the CLI adds the database path.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Another writer held the database beyond `busy_timeout`.
+    #[error("database is locked by another writer (waited {} ms)", .0.as_millis())]
+    Busy(Duration),
+    /// The file is not a SQLite database or is damaged.
+    #[error("database is corrupt or not a hookq database: {0}")]
+    Corrupt(String),
+    /// The disk (or a size limit) is full.
+    #[error("disk is full: {0}")]
+    Full(String),
+    /// The database or its folder cannot be written.
+    #[error("database is read-only: {0}")]
+    ReadOnly(String),
+    /// The file could not be opened or created.
+    #[error("cannot open database: {0}")]
+    CannotOpen(String),
+    /// A pragma did not take.
+    #[error("pragma {pragma} reads back {found:?}, expected {expected:?}")]
+    Pragma {
+        /// The pragma.
+        pragma: &'static str,
+        /// What was set.
+        expected: String,
+        /// What was read back.
+        found: String,
+    },
+    /// The database was migrated by a newer hookq.
+    #[error("database schema is version {found}, newer than this hookq supports ({supported}); upgrade hookq")]
+    NewerSchema {
+        /// The schema version found.
+        found: i64,
+        /// The newest version this binary knows.
+        supported: i64,
+    },
+    /// A migration failed.
+    #[error("migration failed: {0}")]
+    Migrate(String),
+    /// Creating the database's folder or file failed.
+    #[error("cannot create {}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Any other SQLite error.
+    #[error("sqlite: {0}")]
+    Sqlite(#[source] rusqlite::Error),
+    /// No such task.
+    #[error("no task {0}")]
+    NoTask(String),
+    /// The task exists already.
+    #[error("task {0} exists already")]
+    TaskExists(String),
+    /// No pending entry with this id.
+    #[error("no pending entry {0}")]
+    NoEntry(i64),
+    /// No history row with this id.
+    #[error("no history row {0}")]
+    NoHistory(i64),
+    /// A stored value that should have been validated on the way in is not valid.
+    #[error("stored value is not valid: {0}")]
+    BadRow(String),
+    /// A value given by the caller is not valid.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        classify(&e).unwrap_or(StoreError::Sqlite(e))
+    }
+}
+
+/// The errors a user can act on, told apart by SQLite's code.
+fn classify(e: &rusqlite::Error) -> Option<StoreError> {
+    let text = e.to_string();
+    Some(match e.sqlite_error_code()? {
+        ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => StoreError::Busy(DEFAULT_BUSY_TIMEOUT),
+        ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt => StoreError::Corrupt(text),
+        ErrorCode::DiskFull => StoreError::Full(text),
+        ErrorCode::ReadOnly => StoreError::ReadOnly(text),
+        ErrorCode::CannotOpen | ErrorCode::PermissionDenied => StoreError::CannotOpen(text),
+        _ => return None,
+    })
+}
+
+/// How durable a commit is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    /// `synchronous=FULL`: a committed transition survives power loss (the default).
+    #[default]
+    Full,
+    /// `synchronous=NORMAL`: survives a crash of the process, may lose the last commits on power
+    /// loss.
+    Normal,
+}
+
+/// Options for [`Store::open_with`].
+#[derive(Debug, Clone, Copy)]
+pub struct StoreOptions {
+    /// `busy_timeout`.
+    pub busy_timeout: Duration,
+    /// `synchronous`.
+    pub synchronous: Synchronous,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            synchronous: Synchronous::Full,
+        }
+    }
+}
+
+/// A connection to `arc.db` with hookq's schema.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    busy_timeout: Duration,
+}
+
+/// The newest schema version this binary knows.
+pub fn schema_version() -> i64 {
+    embedded::migrations::runner()
+        .get_migrations()
+        .iter()
+        .map(|m| i64::from(m.version()))
+        .max()
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// Opens (creating when absent) the database at `path` with default options.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_with(path, StoreOptions::default())
+    }
+
+    /// Opens (creating when absent) the database at `path`: sets and reads back the pragmas,
+    /// refuses a newer schema, runs the embedded migrations.
+    pub fn open_with(path: &Path, opts: StoreOptions) -> Result<Self, StoreError> {
+        create_private(path)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(path, flags)?;
+        let mut store = Store {
+            conn,
+            path: path.to_path_buf(),
+            busy_timeout: opts.busy_timeout,
+        };
+        store.set_pragmas(opts).map_err(|e| store.timed(e))?;
+        store.migrate().map_err(|e| store.timed(e))?;
+        Ok(store)
+    }
+
+    fn set_pragmas(&self, opts: StoreOptions) -> Result<(), StoreError> {
+        let c = &self.conn;
+        c.busy_timeout(opts.busy_timeout)?;
+        let ms: i64 = c.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
+        expect("busy_timeout", opts.busy_timeout.as_millis().to_string(), ms.to_string())?;
+        let mode: String = c.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        expect("journal_mode", "wal".into(), mode.to_lowercase())?;
+        c.execute_batch("PRAGMA foreign_keys=ON")?;
+        let fk: i64 = c.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
+        expect("foreign_keys", "1".into(), fk.to_string())?;
+        let (name, want) = match opts.synchronous {
+            Synchronous::Full => ("FULL", 2),
+            Synchronous::Normal => ("NORMAL", 1),
+        };
+        c.execute_batch(&format!("PRAGMA synchronous={name}"))?;
+        let sync: i64 = c.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+        expect("synchronous", want.to_string(), sync.to_string())?;
+        Ok(())
+    }
+
+    fn applied_version(&self) -> Result<Option<i64>, StoreError> {
+        let has_table: bool = self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'refinery_schema_history')",
+            [],
+            |r| r.get(0),
+        )?;
+        if !has_table {
+            return Ok(None);
+        }
+        Ok(self
+            .conn
+            .query_row("SELECT MAX(version) FROM refinery_schema_history", [], |r| r.get(0))?)
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        let supported = schema_version();
+        let check = |found: Option<i64>| match found {
+            Some(v) if v > supported => Err(StoreError::NewerSchema { found: v, supported }),
+            Some(v) => Ok(v == supported),
+            None => Ok(false),
+        };
+        if check(self.applied_version()?)? {
+            return Ok(());
+        }
+        if let Err(e) = embedded::migrations::runner()
+            .set_abort_divergent(true)
+            .run(&mut self.conn)
+        {
+            // Two processes may create the same new database at once: if the other one won,
+            // the schema is current now.
+            if check(self.applied_version()?)? {
+                return Ok(());
+            }
+            if let Some(classified) = std::error::Error::source(&e)
+                .and_then(|s| s.downcast_ref::<rusqlite::Error>())
+                .and_then(classify)
+            {
+                return Err(classified);
+            }
+            return Err(StoreError::Migrate(e.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Puts the real busy timeout into a `Busy` error.
+    fn timed(&self, e: StoreError) -> StoreError {
+        match e {
+            StoreError::Busy(_) => StoreError::Busy(self.busy_timeout),
+            other => other,
+        }
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection, for reads and for a host's own statements.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// Begins a write transaction (`BEGIN IMMEDIATE`). Record transitions into it with
+    /// [`crate::record`], then commit it yourself.
+    pub fn transaction(&mut self) -> Result<Transaction<'_>, StoreError> {
+        let busy = self.busy_timeout;
+        self.conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| match StoreError::from(e) {
+                StoreError::Busy(_) => StoreError::Busy(busy),
+                other => other,
+            })
+    }
+
+    /// Runs `f` in a write transaction and commits it when `f` succeeds.
+    pub fn write<T>(&mut self, f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
+        let busy = self.busy_timeout;
+        let tx = self.transaction()?;
+        let out = f(&tx)?;
+        tx.commit().map_err(|e| match StoreError::from(e) {
+            StoreError::Busy(_) => StoreError::Busy(busy),
+            other => other,
+        })?;
+        Ok(out)
+    }
+
+    /// `PRAGMA data_version`: changes whenever another connection commits.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    }
+
+    /// `PRAGMA integrity_check`, `"ok"` when sound.
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        let rows: Vec<String> = self
+            .conn
+            .prepare("PRAGMA integrity_check")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(rows.join("; "))
+    }
+}
+
+fn expect(pragma: &'static str, expected: String, found: String) -> Result<(), StoreError> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(StoreError::Pragma { pragma, expected, found })
+    }
+}
+
+/// Creates the database's folder and an empty file readable by its owner only, so SQLite never
+/// creates it with the umask's wider mode.
+fn create_private(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io(e)),
+    }
+}
+
+/// Now, in unix milliseconds.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// A task as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaskRow {
+    /// Task id.
+    pub id: String,
+    /// Plan id.
+    pub plan: String,
+    /// `<state>.<phase>`.
+    pub phase: String,
+    /// Current attempt, from 1.
+    pub attempt: i64,
+    /// The sha the last merge put on the target branch.
+    pub merged_sha: Option<String>,
+    /// Created, unix ms.
+    pub created_ms: i64,
+    /// Last changed, unix ms.
+    pub updated_ms: i64,
+}
+
+impl TaskRow {
+    const COLUMNS: &'static str = "id, plan, phase, attempt, merged_sha, created_ms, updated_ms";
+
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get(0)?,
+            plan: r.get(1)?,
+            phase: r.get(2)?,
+            attempt: r.get(3)?,
+            merged_sha: r.get(4)?,
+            created_ms: r.get(5)?,
+            updated_ms: r.get(6)?,
+        })
+    }
+}
+
+/// A pending point, as `queue` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PendingRow {
+    /// Occurrence id; points run in this order.
+    pub id: i64,
+    /// Task id.
+    pub task: String,
+    /// Plan id of the task.
+    pub plan: String,
+    /// Point name.
+    pub point: String,
+    /// The `<state>.<phase>` recorded with the point (`None` if its state row is missing).
+    pub state: Option<String>,
+    /// Recorded, unix ms.
+    pub recorded_ms: i64,
+    /// Passes that started this point without clearing it.
+    pub passes: i64,
+    /// When a pass last started it, unix ms.
+    pub last_started_ms: Option<i64>,
+    /// The task's current attempt.
+    pub attempt: i64,
+    /// The task's merged sha.
+    pub merged_sha: Option<String>,
+}
+
+impl PendingRow {
+    const SELECT: &'static str = r#"
+        SELECT h.id, h.task, t.plan, h.point, s.state, h.recorded_ms, h.passes, h.last_started_ms,
+               t.attempt, t.merged_sha
+        FROM pending_hooks h
+        JOIN tasks t ON t.id = h.task
+        LEFT JOIN pending_hook_states s ON s.hook_id = h.id"#;
+
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get(0)?,
+            task: r.get(1)?,
+            plan: r.get(2)?,
+            point: r.get(3)?,
+            state: r.get(4)?,
+            recorded_ms: r.get(5)?,
+            passes: r.get(6)?,
+            last_started_ms: r.get(7)?,
+            attempt: r.get(8)?,
+            merged_sha: r.get(9)?,
+        })
+    }
+
+    /// The point, parsed.
+    pub fn point(&self) -> Result<Point, StoreError> {
+        self.point
+            .parse()
+            .map_err(|e: crate::phase::UnknownPoint| StoreError::BadRow(e.to_string()))
+    }
+
+    /// The task id, parsed.
+    pub fn task_id(&self) -> Result<TaskId, StoreError> {
+        TaskId::new(self.task.as_str()).map_err(|e| StoreError::BadRow(e.to_string()))
+    }
+}
+
+/// What became of a command, or of a point cleared without running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Exited 0.
+    Ok,
+    /// Exited non-zero.
+    Failed,
+    /// Ended by a signal it did not get from hookq.
+    Signalled,
+    /// Ran past `gate.command_timeout_secs` and was killed.
+    TimedOut,
+    /// Could not be started.
+    SpawnFailed,
+    /// The point had no commands configured.
+    Empty,
+    /// Parked after `queue.max_interrupted_runs` passes started it without clearing it.
+    Abandoned,
+    /// Dropped by `hookq queue drop`.
+    Dropped,
+}
+
+impl Outcome {
+    /// The name stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Failed => "failed",
+            Outcome::Signalled => "signalled",
+            Outcome::TimedOut => "timed_out",
+            Outcome::SpawnFailed => "spawn_failed",
+            Outcome::Empty => "empty",
+            Outcome::Abandoned => "abandoned",
+            Outcome::Dropped => "dropped",
+        }
+    }
+}
+
+/// One history row to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewHistory {
+    /// 1-based command index, `None` for a point cleared without running.
+    pub command_index: Option<usize>,
+    /// The command line.
+    pub command: Option<String>,
+    /// What became of it.
+    pub outcome: Outcome,
+    /// Exit code when it exited.
+    pub exit_code: Option<i32>,
+    /// Signal number when a signal ended it.
+    pub signal: Option<i32>,
+    /// Start, unix ms.
+    pub started_ms: Option<i64>,
+    /// Duration in ms.
+    pub duration_ms: Option<i64>,
+    /// The log it appended to.
+    pub log_path: Option<String>,
+}
+
+impl NewHistory {
+    /// A row for a point cleared without running a command.
+    pub fn bare(outcome: Outcome) -> Self {
+        Self {
+            command_index: None,
+            command: None,
+            outcome,
+            exit_code: None,
+            signal: None,
+            started_ms: None,
+            duration_ms: None,
+            log_path: None,
+        }
+    }
+}
+
+/// A history row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HistoryRow {
+    /// History id (`queue retry` takes it).
+    pub id: i64,
+    /// The occurrence id the point had while pending.
+    pub occurrence: i64,
+    /// Task id.
+    pub task: String,
+    /// Point name.
+    pub point: String,
+    /// The `<state>.<phase>` it fired for.
+    pub state: String,
+    /// Recorded, unix ms.
+    pub recorded_ms: i64,
+    /// Passes that had started it.
+    pub passes: i64,
+    /// 1-based command index.
+    pub command_index: Option<i64>,
+    /// The command line.
+    pub command: Option<String>,
+    /// Outcome name.
+    pub outcome: String,
+    /// Exit code.
+    pub exit_code: Option<i64>,
+    /// Signal number.
+    pub signal: Option<i64>,
+    /// Start, unix ms.
+    pub started_ms: Option<i64>,
+    /// Duration, ms.
+    pub duration_ms: Option<i64>,
+    /// Log path.
+    pub log_path: Option<String>,
+    /// When the row was written, unix ms.
+    pub finished_ms: i64,
+}
+
+impl HistoryRow {
+    const SELECT: &'static str = r#"
+        SELECT id, occurrence, task, point, state, recorded_ms, passes, command_index, command,
+               outcome, exit_code, signal, started_ms, duration_ms, log_path, finished_ms
+        FROM hook_history"#;
+
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get(0)?,
+            occurrence: r.get(1)?,
+            task: r.get(2)?,
+            point: r.get(3)?,
+            state: r.get(4)?,
+            recorded_ms: r.get(5)?,
+            passes: r.get(6)?,
+            command_index: r.get(7)?,
+            command: r.get(8)?,
+            outcome: r.get(9)?,
+            exit_code: r.get(10)?,
+            signal: r.get(11)?,
+            started_ms: r.get(12)?,
+            duration_ms: r.get(13)?,
+            log_path: r.get(14)?,
+            finished_ms: r.get(15)?,
+        })
+    }
+}
+
+/// Counts for `queue stats`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Pending points.
+    pub pending: i64,
+    /// Pending points by point name.
+    pub pending_by_point: Vec<(String, i64)>,
+    /// Pending points that a pass started without clearing.
+    pub interrupted: i64,
+    /// When the oldest pending point was recorded, unix ms.
+    pub oldest_recorded_ms: Option<i64>,
+    /// History rows by outcome.
+    pub history_by_outcome: Vec<(String, i64)>,
+    /// Tasks.
+    pub tasks: i64,
+}
+
+/// Reads and the drain's writes.
+impl Store {
+    /// One task.
+    pub fn task(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached(&format!("SELECT {} FROM tasks WHERE id = ?1", TaskRow::COLUMNS))?
+            .query_row([id], TaskRow::from_row)
+            .optional()?)
+    }
+
+    /// Tasks, optionally of one plan, by id.
+    pub fn tasks(&self, plan: Option<&str>) -> Result<Vec<TaskRow>, StoreError> {
+        let sql = format!(
+            "SELECT {} FROM tasks WHERE ?1 IS NULL OR plan = ?1 ORDER BY id",
+            TaskRow::COLUMNS
+        );
+        let rows = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_map([plan], TaskRow::from_row)?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// Pending points in the order they run, from occurrence `after` (exclusive), at most `limit`.
+    pub fn pending(&self, after: i64, limit: usize, task: Option<&str>) -> Result<Vec<PendingRow>, StoreError> {
+        let sql = format!(
+            "{} WHERE h.id > ?1 AND (?2 IS NULL OR h.task = ?2) ORDER BY h.id LIMIT ?3",
+            PendingRow::SELECT
+        );
+        let rows = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_map(params![after, task, limit as i64], PendingRow::from_row)?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// One pending point.
+    pub fn pending_entry(&self, id: i64) -> Result<Option<PendingRow>, StoreError> {
+        let sql = format!("{} WHERE h.id = ?1", PendingRow::SELECT);
+        Ok(self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row([id], PendingRow::from_row)
+            .optional()?)
+    }
+
+    /// History, newest first, optionally of one task or one occurrence.
+    pub fn history(&self, task: Option<&str>, occurrence: Option<i64>, limit: usize) -> Result<Vec<HistoryRow>, StoreError> {
+        let sql = format!(
+            "{} WHERE (?1 IS NULL OR task = ?1) AND (?2 IS NULL OR occurrence = ?2) ORDER BY id DESC LIMIT ?3",
+            HistoryRow::SELECT
+        );
+        let rows = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_map(params![task, occurrence, limit as i64], HistoryRow::from_row)?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// One history row.
+    pub fn history_entry(&self, id: i64) -> Result<Option<HistoryRow>, StoreError> {
+        let sql = format!("{} WHERE id = ?1", HistoryRow::SELECT);
+        Ok(self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row([id], HistoryRow::from_row)
+            .optional()?)
+    }
+
+    /// Counts for `queue stats`.
+    pub fn stats(&self) -> Result<Stats, StoreError> {
+        let c = &self.conn;
+        let (pending, interrupted, oldest): (i64, i64, Option<i64>) = c.query_row(
+            "SELECT COUNT(*), COALESCE(SUM(passes > 0), 0), MIN(recorded_ms) FROM pending_hooks",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        let pairs = |sql: &str| -> Result<Vec<(String, i64)>, StoreError> {
+            Ok(c.prepare_cached(sql)?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?)
+        };
+        Ok(Stats {
+            pending,
+            pending_by_point: pairs("SELECT point, COUNT(*) FROM pending_hooks GROUP BY point ORDER BY point")?,
+            interrupted,
+            oldest_recorded_ms: oldest,
+            history_by_outcome: pairs("SELECT outcome, COUNT(*) FROM hook_history GROUP BY outcome ORDER BY outcome")?,
+            tasks: c.query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get(0))?,
+        })
+    }
+
+    /// Marks a point started by one more pass. Returns the passes that started it before this
+    /// one, or `None` when it is no longer pending (dropped meanwhile).
+    pub fn mark_started(&mut self, id: i64) -> Result<Option<i64>, StoreError> {
+        self.write(|tx| {
+            let before: Option<i64> = tx
+                .prepare_cached(
+                    "UPDATE pending_hooks SET passes = passes + 1, last_started_ms = ?2 WHERE id = ?1 RETURNING passes - 1",
+                )?
+                .query_row(params![id, now_ms()], |r| r.get(0))
+                .optional()?;
+            Ok(before)
+        })
+    }
+
+    /// Clears a pending point and writes its history rows, in one transaction.
+    pub fn clear(&mut self, entry: &PendingRow, rows: &[NewHistory]) -> Result<(), StoreError> {
+        self.write(|tx| clear_in(tx, entry, rows))
+    }
+
+    /// Drops a pending point to history as `dropped`.
+    pub fn drop_entry(&mut self, id: i64) -> Result<PendingRow, StoreError> {
+        let entry = self.pending_entry(id)?.ok_or(StoreError::NoEntry(id))?;
+        self.write(|tx| {
+            // Re-check inside the write lock: a pass may have cleared it since the read.
+            let still: bool = tx.query_row("SELECT EXISTS (SELECT 1 FROM pending_hooks WHERE id = ?1)", [id], |r| r.get(0))?;
+            if !still {
+                return Err(StoreError::NoEntry(id));
+            }
+            clear_in(tx, &entry, &[NewHistory::bare(Outcome::Dropped)])
+        })?;
+        Ok(entry)
+    }
+
+    /// Deletes history rows that finished before `cutoff_ms`, at most `limit` of them; returns how
+    /// many went.
+    pub fn prune_history(&mut self, cutoff_ms: i64, limit: usize) -> Result<usize, StoreError> {
+        self.write(|tx| {
+            Ok(tx
+                .prepare_cached(
+                    "DELETE FROM hook_history WHERE id IN (SELECT id FROM hook_history WHERE finished_ms < ?1 ORDER BY finished_ms LIMIT ?2)",
+                )?
+                .execute(params![cutoff_ms, limit as i64])?)
+        })
+    }
+}
+
+fn clear_in(tx: &Transaction<'_>, entry: &PendingRow, rows: &[NewHistory]) -> Result<(), StoreError> {
+    tx.prepare_cached("DELETE FROM pending_hooks WHERE id = ?1")?
+        .execute([entry.id])?;
+    let now = now_ms();
+    let state = entry.state.as_deref().unwrap_or("");
+    let mut insert = tx.prepare_cached(
+        r#"INSERT INTO hook_history (occurrence, task, point, state, recorded_ms, passes,
+               command_index, command, outcome, exit_code, signal, started_ms, duration_ms,
+               log_path, finished_ms)
+           VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"#,
+    )?;
+    for h in rows {
+        insert.execute(params![
+            entry.id,
+            entry.task,
+            entry.point,
+            state,
+            entry.recorded_ms,
+            entry.passes,
+            h.command_index.map(|i| i as i64),
+            h.command,
+            h.outcome.as_str(),
+            h.exit_code,
+            h.signal,
+            h.started_ms,
+            h.duration_ms,
+            h.log_path,
+            now,
+        ])?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opens_with_pragmas_and_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s/arc.db");
+        let store = Store::open(&path).unwrap();
+        let mode: String = store.conn().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+        assert_eq!(mode, "wal");
+        assert_eq!(store.integrity_check().unwrap(), "ok");
+        drop(store);
+        // Reopening is the fast path: nothing to migrate.
+        Store::open(&path).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn refuses_a_newer_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arc.db");
+        let store = Store::open(&path).unwrap();
+        store
+            .conn()
+            .execute(
+                "INSERT INTO refinery_schema_history (version, name, applied_on, checksum) VALUES (999, 'future', '', '0')",
+                [],
+            )
+            .unwrap();
+        drop(store);
+        let err = Store::open(&path).unwrap_err();
+        assert!(matches!(err, StoreError::NewerSchema { found: 999, .. }), "{err}");
+    }
+
+    #[test]
+    fn refuses_random_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arc.db");
+        std::fs::write(&path, vec![0x5a; 8192]).unwrap();
+        let err = Store::open(&path).unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt(_)), "{err}");
+    }
+}
