@@ -1,14 +1,22 @@
 //! The drain (SPEC §4): where the store and the executor meet, under the runner lock.
+//!
+//! Points are taken in recorded order. With `jobs > 1`, points of different tasks run at the same
+//! time; a task's next point starts only after its previous one was cleared, and a point's
+//! commands always run one after another. All database work stays on the calling thread; worker
+//! threads only run commands.
 
+use std::collections::{HashSet, VecDeque};
 use std::ffi::OsString;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, mpsc};
 
 use serde::Serialize;
 
 use crate::config::{Config, ConfigError, ConfigSource};
 use crate::env::{HookVars, base_env, hook_env};
 use crate::exec::{self, Ending, ExecError, Stop};
+use crate::ids::TaskId;
 use crate::lock::RunnerLock;
+use crate::phase::Point;
 use crate::store::{NewHistory, Outcome, PendingRow, Store, StoreError, now_ms};
 use crate::workspace::Workspace;
 
@@ -53,13 +61,44 @@ pub struct Drainer<'a> {
     config: ConfigSource,
     base_env: Vec<(OsString, OsString)>,
     stop: &'a Stop,
+    jobs: usize,
     warn: Box<dyn FnMut(&str) + 'a>,
 }
 
 impl std::fmt::Debug for Drainer<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Drainer").field("ws", &self.ws).finish_non_exhaustive()
+        f.debug_struct("Drainer")
+            .field("ws", &self.ws)
+            .field("jobs", &self.jobs)
+            .finish_non_exhaustive()
     }
+}
+
+/// A point ready to run: started in the store, its commands and environment fixed.
+struct Job {
+    entry: PendingRow,
+    task: TaskId,
+    point: Point,
+    state: String,
+    cfg: Arc<Config>,
+    env: Vec<(OsString, OsString)>,
+}
+
+/// How running a job went.
+enum Ran {
+    /// Every command ran; these are its history rows.
+    Completed(Vec<NewHistory>),
+    /// A stop request ended it before its last command finished: it stays pending.
+    Stopped,
+    /// A command could not be run at all: it stays pending and the pass ends.
+    Failed(ExecError),
+}
+
+struct Done {
+    job: Job,
+    ran: Ran,
+    commands: usize,
+    warnings: Vec<String>,
 }
 
 impl<'a> Drainer<'a> {
@@ -76,8 +115,15 @@ impl<'a> Drainer<'a> {
             config,
             base_env: base_env(std::env::vars_os()),
             stop,
+            jobs: 1,
             warn: Box::new(warn),
         }
+    }
+
+    /// Runs up to `jobs` points of different tasks at once (default 1).
+    pub fn jobs(mut self, jobs: usize) -> Self {
+        self.jobs = jobs.max(1);
+        self
     }
 
     /// The config as it is now (cached while the file is unchanged).
@@ -86,40 +132,127 @@ impl<'a> Drainer<'a> {
     }
 
     /// Runs every pending point, in recorded order, until none is left or a stop is requested.
-    /// Points recorded while the pass runs are taken too.
+    /// Points recorded while the pass runs are taken too. Holding the runner lock is the
+    /// caller's proof that no one else runs hooks meanwhile.
     pub fn drain(&mut self, store: &mut Store, _lock: &RunnerLock) -> Result<PassReport, DrainError> {
-        let mut report = PassReport::default();
         // Read once up front so an invalid config fails the pass even when nothing is pending.
-        let mut cfg = self.config.current()?;
-        let mut after = 0;
-        'outer: loop {
-            let batch = store.pending(after, BATCH, None)?;
-            if batch.is_empty() {
-                break;
+        self.config.current()?;
+        store.with_relaxed_sync(|store| {
+            let mut report = PassReport::default();
+            if self.jobs == 1 {
+                self.pass(store, &mut report, None)?;
+            } else {
+                self.pass_parallel(store, &mut report)?;
             }
-            for entry in batch {
-                if self.stop.graceful() {
-                    report.stopped = true;
-                    break 'outer;
-                }
-                after = entry.id;
-                // The config as it is at the moment this point runs.
-                cfg = self.config.current()?;
-                if !self.run_point(store, &cfg, entry, &mut report)? {
-                    report.stopped = true;
-                    break 'outer;
-                }
-            }
-        }
-        let keep_ms = i64::from(cfg.queue.keep_history_days) * 86_400_000;
-        store.prune_history(now_ms() - keep_ms, PRUNE_LIMIT)?;
-        Ok(report)
+            let cfg = self.config.current()?;
+            let keep_ms = i64::from(cfg.queue.keep_history_days) * 86_400_000;
+            store.prune_history(now_ms() - keep_ms, PRUNE_LIMIT)?;
+            Ok(report)
+        })
     }
 
-    /// Runs one point. `Ok(false)` when a stop request interrupted it (it stays pending).
-    fn run_point(&mut self, store: &mut Store, cfg: &Config, mut entry: PendingRow, report: &mut PassReport) -> Result<bool, DrainError> {
+    fn pass_parallel(&mut self, store: &mut Store, report: &mut PassReport) -> Result<(), DrainError> {
+        let (job_tx, job_rx) = mpsc::channel::<Job>();
+        let (done_tx, done_rx) = mpsc::channel::<Done>();
+        let job_rx = Mutex::new(job_rx);
+        let ws = self.ws.clone();
+        let (ws, stop, jobs) = (&ws, self.stop, self.jobs);
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                let (job_rx, done_tx) = (&job_rx, done_tx.clone());
+                scope.spawn(move || {
+                    loop {
+                        let next = job_rx.lock().map(|rx| rx.recv());
+                        let Ok(Ok(job)) = next else { break };
+                        if done_tx.send(execute(ws, job, stop)).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(done_tx);
+            let out = self.pass(store, report, Some((&job_tx, &done_rx)));
+            // Closing the job channel lets the workers finish; the scope waits for them.
+            drop(job_tx);
+            out
+        })
+    }
+
+    /// The pass loop. `pool` is `None` to run each job on this thread.
+    fn pass(&mut self, store: &mut Store, report: &mut PassReport, pool: Option<(&mpsc::Sender<Job>, &mpsc::Receiver<Done>)>) -> Result<(), DrainError> {
+        let jobs = if pool.is_some() { self.jobs } else { 1 };
+        let mut window: VecDeque<PendingRow> = VecDeque::new();
+        let mut fetched_to = 0;
+        let mut busy: HashSet<String> = HashSet::new();
+        let mut running = 0usize;
+        let mut failure: Option<DrainError> = None;
+        loop {
+            if !self.stop.graceful() && failure.is_none() {
+                if window.len() < BATCH / 2 {
+                    let more = store.pending(fetched_to, BATCH, None)?;
+                    if let Some(last) = more.last() {
+                        fetched_to = last.id;
+                    }
+                    window.extend(more);
+                }
+                // Start what may start, in recorded order: a task with a point running (or
+                // waiting behind one) keeps its later points waiting too.
+                let mut blocked: HashSet<String> = HashSet::new();
+                let mut i = 0;
+                while i < window.len() && running < jobs && !self.stop.graceful() {
+                    if busy.contains(&window[i].task) || blocked.contains(&window[i].task) {
+                        blocked.insert(window[i].task.clone());
+                        i += 1;
+                        continue;
+                    }
+                    let entry = window.remove(i).expect("index checked");
+                    let Some(job) = self.prepare(store, entry, report)? else {
+                        continue;
+                    };
+                    match pool {
+                        Some((tx, _)) => {
+                            busy.insert(job.entry.task.clone());
+                            running += 1;
+                            tx.send(job).expect("workers outlive the pass");
+                        }
+                        None => {
+                            let done = execute(&self.ws, job, self.stop);
+                            self.finish(store, done, report)?;
+                        }
+                    }
+                }
+            }
+            if running == 0 {
+                if let Some(e) = failure {
+                    return Err(e);
+                }
+                if self.stop.graceful() {
+                    report.stopped |= !window.is_empty() || store.pending(fetched_to, 1, None)?.len() == 1;
+                    return Ok(());
+                }
+                if window.is_empty() && store.pending(fetched_to, 1, None)?.is_empty() {
+                    return Ok(());
+                }
+                continue;
+            }
+            let (_, rx) = pool.expect("running jobs only exist with a pool");
+            let done = rx.recv().expect("a worker holds a sender while a job runs");
+            running -= 1;
+            busy.remove(&done.job.entry.task);
+            if let Err(e) = self.finish(store, done, report) {
+                // Let the running jobs end and be cleared before reporting.
+                failure.get_or_insert(e);
+            }
+        }
+    }
+
+    /// Reads the config for this point and either clears it at once (no commands, parked) or
+    /// marks it started and returns the job to run.
+    fn prepare(&mut self, store: &mut Store, entry: PendingRow, report: &mut PassReport) -> Result<Option<Job>, DrainError> {
         let point = entry.point()?;
         let task = entry.task_id()?;
+        // The config as it is at the moment this point runs.
+        let cfg = self.config.current()?;
         let Some(state) = entry.state.clone() else {
             (self.warn)(&format!(
                 "warning: {point} for task {task} (occurrence {}): its recorded state is missing; parked as abandoned",
@@ -127,13 +260,12 @@ impl<'a> Drainer<'a> {
             ));
             store.clear(&entry, &[NewHistory::bare(Outcome::Abandoned)])?;
             report.parked += 1;
-            return Ok(true);
+            return Ok(None);
         };
-        let lines = cfg.hooks(point);
-        if lines.is_empty() {
+        if cfg.hooks(point).is_empty() {
             store.clear(&entry, &[NewHistory::bare(Outcome::Empty)])?;
             report.cleared += 1;
-            return Ok(true);
+            return Ok(None);
         }
         if entry.passes >= i64::from(cfg.queue.max_interrupted_runs) {
             (self.warn)(&format!(
@@ -142,86 +274,137 @@ impl<'a> Drainer<'a> {
             ));
             store.clear(&entry, &[NewHistory::bare(Outcome::Abandoned)])?;
             report.parked += 1;
-            return Ok(true);
+            return Ok(None);
         }
         if store.mark_started(entry.id)?.is_none() {
             // Dropped since it was read.
-            return Ok(true);
+            return Ok(None);
         }
+        let mut entry = entry;
         entry.passes += 1;
-
         let worktree = self.ws.worktree(&task);
-        let vars = HookVars {
-            task: task.as_str(),
-            plan: &entry.plan,
-            attempt: entry.attempt,
-            worktree: &worktree,
-            target_branch: cfg.target_branch(),
-            merged_sha: entry.merged_sha.as_deref(),
-            state: &state,
+        let env = hook_env(
+            &self.base_env,
+            &HookVars {
+                task: task.as_str(),
+                plan: &entry.plan,
+                attempt: entry.attempt,
+                worktree: &worktree,
+                target_branch: cfg.target_branch(),
+                merged_sha: entry.merged_sha.as_deref(),
+                state: &state,
+                point,
+            },
+        );
+        Ok(Some(Job {
+            entry,
+            task,
             point,
-        };
-        let env = hook_env(&self.base_env, &vars);
-        let mut rows = Vec::with_capacity(lines.len());
-        for (i, line) in lines.iter().enumerate() {
-            if i > 0 && self.stop.graceful() {
-                return Ok(false);
-            }
-            let index = i + 1;
-            let log = self.ws.hook_log_path(&task, point, index);
-            let header = format!(
-                "occurrence {} ARC_STATE={state} pass {}: {}",
-                entry.id,
-                entry.passes,
-                line.replace('\n', "\\n").replace('\r', "\\r")
-            );
-            let spec = exec::Spec {
-                line,
-                cwd: self.ws.root(),
-                env: &env,
-                timeout: cfg.gate.command_timeout,
-                kill_grace: cfg.gate.kill_grace,
-                max_log_bytes: cfg.gate.max_log_bytes,
-                log: &log,
-                header: &header,
-            };
-            let started_ms = now_ms();
-            let done = exec::run(&spec, self.stop)?;
-            if done.ending == Ending::Interrupted {
-                return Ok(false);
-            }
-            report.commands += 1;
-            let outcome = outcome_of(done.ending);
-            if outcome != Outcome::Ok {
-                report.failed += 1;
-                (self.warn)(&format!(
-                    "warning: {point}-{index:02} for task {task} (occurrence {}): {} ({}); log: {}",
-                    entry.id,
-                    outcome.as_str(),
-                    exec::describe(done.ending),
-                    log.display()
-                ));
-            }
-            rows.push(NewHistory {
-                command_index: Some(index),
-                command: Some(line.clone()),
-                outcome,
-                exit_code: match done.ending {
-                    Ending::Exited(c) => Some(c),
-                    _ => None,
-                },
-                signal: match done.ending {
-                    Ending::Signalled(s) => Some(s),
-                    _ => None,
-                },
-                started_ms: Some(started_ms),
-                duration_ms: Some(done.duration.as_millis() as i64),
-                log_path: Some(log.display().to_string()),
-            });
+            state,
+            cfg,
+            env,
+        }))
+    }
+
+    /// Prints a finished job's warnings and clears it if all its commands ran.
+    fn finish(&mut self, store: &mut Store, done: Done, report: &mut PassReport) -> Result<(), DrainError> {
+        for w in &done.warnings {
+            (self.warn)(w);
         }
-        store.clear(&entry, &rows)?;
-        report.cleared += 1;
-        Ok(true)
+        report.commands += done.commands;
+        report.failed += done.warnings.len();
+        match done.ran {
+            Ran::Completed(rows) => {
+                store.clear(&done.job.entry, &rows)?;
+                report.cleared += 1;
+                Ok(())
+            }
+            Ran::Stopped => {
+                report.stopped = true;
+                Ok(())
+            }
+            Ran::Failed(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Runs a job's commands one after another. Touches no database.
+fn execute(ws: &Workspace, job: Job, stop: &Stop) -> Done {
+    let lines = job.cfg.hooks(job.point);
+    let mut rows = Vec::with_capacity(lines.len());
+    let mut warnings = Vec::new();
+    let mut commands = 0;
+    let (entry, point, task) = (&job.entry, job.point, &job.task);
+    let mut ran = None;
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 && stop.graceful() {
+            ran = Some(Ran::Stopped);
+            break;
+        }
+        let index = i + 1;
+        let log = ws.hook_log_path(task, point, index);
+        let header = format!(
+            "occurrence {} ARC_STATE={} pass {}: {}",
+            entry.id,
+            job.state,
+            entry.passes,
+            line.replace('\n', "\\n").replace('\r', "\\r")
+        );
+        let spec = exec::Spec {
+            line,
+            cwd: ws.root(),
+            env: &job.env,
+            timeout: job.cfg.gate.command_timeout,
+            kill_grace: job.cfg.gate.kill_grace,
+            max_log_bytes: job.cfg.gate.max_log_bytes,
+            log: &log,
+            header: &header,
+        };
+        let started_ms = now_ms();
+        let done = match exec::run(&spec, stop) {
+            Ok(d) => d,
+            Err(e) => {
+                ran = Some(Ran::Failed(e));
+                break;
+            }
+        };
+        if done.ending == Ending::Interrupted {
+            ran = Some(Ran::Stopped);
+            break;
+        }
+        commands += 1;
+        let outcome = outcome_of(done.ending);
+        if outcome != Outcome::Ok {
+            warnings.push(format!(
+                "warning: {point}-{index:02} for task {task} (occurrence {}): {} ({}); log: {}",
+                entry.id,
+                outcome.as_str(),
+                exec::describe(done.ending),
+                log.display()
+            ));
+        }
+        rows.push(NewHistory {
+            command_index: Some(index),
+            command: Some(line.clone()),
+            outcome,
+            exit_code: match done.ending {
+                Ending::Exited(c) => Some(c),
+                _ => None,
+            },
+            signal: match done.ending {
+                Ending::Signalled(s) => Some(s),
+                _ => None,
+            },
+            started_ms: Some(started_ms),
+            duration_ms: Some(done.duration.as_millis() as i64),
+            log_path: Some(log.display().to_string()),
+        });
+    }
+    Done {
+        ran: ran.unwrap_or(Ran::Completed(rows)),
+        job,
+        commands,
+        warnings,
     }
 }
 

@@ -13,6 +13,10 @@ use super::app::{Ctx, stop_on_signals};
 /// exits 0; a second kills the running command's process group and exits at once.
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
+    /// Run up to N points of different tasks at the same time (each task's points still run in
+    /// recorded order, each point's commands one after another).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: u16,
     /// How often to look for new commits, in milliseconds.
     #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=60_000))]
     poll_ms: u64,
@@ -21,7 +25,7 @@ pub(super) struct Args {
 pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let stop = stop_on_signals();
     let (ws, mut store) = ctx.open()?;
-    let mut drainer = Drainer::new(ws.clone(), stop);
+    let mut drainer = Drainer::new(ws.clone(), stop).jobs(usize::from(args.jobs));
     let opts = HubOptions {
         poll: Duration::from_millis(args.poll_ms),
         ..HubOptions::default()

@@ -12,6 +12,10 @@ use super::app::{Ctx, stop_on_signals};
 /// failed; each failed command is one `warning:` line on stderr.
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
+    /// Run up to N points of different tasks at the same time (each task's points still run in
+    /// recorded order, each point's commands one after another).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: u16,
     /// Wait at most SECS for the runner lock (default: as long as it takes).
     #[arg(long, value_name = "SECS")]
     wait: Option<u64>,
@@ -31,7 +35,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
             .unwrap_or_default();
         return Err(Error::Locked { path, holder });
     };
-    let mut drainer = Drainer::new(ws.clone(), stop);
+    let mut drainer = Drainer::new(ws.clone(), stop).jobs(usize::from(args.jobs));
     let report = drainer
         .drain(&mut store, &lock)
         .map_err(|e| Error::drain(ws.db_path(), e))?;
