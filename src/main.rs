@@ -3,6 +3,12 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // With a file-size limit (RLIMIT_FSIZE) in force, writing past it raises SIGXFSZ, whose
+    // default action kills the process mid-write. A no-op handler turns that into an EFBIG
+    // error that is reported like a full disk. Handled signals reset to their default in hook
+    // commands, which is what they expect.
+    // SAFETY: the handler does nothing, which is async-signal-safe.
+    let _ = unsafe { signal_hook::low_level::register(signal_hook::consts::SIGXFSZ, || {}) };
     let cli = hookq::cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
