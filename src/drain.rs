@@ -134,7 +134,11 @@ impl<'a> Drainer<'a> {
     /// Runs every pending point, in recorded order, until none is left or a stop is requested.
     /// Points recorded while the pass runs are taken too. Holding the runner lock is the
     /// caller's proof that no one else runs hooks meanwhile.
-    pub fn drain(&mut self, store: &mut Store, _lock: &RunnerLock) -> Result<PassReport, DrainError> {
+    pub fn drain(
+        &mut self,
+        store: &mut Store,
+        _lock: &RunnerLock,
+    ) -> Result<PassReport, DrainError> {
         // Read once up front so an invalid config fails the pass even when nothing is pending.
         self.config.current()?;
         store.with_relaxed_sync(|store| {
@@ -151,7 +155,11 @@ impl<'a> Drainer<'a> {
         })
     }
 
-    fn pass_parallel(&mut self, store: &mut Store, report: &mut PassReport) -> Result<(), DrainError> {
+    fn pass_parallel(
+        &mut self,
+        store: &mut Store,
+        report: &mut PassReport,
+    ) -> Result<(), DrainError> {
         let (job_tx, job_rx) = mpsc::channel::<Job>();
         let (done_tx, done_rx) = mpsc::channel::<Done>();
         let job_rx = Mutex::new(job_rx);
@@ -179,7 +187,12 @@ impl<'a> Drainer<'a> {
     }
 
     /// The pass loop. `pool` is `None` to run each job on this thread.
-    fn pass(&mut self, store: &mut Store, report: &mut PassReport, pool: Option<(&mpsc::Sender<Job>, &mpsc::Receiver<Done>)>) -> Result<(), DrainError> {
+    fn pass(
+        &mut self,
+        store: &mut Store,
+        report: &mut PassReport,
+        pool: Option<(&mpsc::Sender<Job>, &mpsc::Receiver<Done>)>,
+    ) -> Result<(), DrainError> {
         let jobs = if pool.is_some() { self.jobs } else { 1 };
         let mut window: VecDeque<PendingRow> = VecDeque::new();
         let mut fetched_to = 0;
@@ -227,7 +240,8 @@ impl<'a> Drainer<'a> {
                     return Err(e);
                 }
                 if self.stop.graceful() {
-                    report.stopped |= !window.is_empty() || store.pending(fetched_to, 1, None)?.len() == 1;
+                    report.stopped |=
+                        !window.is_empty() || store.pending(fetched_to, 1, None)?.len() == 1;
                     return Ok(());
                 }
                 if window.is_empty() && store.pending(fetched_to, 1, None)?.is_empty() {
@@ -248,7 +262,12 @@ impl<'a> Drainer<'a> {
 
     /// Reads the config for this point and either clears it at once (no commands, parked) or
     /// marks it started and returns the job to run.
-    fn prepare(&mut self, store: &mut Store, entry: PendingRow, report: &mut PassReport) -> Result<Option<Job>, DrainError> {
+    fn prepare(
+        &mut self,
+        store: &mut Store,
+        entry: PendingRow,
+        report: &mut PassReport,
+    ) -> Result<Option<Job>, DrainError> {
         let point = entry.point()?;
         let task = entry.task_id()?;
         // The config as it is at the moment this point runs.
@@ -307,7 +326,12 @@ impl<'a> Drainer<'a> {
     }
 
     /// Prints a finished job's warnings and clears it if all its commands ran.
-    fn finish(&mut self, store: &mut Store, done: Done, report: &mut PassReport) -> Result<(), DrainError> {
+    fn finish(
+        &mut self,
+        store: &mut Store,
+        done: Done,
+        report: &mut PassReport,
+    ) -> Result<(), DrainError> {
         for w in &done.warnings {
             (self.warn)(w);
         }

@@ -49,7 +49,9 @@ pub struct HookVars<'a> {
 }
 
 fn stripped(name: &OsStr) -> bool {
-    let Some(name) = name.to_str() else { return false };
+    let Some(name) = name.to_str() else {
+        return false;
+    };
     name.starts_with("ARC_")
         || GIT_LOCAL_ENV_VARS.contains(&name)
         // Only meaningful with GIT_CONFIG_COUNT, which goes: drop the pairs with it.
@@ -88,7 +90,9 @@ mod tests {
     use super::*;
 
     fn get<'a>(env: &'a [(OsString, OsString)], k: &str) -> Option<&'a str> {
-        env.iter().find(|(n, _)| n == k).map(|(_, v)| v.to_str().unwrap())
+        env.iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.to_str().unwrap())
     }
 
     #[test]
@@ -126,6 +130,9 @@ mod tests {
         assert_eq!(get(&env, "ARC_HOOK"), Some("after_awaiting_human"));
         assert_eq!(env.iter().filter(|(k, _)| k == "ARC_TASK").count(), 1);
         vars.point = Point::AfterMerge;
-        assert_eq!(get(&hook_env(&base, &vars), "ARC_MERGED_SHA"), Some("abc123"));
+        assert_eq!(
+            get(&hook_env(&base, &vars), "ARC_MERGED_SHA"),
+            Some("abc123")
+        );
     }
 }

@@ -82,7 +82,9 @@ impl Error {
     /// A store error, located at the database `path`.
     pub fn store(path: impl Into<PathBuf>, source: StoreError) -> Self {
         match source {
-            StoreError::NoTask(_) | StoreError::NoEntry(_) | StoreError::NoHistory(_) => Error::NotFound(source.to_string()),
+            StoreError::NoTask(_) | StoreError::NoEntry(_) | StoreError::NoHistory(_) => {
+                Error::NotFound(source.to_string())
+            }
             StoreError::TaskExists(_) | StoreError::Invalid(_) => Error::Usage(source.to_string()),
             source => Error::Store {
                 path: path.into(),
@@ -115,7 +117,9 @@ impl Error {
             Error::NotFound(_) => code::NOT_FOUND,
             Error::Config(_) => code::CONFIG,
             Error::Store { source, .. } => match source {
-                StoreError::Sqlite(_) | StoreError::Io { .. } | StoreError::BadRow(_) => code::FAILURE,
+                StoreError::Sqlite(_) | StoreError::Io { .. } | StoreError::BadRow(_) => {
+                    code::FAILURE
+                }
                 _ => code::DATABASE,
             },
             Error::Locked { .. } => code::LOCKED,
@@ -139,6 +143,12 @@ impl Error {
             }
             Error::Store { source: StoreError::NewerSchema { .. }, .. } => {
                 Some("a newer hookq migrated this database; use that version".into())
+            }
+            Error::Store { source: StoreError::Full(_) | StoreError::DiskIo(_), .. } => {
+                Some("free some space (or raise the file-size limit); nothing was written".into())
+            }
+            Error::Store { source: StoreError::ReadOnly(_) | StoreError::CannotOpen(_), .. } => {
+                Some("hookq needs to write the state dir (.radian/arc) and the files in it".into())
             }
             Error::Locked { .. } => Some("a hub or another pass is draining; pending points stay queued for it".into()),
             _ => None,

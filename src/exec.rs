@@ -47,7 +47,11 @@ impl Stop {
 
     /// Asks to stop after the current command (first call) or at once (later calls).
     pub fn request(&self) {
-        let _ = self.0.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| Some(n.saturating_add(1)));
+        let _ = self
+            .0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                Some(n.saturating_add(1))
+            });
     }
 
     /// The underlying counter, for a signal handler to bump.
@@ -137,7 +141,8 @@ pub fn run(spec: &Spec<'_>, stop: &Stop) -> Result<Finished, ExecError> {
     log.write_all(format!("--- hookq {stamp} {}\n", spec.header).as_bytes())
         .map_err(log_err)?;
 
-    let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| ExecError::Os(e.into()))?;
+    let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| ExecError::Os(e.into()))?;
     let start = Instant::now();
     let child = {
         let mut cmd = Command::new("/bin/sh");
@@ -191,7 +196,14 @@ pub fn run(spec: &Spec<'_>, stop: &Stop) -> Result<Finished, ExecError> {
     if last != b'\n' {
         footer.push(b'\n');
     }
-    footer.extend_from_slice(format!("--- hookq {} after {} ms\n", describe(ending), duration.as_millis()).as_bytes());
+    footer.extend_from_slice(
+        format!(
+            "--- hookq {} after {} ms\n",
+            describe(ending),
+            duration.as_millis()
+        )
+        .as_bytes(),
+    );
     log.write_all(&footer).map_err(log_err)?;
     Ok(Finished {
         ending,
@@ -207,7 +219,9 @@ pub fn describe(ending: Ending) -> String {
         Ending::Exited(c) => format!("exit {c}"),
         Ending::Signalled(s) => format!("killed by signal {s}"),
         Ending::TimedOut { killed: false } => "timed out (SIGTERM to the process group)".into(),
-        Ending::TimedOut { killed: true } => "timed out (SIGTERM, then SIGKILL to the process group)".into(),
+        Ending::TimedOut { killed: true } => {
+            "timed out (SIGTERM, then SIGKILL to the process group)".into()
+        }
         Ending::Interrupted => "interrupted (SIGKILL to the process group on stop)".into(),
         Ending::SpawnFailed(e) => format!("could not start /bin/sh (os error {e})"),
     }
@@ -261,7 +275,14 @@ impl Copier<'_> {
 }
 
 /// Copies output and waits for the child, enforcing the timeout and stop requests.
-fn supervise(child: &mut Child, reader: OwnedFd, spec: &Spec<'_>, stop: &Stop, start: Instant, copier: &mut Copier<'_>) -> Result<Ending, ExecError> {
+fn supervise(
+    child: &mut Child,
+    reader: OwnedFd,
+    spec: &Spec<'_>,
+    stop: &Stop,
+    start: Instant,
+    copier: &mut Copier<'_>,
+) -> Result<Ending, ExecError> {
     rustix::io::ioctl_fionbio(&reader, true).map_err(|e| ExecError::Os(e.into()))?;
     let mut reader = Some(File::from(reader));
     // A pidfd wakes the poll the moment the child exits, even while a grandchild keeps the pipe
@@ -279,7 +300,13 @@ fn supervise(child: &mut Child, reader: OwnedFd, spec: &Spec<'_>, stop: &Stop, s
             if let Some(r) = reader.as_mut() {
                 drain_available(r, &mut buf, copier, spec.log)?;
             }
-            return Ok(finish_group(child, status, timed_out_at, interrupted, spec.kill_grace));
+            return Ok(finish_group(
+                child,
+                status,
+                timed_out_at,
+                interrupted,
+                spec.kill_grace,
+            ));
         }
         let now = Instant::now();
         if stop.immediate() && !interrupted {
@@ -335,7 +362,12 @@ fn supervise(child: &mut Child, reader: OwnedFd, spec: &Spec<'_>, stop: &Stop, s
 }
 
 /// Reads what is in the pipe now. Returns true at end of file.
-fn drain_available(r: &mut File, buf: &mut [u8], copier: &mut Copier<'_>, log: &Path) -> Result<bool, ExecError> {
+fn drain_available(
+    r: &mut File,
+    buf: &mut [u8],
+    copier: &mut Copier<'_>,
+    log: &Path,
+) -> Result<bool, ExecError> {
     loop {
         match r.read(buf) {
             Ok(0) => return Ok(true),
@@ -349,7 +381,13 @@ fn drain_available(r: &mut File, buf: &mut [u8], copier: &mut Copier<'_>, log: &
 
 /// After the leader was reaped: for a timed-out or interrupted command, make sure the whole
 /// group is gone (SIGKILL once the grace period is over).
-fn finish_group(child: &Child, status: ExitStatus, timed_out_at: Option<Instant>, interrupted: bool, grace: Duration) -> Ending {
+fn finish_group(
+    child: &Child,
+    status: ExitStatus,
+    timed_out_at: Option<Instant>,
+    interrupted: bool,
+    grace: Duration,
+) -> Ending {
     if interrupted {
         signal_group(child, Signal::KILL);
         return Ending::Interrupted;
@@ -422,11 +460,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("a/b.log");
         let env = path_env();
-        let f = run(&spec("echo out; echo err >&2; exit 3", &log, &env), &Stop::new()).unwrap();
+        let f = run(
+            &spec("echo out; echo err >&2; exit 3", &log, &env),
+            &Stop::new(),
+        )
+        .unwrap();
         assert_eq!(f.ending, Ending::Exited(3));
         let text = std::fs::read_to_string(&log).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[0].starts_with("--- hookq ") && lines[0].ends_with(" test"), "{text}");
+        assert!(
+            lines[0].starts_with("--- hookq ") && lines[0].ends_with(" test"),
+            "{text}"
+        );
         assert_eq!(&lines[1..3], ["out", "err"]);
         assert!(lines[3].starts_with("--- hookq exit 3 after "), "{text}");
     }
@@ -445,7 +490,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("c.log");
         let env = path_env();
-        let mut s = spec("head -c 300000 /dev/zero | tr '\\0' x; echo; echo after", &log, &env);
+        let mut s = spec(
+            "head -c 300000 /dev/zero | tr '\\0' x; echo; echo after",
+            &log,
+            &env,
+        );
         s.max_log_bytes = 1000;
         let f = run(&s, &Stop::new()).unwrap();
         assert_eq!(f.ending, Ending::Exited(0));
@@ -467,6 +516,10 @@ mod tests {
         let t = Instant::now();
         let f = run(&s, &Stop::new()).unwrap();
         assert_eq!(f.ending, Ending::TimedOut { killed: true });
-        assert!(t.elapsed() < Duration::from_secs(20), "hung: {:?}", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "hung: {:?}",
+            t.elapsed()
+        );
     }
 }

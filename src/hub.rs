@@ -41,7 +41,14 @@ pub enum HubError {
 /// Runs the hub until `stop` is requested. A pass that fails (an invalid config, a busy
 /// database) is reported through `on_error` as one line and retried when something changes;
 /// only a failure to take the lock or to read the database ends the hub.
-pub fn run(ws: &Workspace, store: &mut Store, drainer: &mut Drainer<'_>, stop: &Stop, opts: HubOptions, on_error: &mut dyn FnMut(DrainError)) -> Result<(), HubError> {
+pub fn run(
+    ws: &Workspace,
+    store: &mut Store,
+    drainer: &mut Drainer<'_>,
+    stop: &Stop,
+    opts: HubOptions,
+    on_error: &mut dyn FnMut(DrainError),
+) -> Result<(), HubError> {
     let config_path = ws.config_path();
     loop {
         if stop.graceful() {
@@ -49,7 +56,8 @@ pub fn run(ws: &Workspace, store: &mut Store, drainer: &mut Drainer<'_>, stop: &
         }
         let seen_version = store.data_version()?;
         let seen_config = config_stamp(&config_path);
-        let Some(lock) = RunnerLock::acquire(&ws.lock_path(), Wait::Forever, &|| !stop.graceful())? else {
+        let Some(lock) = RunnerLock::acquire(&ws.lock_path(), Wait::Forever, &|| !stop.graceful())?
+        else {
             return Ok(());
         };
         let stopped = match drainer.drain(store, &lock) {

@@ -29,3 +29,8 @@ pub use phase::{Phase, Point};
 pub use record::{MoveFacts, Transition};
 pub use store::Store;
 pub use workspace::Workspace;
+
+/// The README's Rust example (embedding the library) runs as a doctest of this item.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

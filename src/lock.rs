@@ -43,7 +43,11 @@ impl RunnerLock {
     /// Takes the lock at `path`, creating the file when absent. `Ok(None)` when `wait` ran out
     /// with the lock still held elsewhere. `keep_waiting` is asked between tries, so a waiting
     /// hub can still be stopped.
-    pub fn acquire(path: &Path, wait: Wait, keep_waiting: &dyn Fn() -> bool) -> Result<Option<Self>, LockError> {
+    pub fn acquire(
+        path: &Path,
+        wait: Wait,
+        keep_waiting: &dyn Fn() -> bool,
+    ) -> Result<Option<Self>, LockError> {
         use std::os::unix::fs::OpenOptionsExt;
         let err = |message, source| LockError {
             message,
@@ -67,7 +71,9 @@ impl RunnerLock {
         loop {
             match file.try_lock_exclusive() {
                 Ok(()) => break,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.raw_os_error() == Some(libc_ewouldblock()) => {}
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.raw_os_error() == Some(libc_ewouldblock()) => {}
                 Err(e) => return Err(err("cannot lock", e)),
             }
             if deadline.is_some_and(|d| Instant::now() >= d) || !keep_waiting() {
@@ -80,7 +86,8 @@ impl RunnerLock {
             file,
             path: path.to_path_buf(),
         };
-        lock.write_holder().map_err(|e| err("cannot write holder into", e))?;
+        lock.write_holder()
+            .map_err(|e| err("cannot write holder into", e))?;
         Ok(Some(lock))
     }
 
@@ -156,14 +163,26 @@ mod tests {
         let path = dir.path().join("runner.lock");
         let yes = || true;
         let held = RunnerLock::acquire(&path, Wait::No, &yes).unwrap().unwrap();
-        assert!(RunnerLock::acquire(&path, Wait::No, &yes).unwrap().is_none());
-        assert!(RunnerLock::acquire(&path, Wait::For(Duration::from_millis(30)), &yes).unwrap().is_none());
+        assert!(
+            RunnerLock::acquire(&path, Wait::No, &yes)
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            RunnerLock::acquire(&path, Wait::For(Duration::from_millis(30)), &yes)
+                .unwrap()
+                .is_none()
+        );
         let h = holder(&path).unwrap();
         assert_eq!(h.pid, std::process::id());
         assert!(h.alive);
         drop(held);
         assert!(holder(&path).is_none());
         assert!(path.exists(), "the lock file is never deleted");
-        assert!(RunnerLock::acquire(&path, Wait::No, &yes).unwrap().is_some());
+        assert!(
+            RunnerLock::acquire(&path, Wait::No, &yes)
+                .unwrap()
+                .is_some()
+        );
     }
 }

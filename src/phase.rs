@@ -140,7 +140,9 @@ impl Point {
 
 /// An unknown point name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown hook point {0:?} (known: after_merge, after_fail, after_rework, after_awaiting_human, after_proposed)")]
+#[error(
+    "unknown hook point {0:?} (known: after_merge, after_fail, after_rework, after_awaiting_human, after_proposed)"
+)]
 pub struct UnknownPoint(pub String);
 
 impl FromStr for Point {
@@ -173,9 +175,17 @@ mod tests {
         assert_eq!(point("failed.cancelled"), Some(Point::AfterFail));
         assert_eq!(point("failed.gate_failed"), Some(Point::AfterFail));
         assert_eq!(point("review.rework_pending"), Some(Point::AfterRework));
-        assert_eq!(point("review.awaiting_human"), Some(Point::AfterAwaitingHuman));
+        assert_eq!(
+            point("review.awaiting_human"),
+            Some(Point::AfterAwaitingHuman)
+        );
         assert_eq!(point("todo.proposed"), Some(Point::AfterProposed));
-        for none in ["todo.ready", "done.abandoned", "review.pending", "running.gate"] {
+        for none in [
+            "todo.ready",
+            "done.abandoned",
+            "review.pending",
+            "running.gate",
+        ] {
             assert_eq!(point(none), None, "{none}");
         }
     }
@@ -191,8 +201,19 @@ mod tests {
     #[test]
     fn refuses_malformed() {
         for bad in [
-            "", "done", ".merged", "done.", "Done.merged", "done.Merged", "done.merged.x",
-            "1done.x", "done.9", "done-x.y", "done .merged", "dоne.merged", "done.merged\n",
+            "",
+            "done",
+            ".merged",
+            "done.",
+            "Done.merged",
+            "done.Merged",
+            "done.merged.x",
+            "1done.x",
+            "done.9",
+            "done-x.y",
+            "done .merged",
+            "dоne.merged",
+            "done.merged\n",
         ] {
             assert!(Phase::new(bad).is_err(), "{bad:?}");
         }

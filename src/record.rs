@@ -63,9 +63,17 @@ pub fn validate_sha(sha: &str) -> Result<(), StoreError> {
 
 /// Records `point` for `task` entering `phase`: the `pending_hooks` row and its
 /// `pending_hook_states` row.
-fn record_point(tx: &Transaction<'_>, task: &TaskId, phase: &Phase, point: Point, now: i64) -> Result<Occurrence, StoreError> {
+fn record_point(
+    tx: &Transaction<'_>,
+    task: &TaskId,
+    phase: &Phase,
+    point: Point,
+    now: i64,
+) -> Result<Occurrence, StoreError> {
     let id: i64 = tx
-        .prepare_cached("INSERT INTO pending_hooks (task, point, recorded_ms) VALUES (?1, ?2, ?3) RETURNING id")?
+        .prepare_cached(
+            "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES (?1, ?2, ?3) RETURNING id",
+        )?
         .query_row(params![task.as_str(), point.as_str(), now], |r| r.get(0))?;
     tx.prepare_cached("INSERT INTO pending_hook_states (hook_id, state) VALUES (?1, ?2)")?
         .execute(params![id, phase.as_str()])?;
@@ -74,7 +82,12 @@ fn record_point(tx: &Transaction<'_>, task: &TaskId, phase: &Phase, point: Point
 
 /// Creates `task` of `plan` in `phase`. A task created in a phase with a point (`todo.proposed`
 /// fires `after_proposed`) records it.
-pub fn add_task(tx: &Transaction<'_>, task: &TaskId, plan: &PlanId, phase: &Phase) -> Result<Transition, StoreError> {
+pub fn add_task(
+    tx: &Transaction<'_>,
+    task: &TaskId,
+    plan: &PlanId,
+    phase: &Phase,
+) -> Result<Transition, StoreError> {
     let now = now_ms();
     let inserted = tx
         .prepare_cached(
@@ -98,12 +111,19 @@ pub fn add_task(tx: &Transaction<'_>, task: &TaskId, plan: &PlanId, phase: &Phas
 
 /// Moves `task` into `to`, recording its point when `to` has one. A write that leaves the phase
 /// as it was records nothing (the facts are still updated).
-pub fn move_task(tx: &Transaction<'_>, task: &TaskId, to: &Phase, facts: &MoveFacts) -> Result<Transition, StoreError> {
+pub fn move_task(
+    tx: &Transaction<'_>,
+    task: &TaskId,
+    to: &Phase,
+    facts: &MoveFacts,
+) -> Result<Transition, StoreError> {
     if let Some(sha) = &facts.merged_sha {
         validate_sha(sha)?;
     }
     if facts.attempt == Some(0) {
-        return Err(StoreError::Invalid("invalid attempt 0: attempts count from 1".into()));
+        return Err(StoreError::Invalid(
+            "invalid attempt 0: attempts count from 1".into(),
+        ));
     }
     let from: String = tx
         .prepare_cached("SELECT phase FROM tasks WHERE id = ?1")?
@@ -153,7 +173,8 @@ pub fn requeue(tx: &Transaction<'_>, history_id: i64) -> Result<Occurrence, Stor
         .query_row([history_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?
         .ok_or(StoreError::NoHistory(history_id))?;
-    let bad = |e: &dyn std::fmt::Display| StoreError::BadRow(format!("history row {history_id}: {e}"));
+    let bad =
+        |e: &dyn std::fmt::Display| StoreError::BadRow(format!("history row {history_id}: {e}"));
     let task = TaskId::new(task).map_err(|e| bad(&e))?;
     let point: Point = point.parse().map_err(|e| bad(&e))?;
     let state = Phase::new(&state).map_err(|e| bad(&e))?;
@@ -208,7 +229,11 @@ mod tests {
             .write(|tx| {
                 let a = add_task(tx, &t, &p, &ph("todo.proposed"))?;
                 assert_eq!(a.occurrence.unwrap().point, Point::AfterProposed);
-                assert!(move_task(tx, &t, &ph("todo.ready"), &MoveFacts::default())?.occurrence.is_none());
+                assert!(
+                    move_task(tx, &t, &ph("todo.ready"), &MoveFacts::default())?
+                        .occurrence
+                        .is_none()
+                );
                 let r1 = move_task(tx, &t, &ph("review.rework_pending"), &MoveFacts::default())?;
                 let same = move_task(tx, &t, &ph("review.rework_pending"), &MoveFacts::default())?;
                 assert!(same.occurrence.is_none() && !same.changed());
@@ -220,7 +245,14 @@ mod tests {
             .unwrap();
         let rows = pending(&store);
         assert_eq!(rows.len(), 3);
-        assert_eq!(rows[1], ("t1".into(), "after_rework".into(), Some("review.rework_pending".into())));
+        assert_eq!(
+            rows[1],
+            (
+                "t1".into(),
+                "after_rework".into(),
+                Some("review.rework_pending".into())
+            )
+        );
         assert_eq!(rows[1], rows[2]);
     }
 
@@ -231,19 +263,36 @@ mod tests {
         let p = PlanId::new("p").unwrap();
         store
             .write(|tx| {
-                for (t, ph) in [("a", "todo.ready"), ("b", "done.merged"), ("c", "running.gate"), ("d", "failed.x")] {
+                for (t, ph) in [
+                    ("a", "todo.ready"),
+                    ("b", "done.merged"),
+                    ("c", "running.gate"),
+                    ("d", "failed.x"),
+                ] {
                     add_task(tx, &TaskId::new(t).unwrap(), &p, &Phase::new(ph).unwrap())?;
                 }
-                add_task(tx, &TaskId::new("e").unwrap(), &PlanId::new("other").unwrap(), &Phase::new("todo.ready").unwrap())?;
+                add_task(
+                    tx,
+                    &TaskId::new("e").unwrap(),
+                    &PlanId::new("other").unwrap(),
+                    &Phase::new("todo.ready").unwrap(),
+                )?;
                 Ok(())
             })
             .unwrap();
         let before = pending(&store).len();
         let moved = store.write(|tx| cancel_plan(tx, &p)).unwrap();
-        assert_eq!(moved.iter().map(|m| m.task.as_str()).collect::<Vec<_>>(), ["a", "c"]);
+        assert_eq!(
+            moved.iter().map(|m| m.task.as_str()).collect::<Vec<_>>(),
+            ["a", "c"]
+        );
         let rows = pending(&store);
         assert_eq!(rows.len(), before + 2);
-        assert!(rows[before..].iter().all(|r| r.1 == "after_fail" && r.2.as_deref() == Some("failed.cancelled")));
+        assert!(
+            rows[before..]
+                .iter()
+                .all(|r| r.1 == "after_fail" && r.2.as_deref() == Some("failed.cancelled"))
+        );
     }
 
     #[test]
@@ -251,9 +300,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("arc.db")).unwrap();
         let (t, p) = ids("t1", "p1");
-        store.write(|tx| add_task(tx, &t, &p, &Phase::new("todo.ready").unwrap())).unwrap();
-        let facts = MoveFacts { merged_sha: Some("xyz; rm -rf /".into()), attempt: None };
-        let err = store.write(|tx| move_task(tx, &t, &Phase::new("done.merged").unwrap(), &facts)).unwrap_err();
+        store
+            .write(|tx| add_task(tx, &t, &p, &Phase::new("todo.ready").unwrap()))
+            .unwrap();
+        let facts = MoveFacts {
+            merged_sha: Some("xyz; rm -rf /".into()),
+            attempt: None,
+        };
+        let err = store
+            .write(|tx| move_task(tx, &t, &Phase::new("done.merged").unwrap(), &facts))
+            .unwrap_err();
         assert!(err.to_string().starts_with("invalid merged sha"), "{err}");
         assert_eq!(store.task("t1").unwrap().unwrap().phase, "todo.ready");
         assert!(pending(&store).is_empty());

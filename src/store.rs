@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{
+    Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
+};
 use serde::Serialize;
 
 use crate::ids::TaskId;
@@ -30,6 +32,9 @@ pub enum StoreError {
     /// The disk (or a size limit) is full.
     #[error("disk is full: {0}")]
     Full(String),
+    /// Reading or writing the file failed (a failing disk, or a file-size limit).
+    #[error("disk I/O error {0}; is the disk full?")]
+    DiskIo(String),
     /// The database or its folder cannot be written.
     #[error("database is read-only: {0}")]
     ReadOnly(String),
@@ -47,7 +52,9 @@ pub enum StoreError {
         found: String,
     },
     /// The database was migrated by a newer hookq.
-    #[error("database schema is version {found}, newer than this hookq supports ({supported}); upgrade hookq")]
+    #[error(
+        "database schema is version {found}, newer than this hookq supports ({supported}); upgrade hookq"
+    )]
     NewerSchema {
         /// The schema version found.
         found: i64,
@@ -99,13 +106,34 @@ impl From<rusqlite::Error> for StoreError {
 fn classify(e: &rusqlite::Error) -> Option<StoreError> {
     let text = e.to_string();
     Some(match e.sqlite_error_code()? {
-        ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => StoreError::Busy(DEFAULT_BUSY_TIMEOUT),
+        ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => {
+            StoreError::Busy(DEFAULT_BUSY_TIMEOUT)
+        }
         ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt => StoreError::Corrupt(text),
         ErrorCode::DiskFull => StoreError::Full(text),
         ErrorCode::ReadOnly => StoreError::ReadOnly(text),
         ErrorCode::CannotOpen | ErrorCode::PermissionDenied => StoreError::CannotOpen(text),
+        ErrorCode::SystemIoFailure => StoreError::DiskIo(io_detail(e)),
         _ => return None,
     })
+}
+
+/// Which operation a SQLite I/O error came from, from its extended code.
+fn io_detail(e: &rusqlite::Error) -> String {
+    let rusqlite::Error::SqliteFailure(f, _) = e else {
+        return String::new();
+    };
+    let op = match f.extended_code {
+        rusqlite::ffi::SQLITE_IOERR_READ | rusqlite::ffi::SQLITE_IOERR_SHORT_READ => "reading",
+        rusqlite::ffi::SQLITE_IOERR_WRITE => "writing",
+        rusqlite::ffi::SQLITE_IOERR_FSYNC | rusqlite::ffi::SQLITE_IOERR_DIR_FSYNC => "syncing",
+        rusqlite::ffi::SQLITE_IOERR_TRUNCATE => "truncating",
+        rusqlite::ffi::SQLITE_IOERR_SHMSIZE
+        | rusqlite::ffi::SQLITE_IOERR_SHMMAP
+        | rusqlite::ffi::SQLITE_IOERR_SHMOPEN => "growing the WAL index (arc.db-shm)",
+        _ => return format!("(SQLite extended code {})", f.extended_code),
+    };
+    format!("while {op}")
 }
 
 /// How durable a commit is.
@@ -185,7 +213,11 @@ impl Store {
         let c = &self.conn;
         c.busy_timeout(opts.busy_timeout)?;
         let ms: i64 = c.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
-        expect("busy_timeout", opts.busy_timeout.as_millis().to_string(), ms.to_string())?;
+        expect(
+            "busy_timeout",
+            opts.busy_timeout.as_millis().to_string(),
+            ms.to_string(),
+        )?;
         let mode: String = c.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         expect("journal_mode", "wal".into(), mode.to_lowercase())?;
         c.execute_batch("PRAGMA foreign_keys=ON")?;
@@ -200,8 +232,11 @@ impl Store {
             Synchronous::Full => ("FULL", 2),
             Synchronous::Normal => ("NORMAL", 1),
         };
-        self.conn.execute_batch(&format!("PRAGMA synchronous={name}"))?;
-        let found: i64 = self.conn.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+        self.conn
+            .execute_batch(&format!("PRAGMA synchronous={name}"))?;
+        let found: i64 = self
+            .conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))?;
         expect("synchronous", want.to_string(), found.to_string())
     }
 
@@ -212,7 +247,10 @@ impl Store {
     /// mode a NORMAL commit survives a crash of the process and is made durable by the next
     /// FULL commit; power loss can undo it, which at worst runs a point again, never loses one.
     /// Transitions are never recorded this way.
-    pub fn with_relaxed_sync<T, E: From<StoreError>>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, E>) -> Result<T, E> {
+    pub fn with_relaxed_sync<T, E: From<StoreError>>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<T, E>,
+    ) -> Result<T, E> {
         if self.synchronous == Synchronous::Normal {
             return f(self);
         }
@@ -233,15 +271,20 @@ impl Store {
         if !has_table {
             return Ok(None);
         }
-        Ok(self
-            .conn
-            .query_row("SELECT MAX(version) FROM refinery_schema_history", [], |r| r.get(0))?)
+        Ok(self.conn.query_row(
+            "SELECT MAX(version) FROM refinery_schema_history",
+            [],
+            |r| r.get(0),
+        )?)
     }
 
     fn migrate(&mut self) -> Result<(), StoreError> {
         let supported = schema_version();
         let check = |found: Option<i64>| match found {
-            Some(v) if v > supported => Err(StoreError::NewerSchema { found: v, supported }),
+            Some(v) if v > supported => Err(StoreError::NewerSchema {
+                found: v,
+                supported,
+            }),
             Some(v) => Ok(v == supported),
             None => Ok(false),
         };
@@ -299,7 +342,10 @@ impl Store {
     }
 
     /// Runs `f` in a write transaction and commits it when `f` succeeds.
-    pub fn write<T>(&mut self, f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
+    pub fn write<T>(
+        &mut self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let busy = self.busy_timeout;
         let tx = self.transaction()?;
         let out = f(&tx)?;
@@ -312,7 +358,9 @@ impl Store {
 
     /// `PRAGMA data_version`: changes whenever another connection commits.
     pub fn data_version(&self) -> Result<i64, StoreError> {
-        Ok(self.conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+        Ok(self
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
     }
 
     /// `PRAGMA integrity_check`, `"ok"` when sound.
@@ -330,7 +378,11 @@ fn expect(pragma: &'static str, expected: String, found: String) -> Result<(), S
     if expected == found {
         Ok(())
     } else {
-        Err(StoreError::Pragma { pragma, expected, found })
+        Err(StoreError::Pragma {
+            pragma,
+            expected,
+            found,
+        })
     }
 }
 
@@ -621,7 +673,10 @@ impl Store {
     pub fn task(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
         Ok(self
             .conn
-            .prepare_cached(&format!("SELECT {} FROM tasks WHERE id = ?1", TaskRow::COLUMNS))?
+            .prepare_cached(&format!(
+                "SELECT {} FROM tasks WHERE id = ?1",
+                TaskRow::COLUMNS
+            ))?
             .query_row([id], TaskRow::from_row)
             .optional()?)
     }
@@ -641,7 +696,12 @@ impl Store {
     }
 
     /// Pending points in the order they run, from occurrence `after` (exclusive), at most `limit`.
-    pub fn pending(&self, after: i64, limit: usize, task: Option<&str>) -> Result<Vec<PendingRow>, StoreError> {
+    pub fn pending(
+        &self,
+        after: i64,
+        limit: usize,
+        task: Option<&str>,
+    ) -> Result<Vec<PendingRow>, StoreError> {
         let sql = format!(
             "{} WHERE h.id > ?1 AND (?2 IS NULL OR h.task = ?2) ORDER BY h.id LIMIT ?3",
             PendingRow::SELECT
@@ -665,7 +725,12 @@ impl Store {
     }
 
     /// History, newest first, optionally of one task or one occurrence.
-    pub fn history(&self, task: Option<&str>, occurrence: Option<i64>, limit: usize) -> Result<Vec<HistoryRow>, StoreError> {
+    pub fn history(
+        &self,
+        task: Option<&str>,
+        occurrence: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<HistoryRow>, StoreError> {
         let sql = format!(
             "{} WHERE (?1 IS NULL OR task = ?1) AND (?2 IS NULL OR occurrence = ?2) ORDER BY id DESC LIMIT ?3",
             HistoryRow::SELECT
@@ -673,7 +738,10 @@ impl Store {
         let rows = self
             .conn
             .prepare_cached(&sql)?
-            .query_map(params![task, occurrence, limit as i64], HistoryRow::from_row)?
+            .query_map(
+                params![task, occurrence, limit as i64],
+                HistoryRow::from_row,
+            )?
             .collect::<Result<_, _>>()?;
         Ok(rows)
     }
@@ -693,7 +761,9 @@ impl Store {
     pub fn stats(&self) -> Result<Stats, StoreError> {
         let c = &self.conn;
         let counts: Vec<(String, String, i64)> = c
-            .prepare_cached("SELECT kind, name, n FROM queue_counts WHERE n != 0 ORDER BY kind, name")?
+            .prepare_cached(
+                "SELECT kind, name, n FROM queue_counts WHERE n != 0 ORDER BY kind, name",
+            )?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
             .collect::<Result<_, _>>()?;
         let of = |kind: &str| -> Vec<(String, i64)> {
@@ -744,7 +814,11 @@ impl Store {
         let entry = self.pending_entry(id)?.ok_or(StoreError::NoEntry(id))?;
         self.write(|tx| {
             // Re-check inside the write lock: a pass may have cleared it since the read.
-            let still: bool = tx.query_row("SELECT EXISTS (SELECT 1 FROM pending_hooks WHERE id = ?1)", [id], |r| r.get(0))?;
+            let still: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM pending_hooks WHERE id = ?1)",
+                [id],
+                |r| r.get(0),
+            )?;
             if !still {
                 return Err(StoreError::NoEntry(id));
             }
@@ -766,7 +840,11 @@ impl Store {
     }
 }
 
-fn clear_in(tx: &Transaction<'_>, entry: &PendingRow, rows: &[NewHistory]) -> Result<(), StoreError> {
+fn clear_in(
+    tx: &Transaction<'_>,
+    entry: &PendingRow,
+    rows: &[NewHistory],
+) -> Result<(), StoreError> {
     tx.prepare_cached("DELETE FROM pending_hooks WHERE id = ?1")?
         .execute([entry.id])?;
     let now = now_ms();
@@ -808,7 +886,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s/arc.db");
         let store = Store::open(&path).unwrap();
-        let mode: String = store.conn().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+        let mode: String = store
+            .conn()
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(mode, "wal");
         assert_eq!(store.integrity_check().unwrap(), "ok");
         drop(store);
@@ -833,7 +914,10 @@ mod tests {
             .unwrap();
         drop(store);
         let err = Store::open(&path).unwrap_err();
-        assert!(matches!(err, StoreError::NewerSchema { found: 999, .. }), "{err}");
+        assert!(
+            matches!(err, StoreError::NewerSchema { found: 999, .. }),
+            "{err}"
+        );
     }
 
     #[test]

@@ -8,12 +8,24 @@ use crate::phase::Point;
 /// The state dir's path below the workspace root.
 pub const STATE_DIR: &str = ".radian/arc";
 
-/// No workspace was found.
+/// No usable workspace was found.
 #[derive(Debug, thiserror::Error)]
-#[error("no hookq workspace (a `.radian/arc` directory) in {} or any parent", start.display())]
-pub struct NotFound {
-    /// Where the search started.
-    pub start: PathBuf,
+pub enum NotFound {
+    /// No directory on the way up holds `.radian/arc`.
+    #[error("no hookq workspace (a `.radian/arc` directory) in {} or any parent", start.display())]
+    Missing {
+        /// Where the search started.
+        start: PathBuf,
+    },
+    /// A `.radian/arc` exists on the way up but cannot be looked at.
+    #[error("cannot access {}: {source}", path.display())]
+    Access {
+        /// The state dir.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// A workspace root and the places inside its state dir.
@@ -34,11 +46,21 @@ impl Workspace {
     /// Finds the workspace like git finds `.git`: from `start` upward.
     pub fn discover(start: &Path) -> Result<Self, NotFound> {
         let start = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
-        start
-            .ancestors()
-            .find(|dir| dir.join(STATE_DIR).is_dir())
-            .map(Self::at)
-            .ok_or(NotFound { start })
+        for dir in start.ancestors() {
+            let state = dir.join(STATE_DIR);
+            match std::fs::metadata(&state) {
+                Ok(m) if m.is_dir() => return Ok(Self::at(dir)),
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    return Err(NotFound::Access {
+                        path: state,
+                        source: e,
+                    });
+                }
+                Err(_) => {}
+            }
+        }
+        Err(NotFound::Missing { start })
     }
 
     /// The repository root; hook commands run here.

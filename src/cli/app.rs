@@ -6,8 +6,8 @@ use clap::{Parser, Subcommand};
 
 use crate::error::Error;
 use crate::exec::Stop;
-use crate::store::Store;
-use crate::workspace::Workspace;
+use crate::store::{Store, StoreOptions};
+use crate::workspace::{NotFound, Workspace};
 
 /// hookq: a transactional hook queue for task runners.
 #[derive(Debug, Parser)]
@@ -54,16 +54,42 @@ impl Ctx {
 
     /// The workspace found from the start directory upward.
     pub(super) fn workspace(&self) -> Result<Workspace, Error> {
-        Workspace::discover(&self.start).map_err(|e| Error::NotFound(e.to_string()))
+        Workspace::discover(&self.start).map_err(|e| match e {
+            NotFound::Missing { .. } => Error::NotFound(e.to_string()),
+            NotFound::Access { path, source } => Error::Io {
+                what: "cannot access",
+                path,
+                source,
+            },
+        })
     }
 
     /// The workspace and its database, opened.
     pub(super) fn open(&self) -> Result<(Workspace, Store), Error> {
         let ws = self.workspace()?;
         let db = ws.db_path();
-        let store = Store::open(&db).map_err(|e| Error::store(&db, e))?;
+        let store = Store::open_with(&db, store_options()?).map_err(|e| Error::store(&db, e))?;
         Ok((ws, store))
     }
+}
+
+/// Store options, with `HOOKQ_BUSY_TIMEOUT_MS` overriding how long a write waits for another
+/// writer.
+fn store_options() -> Result<StoreOptions, Error> {
+    let mut opts = StoreOptions::default();
+    if let Some(v) = std::env::var_os("HOOKQ_BUSY_TIMEOUT_MS") {
+        let ms: u64 = v
+            .to_str()
+            .and_then(|s| s.parse().ok())
+            .filter(|ms| (1..=3_600_000).contains(ms))
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "HOOKQ_BUSY_TIMEOUT_MS={v:?}: expected milliseconds from 1 to 3600000"
+                ))
+            })?;
+        opts.busy_timeout = std::time::Duration::from_millis(ms);
+    }
+    Ok(opts)
 }
 
 /// Runs the parsed command line.
@@ -94,9 +120,7 @@ pub(super) fn stop_on_signals() -> &'static Stop {
     static STOP: Stop = Stop::new();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // SAFETY: the handler only updates an atomic, which is async-signal-safe.
-        let registered = unsafe {
-            signal_hook::low_level::register(sig, || STOP.request())
-        };
+        let registered = unsafe { signal_hook::low_level::register(sig, || STOP.request()) };
         if let Err(e) = registered {
             tracing::warn!("cannot install a handler for signal {sig}: {e}");
         }

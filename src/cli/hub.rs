@@ -30,8 +30,13 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         poll: Duration::from_millis(args.poll_ms),
         ..HubOptions::default()
     };
-    tracing::info!("hub draining {} (pid {})", ws.root().display(), std::process::id());
+    tracing::info!(
+        "hub draining {} (pid {})",
+        ws.root().display(),
+        std::process::id()
+    );
     let db = ws.db_path();
     let mut on_error = |e| eprintln!("error: {}", Error::drain(&db, e));
-    hub::run(&ws, &mut store, &mut drainer, stop, opts, &mut on_error).map_err(|e| Error::hub(ws.db_path(), e))
+    hub::run(&ws, &mut store, &mut drainer, stop, opts, &mut on_error)
+        .map_err(|e| Error::hub(ws.db_path(), e))
 }

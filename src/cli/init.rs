@@ -24,8 +24,13 @@ pub(super) struct Args {
 /// A remote name safe to write into a shell line: `[A-Za-z0-9][A-Za-z0-9._-]*`.
 fn check_remote(name: &str) -> Result<(), Error> {
     let ok = name.len() <= 100
-        && name.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
     if ok {
         Ok(())
     } else {
@@ -38,7 +43,9 @@ fn check_remote(name: &str) -> Result<(), Error> {
 /// A branch name: like a remote name, with `/` between parts.
 fn check_branch(name: &str) -> Result<(), Error> {
     let ok = name.len() <= 200
-        && name.split('/').all(|part| check_remote(part).is_ok() && !part.ends_with(".lock"))
+        && name
+            .split('/')
+            .all(|part| check_remote(part).is_ok() && !part.ends_with(".lock"))
         && !name.contains("..");
     if ok {
         Ok(())
@@ -71,7 +78,11 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         .create(ws.state_dir())
         .map_err(io("cannot create", ws.state_dir()))?;
     let config = ws.config_path();
-    let wrote = match std::fs::OpenOptions::new().write(true).create_new(true).open(&config) {
+    let wrote = match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&config)
+    {
         Ok(mut f) => {
             f.write_all(initial_config(&args.remote, &args.main_branch).as_bytes())
                 .and_then(|()| f.sync_all())
@@ -94,7 +105,10 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     if wrote {
         println!("wrote {}", config.display());
     } else {
-        println!("kept {} (it exists; init never overwrites it)", config.display());
+        println!(
+            "kept {} (it exists; init never overwrites it)",
+            config.display()
+        );
     }
     println!("database {}", db.display());
     Ok(())

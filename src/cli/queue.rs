@@ -81,15 +81,23 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let now = now_ms();
     match args.cmd {
         None => {
-            let mut pending = store.pending(0, args.limit.saturating_add(1), None).map_err(dberr)?;
+            let mut pending = store
+                .pending(0, args.limit.saturating_add(1), None)
+                .map_err(dberr)?;
             let more = pending.len() > args.limit;
             pending.truncate(args.limit);
             let holder = lock::holder(&ws.lock_path());
             if args.json {
-                return output::json(&Listing { lock: holder, pending, more });
+                return output::json(&Listing {
+                    lock: holder,
+                    pending,
+                    more,
+                });
             }
             match &holder {
-                Some(h) if h.alive => println!("runner lock: held by pid {} since {}", h.pid, h.started),
+                Some(h) if h.alive => {
+                    println!("runner lock: held by pid {} since {}", h.pid, h.started)
+                }
                 Some(h) => println!("runner lock: free (last holder pid {} is gone)", h.pid),
                 None => println!("runner lock: free"),
             }
@@ -127,11 +135,16 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         }
         Some(Sub::Drop { id }) => {
             let e = store.drop_entry(id).map_err(dberr)?;
-            println!("dropped occurrence {id} ({} for task {}); kept in history as dropped", e.point, e.task);
+            println!(
+                "dropped occurrence {id} ({} for task {}); kept in history as dropped",
+                e.point, e.task
+            );
             Ok(())
         }
         Some(Sub::Retry { history_id }) => {
-            let o = store.write(|tx| record::requeue(tx, history_id)).map_err(dberr)?;
+            let o = store
+                .write(|tx| record::requeue(tx, history_id))
+                .map_err(dberr)?;
             println!("queued {} again as occurrence {}", o.point, o.id);
             Ok(())
         }
@@ -156,12 +169,19 @@ struct Shown {
     history: Vec<HistoryRow>,
 }
 
-fn show(ws: &crate::workspace::Workspace, store: &crate::store::Store, id: i64, json: bool) -> Result<(), Error> {
+fn show(
+    ws: &crate::workspace::Workspace,
+    store: &crate::store::Store,
+    id: i64,
+    json: bool,
+) -> Result<(), Error> {
     let dberr = |e| Error::store(ws.db_path(), e);
     let pending = store.pending_entry(id).map_err(dberr)?;
     let history = store.history(None, Some(id), 1000).map_err(dberr)?;
     if pending.is_none() && history.is_empty() {
-        return Err(Error::NotFound(format!("no occurrence {id}, pending or in history")));
+        return Err(Error::NotFound(format!(
+            "no occurrence {id}, pending or in history"
+        )));
     }
     let (commands, config_error) = match pending.as_ref().map(|p| p.point.parse::<Point>()) {
         Some(Ok(point)) => match Config::load(&ws.config_path()) {
@@ -172,7 +192,11 @@ fn show(ws: &crate::workspace::Workspace, store: &crate::store::Store, id: i64, 
     };
     let shown = Shown {
         id,
-        status: if pending.is_some() { "pending" } else { "cleared" },
+        status: if pending.is_some() {
+            "pending"
+        } else {
+            "cleared"
+        },
         pending,
         commands,
         config_error,
@@ -187,7 +211,13 @@ fn show(ws: &crate::workspace::Workspace, store: &crate::store::Store, id: i64, 
         println!("point     {}", p.point);
         println!("state     {}", or_dash(p.state.as_deref()));
         println!("recorded  {}", output::time(p.recorded_ms));
-        println!("passes    {} started it{}", p.passes, p.last_started_ms.map(|t| format!(", last at {}", output::time(t))).unwrap_or_default());
+        println!(
+            "passes    {} started it{}",
+            p.passes,
+            p.last_started_ms
+                .map(|t| format!(", last at {}", output::time(t)))
+                .unwrap_or_default()
+        );
         if let Some(cmds) = &shown.commands {
             println!("commands  {} (as config.toml says now)", cmds.len());
             for (i, c) in cmds.iter().enumerate() {
@@ -229,7 +259,12 @@ fn print_history(rows: &[HistoryRow]) {
             ]
         })
         .collect();
-    output::table(&["ID", "OCC", "TASK", "HOOK", "OUTCOME", "STATUS", "TOOK", "FINISHED", "LOG"], &table);
+    output::table(
+        &[
+            "ID", "OCC", "TASK", "HOOK", "OUTCOME", "STATUS", "TOOK", "FINISHED", "LOG",
+        ],
+        &table,
+    );
 }
 
 fn print_stats(s: &Stats, now: i64) {
@@ -238,8 +273,16 @@ fn print_stats(s: &Stats, now: i64) {
     for (p, n) in &s.pending_by_point {
         println!("  {p:<22} {n}");
     }
-    println!("interrupted  {} (started by a pass, not cleared)", s.interrupted);
-    println!("oldest       {}", s.oldest_recorded_ms.map(|t| format!("{} ago", output::age(t, now))).unwrap_or_else(|| "-".into()));
+    println!(
+        "interrupted  {} (started by a pass, not cleared)",
+        s.interrupted
+    );
+    println!(
+        "oldest       {}",
+        s.oldest_recorded_ms
+            .map(|t| format!("{} ago", output::age(t, now)))
+            .unwrap_or_else(|| "-".into())
+    );
     println!("history");
     for (o, n) in &s.history_by_outcome {
         println!("  {o:<22} {n}");

@@ -46,7 +46,11 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
             report.commands,
             report.failed,
             report.parked,
-            if report.stopped { "; stopped early" } else { "" }
+            if report.stopped {
+                "; stopped early"
+            } else {
+                ""
+            }
         );
     }
     Ok(())

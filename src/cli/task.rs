@@ -95,7 +95,10 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
             if let Some(sha) = &merged_sha {
                 record::validate_sha(sha).map_err(usage)?;
             }
-            let facts = MoveFacts { merged_sha, attempt };
+            let facts = MoveFacts {
+                merged_sha,
+                attempt,
+            };
             let (ws, mut store) = ctx.open()?;
             let t = store
                 .write(|tx| record::move_task(tx, &task, &phase, &facts))
@@ -149,7 +152,10 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
 fn print_transition(t: &Transition) {
     let from = t.from.as_deref().unwrap_or("(new)");
     match &t.occurrence {
-        Some(o) => println!("{}: {from} -> {}; recorded {} (occurrence {})", t.task, t.to, o.point, o.id),
+        Some(o) => println!(
+            "{}: {from} -> {}; recorded {} (occurrence {})",
+            t.task, t.to, o.point, o.id
+        ),
         None if t.changed() => println!("{}: {from} -> {}", t.task, t.to),
         None => println!("{}: already {}; nothing recorded", t.task, t.to),
     }
@@ -179,7 +185,10 @@ pub(super) fn drain_if_free(ws: &Workspace, store: &mut Store) {
             r.failed
         ),
         Ok(_) => {}
-        Err(e) => eprintln!("warning: hooks left pending: {}", Error::drain(ws.db_path(), e)),
+        Err(e) => eprintln!(
+            "warning: hooks left pending: {}",
+            Error::drain(ws.db_path(), e)
+        ),
     }
 }
 
@@ -190,9 +199,18 @@ struct Shown {
     history: Vec<HistoryRow>,
 }
 
-fn show(task: TaskRow, pending: Vec<PendingRow>, history: Vec<HistoryRow>, json: bool) -> Result<(), Error> {
+fn show(
+    task: TaskRow,
+    pending: Vec<PendingRow>,
+    history: Vec<HistoryRow>,
+    json: bool,
+) -> Result<(), Error> {
     if json {
-        return output::json(&Shown { task, pending, history });
+        return output::json(&Shown {
+            task,
+            pending,
+            history,
+        });
     }
     println!("task     {}", task.id);
     println!("plan     {}", task.plan);
