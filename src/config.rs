@@ -8,7 +8,7 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use toml::Spanned;
@@ -419,6 +419,11 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// How long `config.toml` must have been unmodified before the drain trusts what it reads.
+pub const SETTLE: Duration = Duration::from_millis(300);
+/// The longest the drain waits for a `config.toml` that keeps changing.
+pub const SETTLE_LIMIT: Duration = Duration::from_secs(5);
+
 /// Re-reads `config.toml` each time it is asked, and re-parses it only when its bytes changed.
 ///
 /// The drain asks before every point, so a config edited between recording and running applies,
@@ -441,8 +446,15 @@ impl ConfigSource {
     }
 
     /// The configuration as the file says now. A missing file is an error: `hookq init` writes one.
+    ///
+    /// A file being rewritten in place can be read half-written, and a half-written config can
+    /// parse as valid with a point's commands missing, which would clear points without running
+    /// them. So a read that differs from the last one trusted is confirmed by a second read
+    /// [`SETTLE`] later (and again, up to [`SETTLE_LIMIT`], while it keeps changing). The first
+    /// read in a process is trusted at once when the file was last changed longer than
+    /// [`SETTLE`] ago and did not change while it was read.
     pub fn current(&mut self) -> Result<Arc<Config>, ConfigError> {
-        let bytes = read_bounded(&self.path)?;
+        let bytes = self.read_settled()?;
         if let Some((old, cfg)) = &self.last
             && *old == bytes
         {
@@ -452,6 +464,41 @@ impl ConfigSource {
         self.last = Some((bytes, Arc::clone(&cfg)));
         Ok(cfg)
     }
+
+    fn read_settled(&self) -> Result<Vec<u8>, ConfigError> {
+        let deadline = Instant::now() + SETTLE_LIMIT;
+        let before = stamp(&self.path);
+        let mut bytes = read_bounded(&self.path)?;
+        match &self.last {
+            Some((old, _)) if *old == bytes => return Ok(bytes),
+            None if before.is_some_and(|(_, age)| age >= SETTLE)
+                && stamp(&self.path).map(|(id, _)| id) == before.map(|(id, _)| id) =>
+            {
+                return Ok(bytes);
+            }
+            _ => {}
+        }
+        while Instant::now() < deadline {
+            std::thread::sleep(SETTLE);
+            let again = read_bounded(&self.path)?;
+            if again == bytes {
+                break;
+            }
+            bytes = again;
+        }
+        Ok(bytes)
+    }
+}
+
+/// What identifies a version of the file: modification and change times and length, and how
+/// long ago it was modified (a time in the future counts as long ago). `None` when it cannot be
+/// read (the read that follows reports why).
+fn stamp(path: &Path) -> Option<((std::time::SystemTime, i64, i64, u64), Duration)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let modified = meta.modified().ok()?;
+    let id = (modified, meta.ctime(), meta.ctime_nsec(), meta.len());
+    Some((id, modified.elapsed().unwrap_or(SETTLE)))
 }
 
 /// The config `hookq init` writes, naming `remote` and `main_branch`.

@@ -104,7 +104,7 @@ struct Done {
 impl<'a> Drainer<'a> {
     /// A drainer for `ws` that prints each warning line on stderr.
     pub fn new(ws: Workspace, stop: &'a Stop) -> Self {
-        Self::with_warnings(ws, stop, |line| eprintln!("{line}"))
+        Self::with_warnings(ws, stop, |line| errln!("{line}"))
     }
 
     /// A drainer that hands each `warning:` line to `warn` instead.
@@ -392,7 +392,7 @@ fn execute(ws: &Workspace, job: Job, stop: &Stop) -> Done {
                 break;
             }
         };
-        if done.ending == Ending::Interrupted {
+        if done.ending == Ending::Interrupted || killed_by_the_stop(done.ending, stop) {
             ran = Some(Ran::Stopped);
             break;
         }
@@ -430,6 +430,21 @@ fn execute(ws: &Workspace, job: Job, stop: &Stop) -> Done {
         commands,
         warnings,
     }
+}
+
+/// Whether a command died of the same stop that is stopping the pass. A service manager stops
+/// hookq by signalling its whole control group (systemd's default `KillMode=control-group`), so
+/// the hook gets the SIGTERM too: that is an interrupted run, to be run again, not a failure.
+fn killed_by_the_stop(ending: Ending, stop: &Stop) -> bool {
+    const STOP_SIGNALS: [i32; 3] = [libc_sig::SIGTERM, libc_sig::SIGINT, libc_sig::SIGHUP];
+    matches!(ending, Ending::Signalled(s) if STOP_SIGNALS.contains(&s)) && stop.graceful()
+}
+
+mod libc_sig {
+    use rustix::process::Signal;
+    pub const SIGTERM: i32 = Signal::TERM.as_raw();
+    pub const SIGINT: i32 = Signal::INT.as_raw();
+    pub const SIGHUP: i32 = Signal::HUP.as_raw();
 }
 
 fn outcome_of(ending: Ending) -> Outcome {

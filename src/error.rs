@@ -62,6 +62,9 @@ pub enum Error {
         /// ` by pid N since T`, when known.
         holder: String,
     },
+    /// A stop request ended the command before it could do its work.
+    #[error("{0}")]
+    Stopped(String),
     /// A command could not be run.
     #[error(transparent)]
     Exec(#[from] ExecError),
@@ -122,7 +125,7 @@ impl Error {
                 }
                 _ => code::DATABASE,
             },
-            Error::Locked { .. } => code::LOCKED,
+            Error::Locked { .. } | Error::Stopped(_) => code::LOCKED,
             Error::Lock(_) | Error::Exec(_) | Error::Io { .. } => code::FAILURE,
         }
     }
@@ -157,9 +160,9 @@ impl Error {
 
     /// Prints `error: …` (and `hint: …`) on stderr and returns the exit code.
     pub fn report(&self) -> ExitCode {
-        eprintln!("error: {self}");
+        errln!("error: {self}");
         if let Some(h) = self.hint() {
-            eprintln!("hint: {h}");
+            errln!("hint: {h}");
         }
         ExitCode::from(self.exit_code())
     }

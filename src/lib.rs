@@ -6,6 +6,22 @@
 //! the guarantees and for embedding.
 #![warn(missing_docs)]
 
+/// `println!` that ignores a closed stdout (`hookq queue | head -1`) instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that ignores a closed stderr instead of panicking.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 pub mod cli;
 pub mod config;
 pub mod drain;
@@ -27,6 +43,8 @@ pub use ids::{PlanId, TaskId};
 pub use lock::{RunnerLock, Wait};
 pub use phase::{Phase, Point};
 pub use record::{MoveFacts, Transition};
+/// The SQLite binding hookq's API speaks, re-exported so a host uses the very same version.
+pub use rusqlite;
 pub use store::Store;
 pub use workspace::Workspace;
 

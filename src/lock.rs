@@ -144,13 +144,46 @@ pub fn holder(path: &Path) -> Option<Holder> {
         }
     }
     let pid = pid?;
-    let alive = rustix::process::Pid::from_raw(pid as i32)
-        .is_some_and(|p| rustix::process::test_kill_process(p).is_ok());
+    let alive = match flock_holders(path) {
+        Some(pids) => pids.contains(&pid),
+        None => rustix::process::Pid::from_raw(pid as i32)
+            .is_some_and(|p| rustix::process::test_kill_process(p).is_ok()),
+    };
     Some(Holder {
         pid,
         started: started.unwrap_or_default(),
         alive,
     })
+}
+
+/// The pids holding an exclusive `flock` on the file at `path`, from `/proc/locks`: exact even
+/// when the named holder died and its pid was reused. `None` where `/proc/locks` cannot be read.
+fn flock_holders(path: &Path) -> Option<Vec<u32>> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let (ino, major, minor) = (
+        meta.ino(),
+        rustix::fs::major(meta.dev()),
+        rustix::fs::minor(meta.dev()),
+    );
+    let text = std::fs::read_to_string("/proc/locks").ok()?;
+    // "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF" (a blocked waiter's line has "->").
+    let holders = text
+        .lines()
+        .filter(|l| !l.contains("->"))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (kind, mode, pid, id) =
+                (*f.get(1)?, *f.get(3)?, f.get(4)?.parse().ok()?, *f.get(5)?);
+            let mut parts = id.split(':');
+            let (maj, min, i) = (parts.next()?, parts.next()?, parts.next()?);
+            let same = u32::from_str_radix(maj, 16).ok()? == major
+                && u32::from_str_radix(min, 16).ok()? == minor
+                && i.parse::<u64>().ok()? == ino;
+            (kind == "FLOCK" && mode == "WRITE" && same).then_some(pid)
+        })
+        .collect();
+    Some(holders)
 }
 
 #[cfg(test)]

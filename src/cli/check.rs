@@ -46,8 +46,8 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     if args.json {
         return output::json(&checked);
     }
-    println!("{}: ok", checked.config);
-    println!(
+    outln!("{}: ok", checked.config);
+    outln!(
         "timeout {}s, grace {}s, log cap {} bytes, park after {} passes, history {} days, target branch {}",
         checked.command_timeout_secs,
         checked.kill_grace_secs,
@@ -57,9 +57,9 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         checked.target_branch
     );
     for (point, lines) in &checked.hooks {
-        println!("{point}: {} command(s)", lines.len());
+        outln!("{point}: {} command(s)", lines.len());
         for (i, l) in lines.iter().enumerate() {
-            println!("  {:02}  {l}", i + 1);
+            outln!("  {:02}  {l}", i + 1);
         }
     }
     Ok(())

@@ -36,7 +36,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         std::process::id()
     );
     let db = ws.db_path();
-    let mut on_error = |e| eprintln!("error: {}", Error::drain(&db, e));
+    let mut on_error = |e| errln!("error: {}", Error::drain(&db, e));
     hub::run(&ws, &mut store, &mut drainer, stop, opts, &mut on_error)
         .map_err(|e| Error::hub(ws.db_path(), e))
 }

@@ -101,16 +101,16 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         .truncate(false)
         .open(&lock)
         .map_err(io("cannot create", &lock))?;
-    println!("hookq workspace: {}", ws.root().display());
+    outln!("hookq workspace: {}", ws.root().display());
     if wrote {
-        println!("wrote {}", config.display());
+        outln!("wrote {}", config.display());
     } else {
-        println!(
+        outln!(
             "kept {} (it exists; init never overwrites it)",
             config.display()
         );
     }
-    println!("database {}", db.display());
+    outln!("database {}", db.display());
     Ok(())
 }
 

@@ -11,7 +11,7 @@ pub(super) fn json<T: Serialize + ?Sized>(value: &T) -> Result<(), Error> {
         path: "stdout".into(),
         source: e.into(),
     })?;
-    println!("{text}");
+    outln!("{text}");
     Ok(())
 }
 
@@ -32,7 +32,7 @@ pub(super) fn table(header: &[&str], rows: &[Vec<String>]) {
                 out.push_str(&format!("{cell:<w$}  "));
             }
         }
-        println!("{}", out.trim_end());
+        outln!("{}", out.trim_end());
     };
     line(header.to_vec());
     for row in rows {

@@ -27,7 +27,7 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
     let moved = store
         .write(|tx| record::cancel_plan(tx, &plan))
         .map_err(|e| Error::store(ws.db_path(), e))?;
-    println!("plan {plan}: cancelled {} task(s)", moved.len());
+    outln!("plan {plan}: cancelled {} task(s)", moved.len());
     if !no_run && !moved.is_empty() {
         drain_if_free(&ws, &mut store);
     }

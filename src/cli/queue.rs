@@ -96,13 +96,13 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
             }
             match &holder {
                 Some(h) if h.alive => {
-                    println!("runner lock: held by pid {} since {}", h.pid, h.started)
+                    outln!("runner lock: held by pid {} since {}", h.pid, h.started)
                 }
-                Some(h) => println!("runner lock: free (last holder pid {} is gone)", h.pid),
-                None => println!("runner lock: free"),
+                Some(h) => outln!("runner lock: free (last holder pid {} is gone)", h.pid),
+                None => outln!("runner lock: free"),
             }
             if pending.is_empty() {
-                println!("nothing pending");
+                outln!("nothing pending");
                 return Ok(());
             }
             let rows: Vec<Vec<String>> = pending
@@ -120,7 +120,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
                 .collect();
             output::table(&["ID", "TASK", "POINT", "STATE", "AGE", "PASSES"], &rows);
             if more {
-                println!("(more pending; --limit N shows more)");
+                outln!("(more pending; --limit N shows more)");
             }
             Ok(())
         }
@@ -135,9 +135,10 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         }
         Some(Sub::Drop { id }) => {
             let e = store.drop_entry(id).map_err(dberr)?;
-            println!(
+            outln!(
                 "dropped occurrence {id} ({} for task {}); kept in history as dropped",
-                e.point, e.task
+                e.point,
+                e.task
             );
             Ok(())
         }
@@ -145,7 +146,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
             let o = store
                 .write(|tx| record::requeue(tx, history_id))
                 .map_err(dberr)?;
-            println!("queued {} again as occurrence {}", o.point, o.id);
+            outln!("queued {} again as occurrence {}", o.point, o.id);
             Ok(())
         }
         Some(Sub::Stats { json }) => {
@@ -205,13 +206,13 @@ fn show(
     if json {
         return output::json(&shown);
     }
-    println!("occurrence {id}: {}", shown.status);
+    outln!("occurrence {id}: {}", shown.status);
     if let Some(p) = &shown.pending {
-        println!("task      {} (plan {})", p.task, p.plan);
-        println!("point     {}", p.point);
-        println!("state     {}", or_dash(p.state.as_deref()));
-        println!("recorded  {}", output::time(p.recorded_ms));
-        println!(
+        outln!("task      {} (plan {})", p.task, p.plan);
+        outln!("point     {}", p.point);
+        outln!("state     {}", or_dash(p.state.as_deref()));
+        outln!("recorded  {}", output::time(p.recorded_ms));
+        outln!(
             "passes    {} started it{}",
             p.passes,
             p.last_started_ms
@@ -219,13 +220,13 @@ fn show(
                 .unwrap_or_default()
         );
         if let Some(cmds) = &shown.commands {
-            println!("commands  {} (as config.toml says now)", cmds.len());
+            outln!("commands  {} (as config.toml says now)", cmds.len());
             for (i, c) in cmds.iter().enumerate() {
-                println!("  {:02}  {c}", i + 1);
+                outln!("  {:02}  {c}", i + 1);
             }
         }
         if let Some(e) = &shown.config_error {
-            println!("commands  unknown: {e}");
+            outln!("commands  unknown: {e}");
         }
     }
     if !shown.history.is_empty() {
@@ -268,23 +269,23 @@ fn print_history(rows: &[HistoryRow]) {
 }
 
 fn print_stats(s: &Stats, now: i64) {
-    println!("tasks        {}", s.tasks);
-    println!("pending      {}", s.pending);
+    outln!("tasks        {}", s.tasks);
+    outln!("pending      {}", s.pending);
     for (p, n) in &s.pending_by_point {
-        println!("  {p:<22} {n}");
+        outln!("  {p:<22} {n}");
     }
-    println!(
+    outln!(
         "interrupted  {} (started by a pass, not cleared)",
         s.interrupted
     );
-    println!(
+    outln!(
         "oldest       {}",
         s.oldest_recorded_ms
             .map(|t| format!("{} ago", output::age(t, now)))
             .unwrap_or_else(|| "-".into())
     );
-    println!("history");
+    outln!("history");
     for (o, n) in &s.history_by_outcome {
-        println!("  {o:<22} {n}");
+        outln!("  {o:<22} {n}");
     }
 }

@@ -30,6 +30,12 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     };
     let path = ws.lock_path();
     let Some(lock) = RunnerLock::acquire(&path, wait, &|| !stop.graceful())? else {
+        if stop.graceful() {
+            return Err(Error::Stopped(format!(
+                "stopped by a signal while waiting for runner lock {}; no hook ran",
+                path.display()
+            )));
+        }
         let holder = lock::holder(&path)
             .map(|h| format!(" by pid {} since {}", h.pid, h.started))
             .unwrap_or_default();
@@ -39,8 +45,8 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let report = drainer
         .drain(&mut store, &lock)
         .map_err(|e| Error::drain(ws.db_path(), e))?;
-    if report.cleared + report.parked > 0 {
-        println!(
+    if report.cleared + report.parked > 0 || report.stopped {
+        outln!(
             "ran {} point(s): {} command(s), {} failed, {} parked{}",
             report.cleared + report.parked,
             report.commands,

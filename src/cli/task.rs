@@ -152,12 +152,15 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
 fn print_transition(t: &Transition) {
     let from = t.from.as_deref().unwrap_or("(new)");
     match &t.occurrence {
-        Some(o) => println!(
+        Some(o) => outln!(
             "{}: {from} -> {}; recorded {} (occurrence {})",
-            t.task, t.to, o.point, o.id
+            t.task,
+            t.to,
+            o.point,
+            o.id
         ),
-        None if t.changed() => println!("{}: {from} -> {}", t.task, t.to),
-        None => println!("{}: already {}; nothing recorded", t.task, t.to),
+        None if t.changed() => outln!("{}: {from} -> {}", t.task, t.to),
+        None => outln!("{}: already {}; nothing recorded", t.task, t.to),
     }
 }
 
@@ -168,24 +171,24 @@ pub(super) fn drain_if_free(ws: &Workspace, store: &mut Store) {
     let lock = match RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| false) {
         Ok(Some(lock)) => lock,
         Ok(None) => {
-            println!("runner lock is held elsewhere; its holder runs the pending hooks");
+            outln!("runner lock is held elsewhere; its holder runs the pending hooks");
             return;
         }
         Err(e) => {
-            eprintln!("warning: hooks left pending: {e}");
+            errln!("warning: hooks left pending: {e}");
             return;
         }
     };
     let mut drainer = Drainer::new(ws.clone(), stop);
     match drainer.drain(store, &lock) {
-        Ok(r) if r.cleared + r.parked > 0 => println!(
+        Ok(r) if r.cleared + r.parked > 0 => outln!(
             "ran {} point(s): {} command(s), {} failed",
             r.cleared + r.parked,
             r.commands,
             r.failed
         ),
         Ok(_) => {}
-        Err(e) => eprintln!(
+        Err(e) => errln!(
             "warning: hooks left pending: {}",
             Error::drain(ws.db_path(), e)
         ),
@@ -212,17 +215,17 @@ fn show(
             history,
         });
     }
-    println!("task     {}", task.id);
-    println!("plan     {}", task.plan);
-    println!("phase    {}", task.phase);
-    println!("attempt  {}-{}", task.id, task.attempt);
-    println!("merged   {}", output::or_dash(task.merged_sha.as_deref()));
-    println!("created  {}", output::time(task.created_ms));
-    println!("changed  {}", output::time(task.updated_ms));
-    println!();
-    println!("pending: {}", pending.len());
+    outln!("task     {}", task.id);
+    outln!("plan     {}", task.plan);
+    outln!("phase    {}", task.phase);
+    outln!("attempt  {}-{}", task.id, task.attempt);
+    outln!("merged   {}", output::or_dash(task.merged_sha.as_deref()));
+    outln!("created  {}", output::time(task.created_ms));
+    outln!("changed  {}", output::time(task.updated_ms));
+    outln!();
+    outln!("pending: {}", pending.len());
     for p in &pending {
-        println!(
+        outln!(
             "  {} {} {} recorded {} passes {}",
             p.id,
             p.point,
@@ -231,9 +234,9 @@ fn show(
             p.passes
         );
     }
-    println!("history (newest first): {}", history.len());
+    outln!("history (newest first): {}", history.len());
     for h in &history {
-        println!(
+        outln!(
             "  {} occurrence {} {}-{} {} {}",
             h.id,
             h.occurrence,
