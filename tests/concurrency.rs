@@ -7,11 +7,14 @@
 //!
 //! `HOOKQ_STRESS=1` runs the full sizes (4 × 10,000 transitions).
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{figures, stress};
 use hookq::record::{self, MoveFacts};
 use hookq::store::Store;
 use hookq::{Phase, PlanId, TaskId, Workspace};
@@ -19,21 +22,6 @@ use hookq::{Phase, PlanId, TaskId, Workspace};
 const WRITER_DB: &str = "HOOKQ_WRITER_DB";
 const WRITER_ID: &str = "HOOKQ_WRITER_ID";
 const WRITER_COUNT: &str = "HOOKQ_WRITER_COUNT";
-
-fn stress() -> bool {
-    std::env::var("HOOKQ_STRESS").is_ok_and(|v| v == "1")
-}
-
-fn figures(name: &str, value: serde_json::Value) {
-    println!("figures {name}: {value}");
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/hookq-guarantees");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join(format!("{name}.json")),
-        serde_json::to_vec_pretty(&value).unwrap(),
-    )
-    .unwrap();
-}
 
 fn hookq(root: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_hookq"));

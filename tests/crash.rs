@@ -11,20 +11,19 @@
 //! replays a run. Figures are printed (`--nocapture`) and written to
 //! `target/hookq-guarantees/<test>.json`.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{figures, stress};
 use hookq::record::{self, MoveFacts};
 use hookq::store::Store;
 use hookq::{Phase, PlanId, TaskId, Workspace};
 
 const CHILD_DB: &str = "HOOKQ_CRASH_CHILD_DB";
-
-fn stress() -> bool {
-    std::env::var("HOOKQ_STRESS").is_ok_and(|v| v == "1")
-}
 
 /// A small xorshift generator: enough randomness for kill moments, replayable by seed.
 struct Rng(u64);
@@ -55,17 +54,6 @@ impl Rng {
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
-}
-
-fn figures(name: &str, value: serde_json::Value) {
-    println!("figures {name}: {value}");
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/hookq-guarantees");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join(format!("{name}.json")),
-        serde_json::to_vec_pretty(&value).unwrap(),
-    )
-    .unwrap();
 }
 
 fn kill_and_reap(child: &mut Child) {

@@ -758,3 +758,21 @@ fn is_footer(line: &str) -> bool {
             .is_some_and(|r| r.starts_with(p))
     })
 }
+
+/// Whether the guarantee tests run at full size (`HOOKQ_STRESS=1`).
+pub fn stress() -> bool {
+    std::env::var("HOOKQ_STRESS").is_ok_and(|v| v == "1")
+}
+
+/// Prints a guarantee test's figures and writes them to `target/hookq-guarantees/<name>.json`,
+/// where the README's figures come from.
+pub fn figures(name: &str, value: serde_json::Value) {
+    println!("figures {name}: {value}");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/hookq-guarantees");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{name}.json")),
+        serde_json::to_vec_pretty(&value).unwrap(),
+    )
+    .unwrap();
+}
