@@ -1,0 +1,133 @@
+//! Workspaces for the figures: a state dir, a config, and pending points filled in bulk.
+
+use std::path::{Path, PathBuf};
+
+use hookq::Workspace;
+use hookq::store::{Store, now_ms};
+use rusqlite::{Connection, params};
+
+/// Where the run's databases and logs go: `HOOKQ_BENCH_DIR`, else the system temp dir. Floors
+/// and figures are measured in the same place, so they share a file system.
+pub fn bench_root() -> tempfile::TempDir {
+    let base = std::env::var_os("HOOKQ_BENCH_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
+    std::fs::create_dir_all(&base).expect("create the bench dir");
+    tempfile::Builder::new()
+        .prefix("hookq-bench-")
+        .tempdir_in(base)
+        .expect("create a temp dir for the bench")
+}
+
+/// A workspace rooted at `dir/name` whose `after_awaiting_human` and `after_fail` points run
+/// `commands` (none: points are cleared as soon as a pass reaches them).
+pub fn workspace(dir: &Path, name: &str, commands: &[&str]) -> Workspace {
+    let root = dir.join(name);
+    let ws = Workspace::at(&root);
+    std::fs::create_dir_all(ws.state_dir()).expect("create the state dir");
+    write_config(&ws, commands);
+    drop(Store::open(&ws.db_path()).expect("create the database"));
+    ws
+}
+
+/// Rewrites the workspace's config with `commands` for `after_awaiting_human` and `after_fail`.
+pub fn write_config(ws: &Workspace, commands: &[&str]) {
+    let list = commands
+        .iter()
+        .map(|c| toml_string(c))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let text = format!("[hooks]\nafter_awaiting_human = [{list}]\nafter_fail = [{list}]\n");
+    std::fs::write(ws.config_path(), text).expect("write config.toml");
+}
+
+fn toml_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A plain connection to the workspace's database for bulk setup: no durability needed, the
+/// schema exists already (created by `Store::open`).
+pub fn bulk_conn(ws: &Workspace) -> Connection {
+    let c = Connection::open(ws.db_path()).expect("open the database for setup");
+    c.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=OFF; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=10000")
+        .expect("setup pragmas");
+    c
+}
+
+/// Creates `tasks` tasks `<prefix>NNNNNNN` of plan `plan` in `phase`, in one transaction.
+pub fn add_tasks(c: &mut Connection, prefix: &str, plan: &str, phase: &str, tasks: usize) {
+    if tasks == 0 {
+        return;
+    }
+    let tx = c.transaction().expect("begin");
+    tx.execute(
+        r#"INSERT INTO tasks (id, plan, phase, created_ms, updated_ms)
+           WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?1)
+           SELECT printf('%s%07d', ?2, i), ?3, ?4, ?5, ?5 FROM n"#,
+        params![tasks as i64, prefix, plan, phase, now_ms()],
+    )
+    .expect("insert tasks");
+    tx.commit().expect("commit tasks");
+}
+
+/// Records `points` pending `after_awaiting_human` points (state `review.awaiting_human`) over
+/// the tasks `<prefix>0000000 .. <prefix>{tasks-1}`, round robin so neighbours are of different
+/// tasks, in transactions of at most 100,000 points. These are the rows `record::move_task`
+/// writes, written by SQL so that a million of them take seconds; the counter triggers fire.
+pub fn add_points(c: &mut Connection, prefix: &str, tasks: usize, points: usize) {
+    const CHUNK: usize = 100_000;
+    let mut done = 0;
+    while done < points {
+        let n = CHUNK.min(points - done);
+        let tx = c.transaction().expect("begin");
+        let before: i64 = tx
+            .query_row("SELECT COALESCE(MAX(id), 0) FROM pending_hooks", [], |r| {
+                r.get(0)
+            })
+            .expect("max id");
+        tx.execute(
+            r#"INSERT INTO pending_hooks (task, point, recorded_ms)
+               WITH RECURSIVE n(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?2)
+               SELECT printf('%s%07d', ?3, i % ?4), 'after_awaiting_human', ?5 FROM n"#,
+            params![
+                done as i64,
+                (done + n) as i64,
+                prefix,
+                tasks as i64,
+                now_ms()
+            ],
+        )
+        .expect("insert pending_hooks");
+        tx.execute(
+            "INSERT INTO pending_hook_states (hook_id, state) SELECT id, 'review.awaiting_human' FROM pending_hooks WHERE id > ?1",
+            [before],
+        )
+        .expect("insert pending_hook_states");
+        tx.commit().expect("commit points");
+        done += n;
+    }
+}
+
+/// How many points are pending, from the trigger-kept counters.
+pub fn pending_count(c: &Connection) -> i64 {
+    c.query_row(
+        "SELECT COALESCE(SUM(n), 0) FROM queue_counts WHERE kind = 'pending'",
+        [],
+        |r| r.get(0),
+    )
+    .expect("count pending")
+}
+
+/// Moves the WAL into the database file and empties it, so file sizes and whole-process runs
+/// start from the same place.
+pub fn checkpoint(c: &Connection) {
+    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .expect("checkpoint");
+}

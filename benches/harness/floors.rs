@@ -1,0 +1,124 @@
+//! The machine's physical floors, measured in the same run as the figures they bound.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use rusqlite::{Connection, TransactionBehavior, params};
+
+use super::stats::{median, ms, timed};
+
+/// Spawns `/bin/sh -c true` and waits for it, `samples` times; the median, ms.
+pub fn spawn(samples: usize) -> f64 {
+    let times: Vec<f64> = (0..samples)
+        .map(|_| {
+            let t = Instant::now();
+            let status = Command::new("/bin/sh")
+                .args(["-c", "true"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("spawn /bin/sh");
+            assert!(status.success());
+            ms(t.elapsed())
+        })
+        .collect();
+    median(&times)
+}
+
+/// The floor loop of a drain: `/bin/sh -c true` `n` times, output (stdout and stderr) to a newly
+/// created log file each, in a new folder `dir`. Total ms.
+pub fn spawn_to_new_logs(dir: &Path, n: usize) -> f64 {
+    std::fs::create_dir_all(dir).expect("create the floor's log dir");
+    timed(|| {
+        for i in 0..n {
+            let log = File::create(dir.join(format!("{i}.log"))).expect("create a log");
+            let status = Command::new("/bin/sh")
+                .args(["-c", "true"])
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().expect("dup the log"))
+                .stderr(log)
+                .status()
+                .expect("spawn /bin/sh");
+            assert!(status.success());
+        }
+    })
+    .1
+}
+
+/// Overwrites a 4 KiB block of a preallocated file and `fdatasync`s it, `samples` times; the
+/// median, ms.
+pub fn fdatasync(dir: &Path, samples: usize) -> f64 {
+    let file = File::create(dir.join("fdatasync.bin")).expect("create the fdatasync file");
+    let block = vec![0x5au8; 4096];
+    for i in 0..16 {
+        file.write_all_at(&block, i * 4096).expect("preallocate");
+    }
+    file.sync_all().expect("sync");
+    let times: Vec<f64> = (0..samples as u64)
+        .map(|i| {
+            let t = Instant::now();
+            file.write_all_at(&block, (i % 16) * 4096).expect("write");
+            file.sync_data().expect("fdatasync");
+            ms(t.elapsed())
+        })
+        .collect();
+    median(&times)
+}
+
+/// A bare database beside the workspace's: same pragmas as hookq's store (WAL, synchronous=FULL,
+/// foreign keys, busy timeout), one table of its own.
+pub struct Bare {
+    conn: Connection,
+    next: i64,
+}
+
+impl Bare {
+    /// Creates `dir/<name>.db`.
+    pub fn create(dir: &Path, name: &str) -> Self {
+        let conn =
+            Connection::open(dir.join(format!("{name}.db"))).expect("open the bare database");
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .expect("busy_timeout");
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .expect("journal_mode");
+        assert_eq!(mode, "wal");
+        conn.execute_batch(
+            "PRAGMA foreign_keys=ON; PRAGMA synchronous=FULL;
+             CREATE TABLE bare (id INTEGER PRIMARY KEY, name TEXT NOT NULL, at INTEGER NOT NULL) STRICT;",
+        )
+        .expect("create the bare table");
+        let sync: i64 = conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .expect("synchronous");
+        assert_eq!(sync, 2, "synchronous=FULL");
+        Self { conn, next: 0 }
+    }
+
+    /// Inserts `rows` rows in one durable `BEGIN IMMEDIATE` transaction; ms.
+    pub fn insert(&mut self, rows: usize) -> f64 {
+        let start = self.next;
+        self.next += rows as i64;
+        timed(|| {
+            let tx = self
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .expect("begin");
+            {
+                let mut st = tx
+                    .prepare_cached("INSERT INTO bare (name, at) VALUES (?1, ?2)")
+                    .expect("prepare");
+                for i in start..start + rows as i64 {
+                    st.execute(params![format!("task{i:07}"), i])
+                        .expect("insert");
+                }
+            }
+            tx.commit().expect("commit");
+        })
+        .1
+    }
+}

@@ -1,0 +1,22 @@
+//! The hookq benchmark harness: measures the price of durability against this machine's physical
+//! floors, measured in the same run, and reports ratios against targets.
+//!
+//! `benches/hookq.rs` runs it at full size (`cargo bench --bench hookq`); `tests/bench_smoke.rs`
+//! includes this module by path and runs it at smoke size, so CI compiles and runs every line.
+//! See BENCHMARKS.md for what each figure measures.
+
+pub mod drain;
+pub mod fixture;
+pub mod floors;
+pub mod hub;
+pub mod memory;
+pub mod proc;
+pub mod report;
+pub mod scale;
+pub mod sizes;
+pub mod stats;
+pub mod suite;
+pub mod transitions;
+
+pub use sizes::Sizes;
+pub use suite::run;
