@@ -62,6 +62,8 @@ pub struct Drainer<'a> {
     base_env: Vec<(OsString, OsString)>,
     stop: &'a Stop,
     jobs: usize,
+    /// A point the last clear already marked started (sequential passes only).
+    premarked: Option<i64>,
     warn: Box<dyn FnMut(&str) + 'a>,
 }
 
@@ -116,6 +118,7 @@ impl<'a> Drainer<'a> {
             base_env: base_env(std::env::vars_os()),
             stop,
             jobs: 1,
+            premarked: None,
             warn: Box::new(warn),
         }
     }
@@ -143,11 +146,17 @@ impl<'a> Drainer<'a> {
         self.config.current()?;
         store.with_relaxed_sync(|store| {
             let mut report = PassReport::default();
-            if self.jobs == 1 {
-                self.pass(store, &mut report, None)?;
+            let passed = if self.jobs == 1 {
+                self.pass(store, &mut report, None)
             } else {
-                self.pass_parallel(store, &mut report)?;
+                self.pass_parallel(store, &mut report)
+            };
+            // A point marked started for a run that did not come (a stop, an error) gets its
+            // count back.
+            if let Some(id) = self.premarked.take() {
+                store.unmark_started(id)?;
             }
+            passed?;
             let cfg = self.config.current()?;
             let keep_ms = i64::from(cfg.queue.keep_history_days) * 86_400_000;
             store.prune_history(now_ms() - keep_ms, PRUNE_LIMIT)?;
@@ -230,7 +239,8 @@ impl<'a> Drainer<'a> {
                         }
                         None => {
                             let done = execute(&self.ws, job, self.stop);
-                            self.finish(store, done, report)?;
+                            let next = self.next_to_start(window.front(), &done);
+                            self.finish(store, done, report, next)?;
                         }
                     }
                 }
@@ -253,7 +263,7 @@ impl<'a> Drainer<'a> {
             let done = rx.recv().expect("a worker holds a sender while a job runs");
             running -= 1;
             busy.remove(&done.job.entry.task);
-            if let Err(e) = self.finish(store, done, report) {
+            if let Err(e) = self.finish(store, done, report, None) {
                 // Let the running jobs end and be cleared before reporting.
                 failure.get_or_insert(e);
             }
@@ -268,6 +278,10 @@ impl<'a> Drainer<'a> {
         entry: PendingRow,
         report: &mut PassReport,
     ) -> Result<Option<Job>, DrainError> {
+        let premarked = self.premarked == Some(entry.id);
+        if premarked {
+            self.premarked = None;
+        }
         let point = entry.point()?;
         let task = entry.task_id()?;
         // The config as it is at the moment this point runs.
@@ -295,7 +309,7 @@ impl<'a> Drainer<'a> {
             report.parked += 1;
             return Ok(None);
         }
-        if store.mark_started(entry.id)?.is_none() {
+        if !premarked && store.mark_started(entry.id)?.is_none() {
             // Dropped since it was read.
             return Ok(None);
         }
@@ -325,12 +339,26 @@ impl<'a> Drainer<'a> {
         }))
     }
 
-    /// Prints a finished job's warnings and clears it if all its commands ran.
+    /// The point a sequential pass will start next, if it can be marked started in the same
+    /// commit that clears `done`: it must be about to run (it has commands and is not due to be
+    /// parked, by the config `done` ran with) and no stop may be pending.
+    fn next_to_start(&self, next: Option<&PendingRow>, done: &Done) -> Option<i64> {
+        let next = next?;
+        let cfg = &done.job.cfg;
+        let runs = next.state.is_some()
+            && next.point().is_ok_and(|p| !cfg.hooks(p).is_empty())
+            && next.passes < i64::from(cfg.queue.max_interrupted_runs);
+        (runs && matches!(done.ran, Ran::Completed(_)) && !self.stop.graceful()).then_some(next.id)
+    }
+
+    /// Prints a finished job's warnings and clears it if all its commands ran; `next`, when
+    /// given, is marked started in the same commit.
     fn finish(
         &mut self,
         store: &mut Store,
         done: Done,
         report: &mut PassReport,
+        next: Option<i64>,
     ) -> Result<(), DrainError> {
         for w in &done.warnings {
             (self.warn)(w);
@@ -339,7 +367,14 @@ impl<'a> Drainer<'a> {
         report.failed += done.warnings.len();
         match done.ran {
             Ran::Completed(rows) => {
-                store.clear(&done.job.entry, &rows)?;
+                match next {
+                    Some(id) => {
+                        if store.clear_and_start(&done.job.entry, &rows, id)? {
+                            self.premarked = Some(id);
+                        }
+                    }
+                    None => store.clear(&done.job.entry, &rows)?,
+                }
                 report.cleared += 1;
                 Ok(())
             }
@@ -455,5 +490,75 @@ fn outcome_of(ending: Ending) -> Outcome {
         Ending::TimedOut { .. } => Outcome::TimedOut,
         Ending::SpawnFailed(_) => Outcome::SpawnFailed,
         Ending::Interrupted => unreachable!("an interrupted command leaves its point pending"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{PlanId, TaskId};
+    use crate::lock::Wait;
+    use crate::phase::Phase;
+    use crate::record::{self, MoveFacts};
+
+    fn workspace(hooks: &str) -> (tempfile::TempDir, Workspace, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(dir.path());
+        let mut store = Store::open(&ws.db_path()).unwrap();
+        std::fs::write(ws.config_path(), format!("[hooks]\n{hooks}\n")).unwrap();
+        store
+            .write(|tx| {
+                let plan = PlanId::new("p").unwrap();
+                for t in ["a", "b"] {
+                    let t = TaskId::new(t).unwrap();
+                    record::add_task(tx, &t, &plan, &Phase::new("todo.ready").unwrap())?;
+                    record::move_task(
+                        tx,
+                        &t,
+                        &Phase::new("failed.x").unwrap(),
+                        &MoveFacts::default(),
+                    )?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        (dir, ws, store)
+    }
+
+    #[test]
+    fn sequential_passes_mark_the_next_point_in_the_same_commit() {
+        let (_dir, ws, mut store) = workspace("after_fail = ['true']");
+        let stop = Stop::new();
+        let lock = RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
+            .unwrap()
+            .unwrap();
+        let report = Drainer::new(ws, &stop).drain(&mut store, &lock).unwrap();
+        assert_eq!((report.cleared, report.commands), (2, 2));
+        let passes: Vec<i64> = store
+            .history(None, None, 10)
+            .unwrap()
+            .iter()
+            .map(|h| h.passes)
+            .collect();
+        assert_eq!(passes, [1, 1], "each point counted as started once");
+    }
+
+    #[test]
+    fn a_stop_after_the_next_point_was_marked_takes_the_mark_back() {
+        let (_dir, ws, mut store) = workspace("after_fail = ['exit 1']");
+        let stop = Stop::new();
+        let lock = RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
+            .unwrap()
+            .unwrap();
+        // The warning for the first point's failure arrives after the next point was chosen to
+        // be marked started, and asks to stop: the second point must not keep the mark.
+        let report = Drainer::with_warnings(ws, &stop, |_| stop.request())
+            .drain(&mut store, &lock)
+            .unwrap();
+        assert_eq!(report.cleared, 1);
+        assert!(report.stopped);
+        let left = store.pending(0, 10, None).unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].passes, 0, "no pass started it");
     }
 }

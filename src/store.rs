@@ -17,6 +17,12 @@ mod embedded {
     refinery::embed_migrations!("migrations");
 }
 
+/// WAL pages between automatic checkpoints while a drain runs (SQLite's default is 1,000).
+pub const DRAIN_AUTOCHECKPOINT: i64 = 8_000;
+
+/// The drain's page cache: `cache_size` in KiB when negative, as SQLite takes it (1 MiB).
+pub const DRAIN_CACHE_SIZE: i64 = -1024;
+
 /// The busy timeout every connection sets unless told otherwise.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -240,23 +246,39 @@ impl Store {
         expect("synchronous", want.to_string(), found.to_string())
     }
 
-    /// Runs `f` with this connection's commits at `synchronous=NORMAL`, then restores the level
-    /// the store was opened with.
+    /// Runs `f` with this connection's commits at `synchronous=NORMAL`, checkpoints every
+    /// [`DRAIN_AUTOCHECKPOINT`] WAL pages and a page cache of [`DRAIN_CACHE_SIZE`], then restores
+    /// the store's settings.
     ///
     /// The drain uses it for its own bookkeeping (marking a point started, clearing it): in WAL
     /// mode a NORMAL commit survives a crash of the process and is made durable by the next
-    /// FULL commit; power loss can undo it, which at worst runs a point again, never loses one.
-    /// Transitions are never recorded this way.
+    /// FULL commit or checkpoint; power loss can undo it, which at worst runs a point again,
+    /// never loses one. Transitions are never recorded this way. Rarer checkpoints spare the
+    /// drain most of their fsyncs: it rewrites the same few pages point after point. It reads
+    /// the queue front to back, once, so a bigger cache would only hold pages it never reads
+    /// again: the small one keeps a pass's memory flat however long the queue.
     pub fn with_relaxed_sync<T, E: From<StoreError>>(
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<T, E>,
     ) -> Result<T, E> {
-        if self.synchronous == Synchronous::Normal {
-            return f(self);
-        }
         self.set_synchronous(Synchronous::Normal)?;
+        let cache: i64 = self
+            .conn
+            .query_row("PRAGMA cache_size", [], |r| r.get(0))
+            .map_err(StoreError::from)?;
+        self.conn
+            .execute_batch(&format!(
+                "PRAGMA wal_autocheckpoint={DRAIN_AUTOCHECKPOINT}; PRAGMA cache_size={DRAIN_CACHE_SIZE}"
+            ))
+            .map_err(StoreError::from)?;
         let out = f(self);
-        let restored = self.set_synchronous(self.synchronous);
+        let restored = self
+            .conn
+            .execute_batch(&format!(
+                "PRAGMA wal_autocheckpoint=1000; PRAGMA cache_size={cache}"
+            ))
+            .map_err(StoreError::from)
+            .and_then(|()| self.set_synchronous(self.synchronous));
         let out = out?;
         restored?;
         Ok(out)
@@ -798,20 +820,32 @@ impl Store {
     /// Marks a point started by one more pass. Returns the passes that started it before this
     /// one, or `None` when it is no longer pending (dropped meanwhile).
     pub fn mark_started(&mut self, id: i64) -> Result<Option<i64>, StoreError> {
-        self.write(|tx| {
-            let before: Option<i64> = tx
-                .prepare_cached(
-                    "UPDATE pending_hooks SET passes = passes + 1, last_started_ms = ?2 WHERE id = ?1 RETURNING passes - 1",
-                )?
-                .query_row(params![id, now_ms()], |r| r.get(0))
-                .optional()?;
-            Ok(before)
-        })
+        self.write(|tx| start_in(tx, id, 1))
+    }
+
+    /// Takes back a [`Store::clear_and_start`] mark of a point that was not run after all.
+    pub fn unmark_started(&mut self, id: i64) -> Result<(), StoreError> {
+        self.write(|tx| start_in(tx, id, -1).map(drop))
     }
 
     /// Clears a pending point and writes its history rows, in one transaction.
     pub fn clear(&mut self, entry: &PendingRow, rows: &[NewHistory]) -> Result<(), StoreError> {
         self.write(|tx| clear_in(tx, entry, rows))
+    }
+
+    /// [`Store::clear`], and in the same transaction marks the point `next` started (what
+    /// [`Store::mark_started`] does), saving the drain a commit per point. Returns whether `next`
+    /// was still pending.
+    pub fn clear_and_start(
+        &mut self,
+        entry: &PendingRow,
+        rows: &[NewHistory],
+        next: i64,
+    ) -> Result<bool, StoreError> {
+        self.write(|tx| {
+            clear_in(tx, entry, rows)?;
+            Ok(start_in(tx, next, 1)?.is_some())
+        })
     }
 
     /// Drops a pending point to history as `dropped`.
@@ -843,6 +877,15 @@ impl Store {
                 .execute(params![cutoff_ms, limit as i64])?)
         })
     }
+}
+
+fn start_in(tx: &Transaction<'_>, id: i64, by: i64) -> Result<Option<i64>, StoreError> {
+    Ok(tx
+        .prepare_cached(
+            "UPDATE pending_hooks SET passes = passes + ?3, last_started_ms = CASE WHEN ?3 > 0 THEN ?2 ELSE last_started_ms END WHERE id = ?1 RETURNING passes - ?3",
+        )?
+        .query_row(params![id, now_ms(), by], |r| r.get(0))
+        .optional()?)
 }
 
 fn clear_in(
