@@ -218,4 +218,17 @@ mod tests {
                 .is_some()
         );
     }
+
+    #[test]
+    fn a_live_pid_that_does_not_hold_the_lock_is_not_the_holder() {
+        // A holder killed with SIGKILL leaves its line; its pid may since belong to another live
+        // process (here: this one, which does not hold the lock).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runner.lock");
+        let line = format!("pid {}\nstarted 2026-01-01T00:00:00Z\n", std::process::id());
+        std::fs::write(&path, line).unwrap();
+        let h = holder(&path).unwrap();
+        assert_eq!(h.pid, std::process::id());
+        assert!(!h.alive, "named a holder from a stale line");
+    }
 }

@@ -808,7 +808,7 @@ fn jobs_keep_each_tasks_points_in_recorded_order() {
     }
     assert_eq!(ws.pending().len(), 20);
 
-    let out = ws.hookq(&["run", "--jobs", "3"]).expect_code(0);
+    let out = ws.hookq(&["run", "--jobs", "4"]).expect_code(0);
     let warnings = out.warnings();
     assert_eq!(warnings.len(), 1, "{}", out.describe());
     assert!(
