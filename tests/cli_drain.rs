@@ -139,26 +139,8 @@ fn a_point_without_commands_is_cleared_at_once() {
 fn task_add_never_runs_a_hook() {
     let ws = Ws::init();
     ws.write_config("after_proposed = ['echo ran >> out']");
-    ws.hookq(&[
-        "task",
-        "add",
-        "t1",
-        "--plan",
-        "p",
-        "--phase",
-        "todo.proposed",
-    ])
-    .ok();
-    ws.hookq(&[
-        "task",
-        "add",
-        "t2",
-        "--plan",
-        "p",
-        "--phase",
-        "todo.proposed",
-    ])
-    .ok();
+    ws.task_add("t1", "p", "todo.proposed").ok();
+    ws.task_add("t2", "p", "todo.proposed").ok();
     assert!(
         !ws.root().join("out").exists(),
         "the lock was free, still nothing ran"
@@ -172,16 +154,7 @@ fn task_add_never_runs_a_hook() {
 fn task_move_runs_pending_hooks_when_the_lock_is_free() {
     let ws = Ws::init();
     ws.write_config(&every_point(r#"echo "$ARC_HOOK $ARC_TASK" >> out"#));
-    ws.hookq(&[
-        "task",
-        "add",
-        "t1",
-        "--plan",
-        "p",
-        "--phase",
-        "todo.proposed",
-    ])
-    .ok();
+    ws.task_add("t1", "p", "todo.proposed").ok();
     ws.hookq(&["task", "add", "t2", "--plan", "p"]).ok();
     ws.hookq(&["task", "move", "t2", "failed.x", "--no-run"])
         .ok();

@@ -44,16 +44,7 @@ after_awaiting_human = ['echo "$ARC_TASK $ARC_STATE" >> awaiting.out']"#,
     let hub = start_hub(&ws);
 
     // The recording-only path: task add never runs a hook itself; the hub does.
-    ws.hookq(&[
-        "task",
-        "add",
-        "t1",
-        "--plan",
-        "p",
-        "--phase",
-        "todo.proposed",
-    ])
-    .ok();
+    ws.task_add("t1", "p", "todo.proposed").ok();
     ws.eventually("the hub to run after_proposed", || {
         ws.lines("proposed.out") == ["t1"]
     });

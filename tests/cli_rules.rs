@@ -61,17 +61,7 @@ fn each_phase_fires_its_point() {
 #[test]
 fn task_created_in_todo_proposed_records_after_proposed() {
     let ws = ws();
-    let out = ws
-        .hookq(&[
-            "task",
-            "add",
-            "t1",
-            "--plan",
-            "p",
-            "--phase",
-            "todo.proposed",
-        ])
-        .ok();
+    let out = ws.task_add("t1", "p", "todo.proposed").ok();
     assert!(
         out.stdout().contains("recorded after_proposed"),
         "{}",

@@ -381,6 +381,11 @@ impl Ws {
         self.hookq_env(args, &[])
     }
 
+    /// `hookq task add TASK --plan PLAN --phase PHASE`.
+    pub fn task_add(&self, task: &str, plan: &str, phase: &str) -> Out {
+        self.hookq(&["task", "add", task, "--plan", plan, "--phase", phase])
+    }
+
     /// Runs `hookq ARGS` with extra environment variables.
     pub fn hookq_env(&self, args: &[&str], extra: &[(&str, &str)]) -> Out {
         self.hookq_within(args, extra, HANG)
