@@ -3,7 +3,7 @@
 //! The store knows tasks, pending points and history rows. It knows nothing of processes.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{
     Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
@@ -22,6 +22,10 @@ pub const DRAIN_AUTOCHECKPOINT: i64 = 8_000;
 
 /// The drain's page cache: `cache_size` in KiB when negative, as SQLite takes it (1 MiB).
 pub const DRAIN_CACHE_SIZE: i64 = -1024;
+
+/// How long one `BEGIN IMMEDIATE` attempt waits in SQLite's busy handler before
+/// [`Store::transaction`] tries again.
+const BEGIN_POLL: Duration = Duration::from_millis(1);
 
 /// The busy timeout every connection sets unless told otherwise.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -353,14 +357,39 @@ impl Store {
 
     /// Begins a write transaction (`BEGIN IMMEDIATE`). Record transitions into it with
     /// [`crate::record`], then commit it yourself.
+    ///
+    /// Waits up to `busy_timeout` for another writer, trying again every millisecond or two.
+    /// SQLite's own busy handler backs off to 100 ms sleeps, and a writer that sleeps that long
+    /// while others commit every fraction of a millisecond can lose every race for the lock
+    /// until its timeout runs out (seen here: four writers, one starved for 10 s). Trying often
+    /// gives every waiter its fair chance.
     pub fn transaction(&mut self) -> Result<Transaction<'_>, StoreError> {
-        let busy = self.busy_timeout;
-        self.conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| match StoreError::from(e) {
-                StoreError::Busy(_) => StoreError::Busy(busy),
-                other => other,
-            })
+        let deadline = Instant::now() + self.busy_timeout;
+        let busy = |e: &rusqlite::Error| {
+            matches!(
+                e.sqlite_error_code(),
+                Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+            )
+        };
+        self.conn.busy_timeout(BEGIN_POLL)?;
+        let mut attempt: u32 = 0;
+        let begun = loop {
+            match Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate) {
+                Err(e) if busy(&e) && Instant::now() < deadline => {
+                    attempt = attempt.wrapping_add(1);
+                    // A little spread, so waiters do not retry in lockstep.
+                    let spread = (std::process::id() ^ attempt.wrapping_mul(2_654_435_761)) % 1000;
+                    std::thread::sleep(Duration::from_micros(u64::from(spread)));
+                }
+                other => break other,
+            }
+        };
+        // Statements inside the transaction get the full timeout again.
+        self.conn.busy_timeout(self.busy_timeout)?;
+        begun.map_err(|e| match StoreError::from(e) {
+            StoreError::Busy(_) => StoreError::Busy(self.busy_timeout),
+            other => other,
+        })
     }
 
     /// Runs `f` in a write transaction and commits it when `f` succeeds.

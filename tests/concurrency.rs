@@ -171,7 +171,13 @@ fn writer_child_entry() {
         return;
     };
     let count: usize = count.parse().unwrap();
-    let mut store = Store::open(Path::new(&db)).unwrap();
+    let mut store = match Store::open(Path::new(&db)) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("writer {id}: open: {e}");
+            std::process::exit(3);
+        }
+    };
     let plan = PlanId::new(format!("w{id}")).unwrap();
     for i in 0..count {
         let task = TaskId::new(format!("w{id}-{}", i % 50)).unwrap();
@@ -212,7 +218,12 @@ fn concurrent_writers_while_a_hub_drains() {
     let children: Vec<Child> = (0..writers)
         .map(|w| {
             Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "writer_child_entry", "--test-threads=1"])
+                .args([
+                    "--exact",
+                    "writer_child_entry",
+                    "--test-threads=1",
+                    "--nocapture",
+                ])
                 .env(WRITER_DB, ws.db_path())
                 .env(WRITER_ID, w.to_string())
                 .env(WRITER_COUNT, per_writer.to_string())
