@@ -490,9 +490,15 @@ impl ConfigSource {
     }
 }
 
-/// What identifies a version of the file: modification and change times and length, and how
-/// long ago it was modified (a time in the future counts as long ago). `None` when it cannot be
-/// read (the read that follows reports why).
+/// What identifies a version of a file as far as `stat` can tell: modification and change times
+/// and length. The hub compares it to notice an edited `config.toml`. `None` when the file
+/// cannot be read.
+pub fn file_version(path: &Path) -> Option<(std::time::SystemTime, i64, i64, u64)> {
+    stamp(path).map(|(id, _)| id)
+}
+
+/// [`file_version`], and how long ago the file was modified (a time in the future counts as
+/// long ago). `None` when it cannot be read (the read that follows reports why).
 fn stamp(path: &Path) -> Option<((std::time::SystemTime, i64, i64, u64), Duration)> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path).ok()?;

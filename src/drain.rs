@@ -471,15 +471,13 @@ fn execute(ws: &Workspace, job: Job, stop: &Stop) -> Done {
 /// hookq by signalling its whole control group (systemd's default `KillMode=control-group`), so
 /// the hook gets the SIGTERM too: that is an interrupted run, to be run again, not a failure.
 fn killed_by_the_stop(ending: Ending, stop: &Stop) -> bool {
-    const STOP_SIGNALS: [i32; 3] = [libc_sig::SIGTERM, libc_sig::SIGINT, libc_sig::SIGHUP];
-    matches!(ending, Ending::Signalled(s) if STOP_SIGNALS.contains(&s)) && stop.graceful()
-}
-
-mod libc_sig {
     use rustix::process::Signal;
-    pub const SIGTERM: i32 = Signal::TERM.as_raw();
-    pub const SIGINT: i32 = Signal::INT.as_raw();
-    pub const SIGHUP: i32 = Signal::HUP.as_raw();
+    let by_a_stop_signal = |s: i32| {
+        [Signal::TERM, Signal::INT, Signal::HUP]
+            .iter()
+            .any(|sig| sig.as_raw() == s)
+    };
+    matches!(ending, Ending::Signalled(s) if by_a_stop_signal(s)) && stop.graceful()
 }
 
 fn outcome_of(ending: Ending) -> Outcome {

@@ -287,8 +287,7 @@ fn supervise(
     let mut reader = Some(File::from(reader));
     // A pidfd wakes the poll the moment the child exits, even while a grandchild keeps the pipe
     // open. Without one (old kernels), the tick bounds how late the exit is noticed.
-    let pidfd = Pid::from_child(child)
-        .pipe(|pid| pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok());
+    let pidfd = pidfd_open(Pid::from_child(child), rustix::process::PidfdFlags::empty()).ok();
     let mut buf = vec![0u8; 64 * 1024];
     let deadline = start + spec.timeout;
     let mut timed_out_at: Option<Instant> = None;
@@ -426,13 +425,6 @@ fn signal_group(child: &Child, sig: Signal) {
 fn group_alive(child: &Child) -> bool {
     group_of(child).is_some_and(|p| test_kill_process_group(p).is_ok())
 }
-
-trait Pipe: Sized {
-    fn pipe<T>(self, f: impl FnOnce(Self) -> T) -> T {
-        f(self)
-    }
-}
-impl<T> Pipe for T {}
 
 #[cfg(test)]
 mod tests {

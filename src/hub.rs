@@ -1,8 +1,8 @@
 //! `hookq hub`: take the lock, drain, release, wait for the next commit (SPEC §4).
 
-use std::path::Path;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
+use crate::config::file_version;
 use crate::drain::{DrainError, Drainer};
 use crate::exec::Stop;
 use crate::lock::{LockError, RunnerLock, Wait};
@@ -55,7 +55,7 @@ pub fn run(
             return Ok(());
         }
         let seen_version = store.data_version()?;
-        let seen_config = config_stamp(&config_path);
+        let seen_config = file_version(&config_path);
         let Some(lock) = RunnerLock::acquire(&ws.lock_path(), Wait::Forever, &|| !stop.graceful())?
         else {
             return Ok(());
@@ -78,16 +78,11 @@ pub fn run(
             }
             std::thread::sleep(opts.poll);
             if store.data_version()? != seen_version
-                || config_stamp(&config_path) != seen_config
+                || file_version(&config_path) != seen_config
                 || since.elapsed() >= opts.rescan
             {
                 break;
             }
         }
     }
-}
-
-fn config_stamp(path: &Path) -> Option<(SystemTime, u64)> {
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.modified().ok()?, m.len()))
 }

@@ -71,9 +71,8 @@ impl RunnerLock {
         loop {
             match file.try_lock_exclusive() {
                 Ok(()) => break,
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::WouldBlock
-                        || e.raw_os_error() == Some(libc_ewouldblock()) => {}
+                // std reports EWOULDBLOCK (EAGAIN) as WouldBlock.
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(err("cannot lock", e)),
             }
             if deadline.is_some_and(|d| Instant::now() >= d) || !keep_waiting() {
@@ -112,10 +111,6 @@ impl Drop for RunnerLock {
         let _ = self.file.set_len(0);
         let _ = FileExt::unlock(&self.file);
     }
-}
-
-fn libc_ewouldblock() -> i32 {
-    rustix::io::Errno::WOULDBLOCK.raw_os_error()
 }
 
 /// Who holds (or last held) the lock, as its file says.

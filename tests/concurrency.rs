@@ -29,6 +29,19 @@ fn hookq(root: &Path) -> Command {
     c
 }
 
+/// Starts `n` concurrent `hookq run` passes.
+fn cron_passes(root: &Path, n: usize) -> Vec<Child> {
+    (0..n)
+        .map(|_| {
+            hookq(root)
+                .arg("run")
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect()
+}
+
 fn terminate(child: &mut Child) -> std::process::ExitStatus {
     let pid = rustix::process::Pid::from_child(child);
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
@@ -109,15 +122,7 @@ fn no_two_hook_commands_overlap() {
             .unwrap();
         if i == points / 4 {
             // Ten cron passes join the two hubs while points keep coming.
-            let passes: Vec<Child> = (0..10)
-                .map(|_| {
-                    hookq(root)
-                        .arg("run")
-                        .stdout(Stdio::null())
-                        .spawn()
-                        .unwrap()
-                })
-                .collect();
+            let passes = cron_passes(root, 10);
             std::thread::spawn(move || {
                 for mut p in passes {
                     assert!(p.wait().unwrap().success());
@@ -126,15 +131,7 @@ fn no_two_hook_commands_overlap() {
         }
     }
     // Ten more passes once everything is recorded, racing the hubs for the tail.
-    let tail: Vec<Child> = (0..10)
-        .map(|_| {
-            hookq(root)
-                .arg("run")
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let tail = cron_passes(root, 10);
     wait_drained(&ws.db_path(), points, Duration::from_secs(300));
     for mut p in tail {
         assert!(p.wait().unwrap().success());
