@@ -1,9 +1,15 @@
 //! The drain (SPEC §4): where the store and the executor meet, under the runner lock.
 //!
 //! Points are taken in recorded order. With `jobs > 1`, points of different tasks run at the same
-//! time; a task's next point starts only after its previous one was cleared, and a point's
-//! commands always run one after another. All database work stays on the calling thread; worker
-//! threads only run commands.
+//! time; a task's next point starts only after its previous one finished, and a point's commands
+//! always run one after another. All database work stays on the calling thread; worker threads
+//! only run commands.
+//!
+//! A point is marked started in a commit of its own before its first command starts. Finished
+//! points are cleared in batches: the clears wait until the next command is running (a
+//! sequential pass commits them while it runs, so the commit costs no time of its own), until the
+//! pass waits for its workers, or until the pass ends. A pass killed in between runs those
+//! points again, as SPEC §4 allows for any point not yet cleared.
 
 use std::collections::{HashSet, VecDeque};
 use std::ffi::OsString;
@@ -17,13 +23,16 @@ use crate::exec::{self, Ending, ExecError, Stop};
 use crate::ids::TaskId;
 use crate::lock::RunnerLock;
 use crate::phase::Point;
-use crate::store::{NewHistory, Outcome, PendingRow, Store, StoreError, now_ms};
+use crate::store::{Cleared, NewHistory, Outcome, PendingRow, Store, StoreError, now_ms};
 use crate::workspace::Workspace;
 
 /// How many pending rows one read fetches.
 const BATCH: usize = 256;
 /// The most history rows one pass prunes, so a pass never stalls on a huge backlog.
 const PRUNE_LIMIT: usize = 10_000;
+/// The most finished points waiting for their clear before one is committed anyway (a run of
+/// points with no commands configured).
+const CLEAR_BATCH: usize = 256;
 
 /// Why a pass stopped early. Everything it had not cleared stays pending.
 #[derive(Debug, thiserror::Error)]
@@ -62,8 +71,8 @@ pub struct Drainer<'a> {
     base_env: Vec<(OsString, OsString)>,
     stop: &'a Stop,
     jobs: usize,
-    /// A point the last clear already marked started (sequential passes only).
-    premarked: Option<i64>,
+    /// Finished points not yet cleared in the store.
+    finished: Vec<Cleared>,
     warn: Box<dyn FnMut(&str) + 'a>,
 }
 
@@ -118,7 +127,7 @@ impl<'a> Drainer<'a> {
             base_env: base_env(std::env::vars_os()),
             stop,
             jobs: 1,
-            premarked: None,
+            finished: Vec::new(),
             warn: Box::new(warn),
         }
     }
@@ -151,12 +160,11 @@ impl<'a> Drainer<'a> {
             } else {
                 self.pass_parallel(store, &mut report)
             };
-            // A point marked started for a run that did not come (a stop, an error) gets its
-            // count back.
-            if let Some(id) = self.premarked.take() {
-                store.unmark_started(id)?;
-            }
+            // What finished is cleared whatever ended the pass; after an error, a failing clear
+            // only leaves those points to run again, and the first error is the one to report.
+            let flushed = self.flush(store);
             passed?;
+            flushed?;
             let cfg = self.config.current()?;
             let keep_ms = i64::from(cfg.queue.keep_history_days) * 86_400_000;
             store.prune_history(now_ms() - keep_ms, PRUNE_LIMIT)?;
@@ -181,7 +189,7 @@ impl<'a> Drainer<'a> {
                     loop {
                         let next = job_rx.lock().map(|rx| rx.recv());
                         let Ok(Ok(job)) = next else { break };
-                        if done_tx.send(execute(ws, job, stop)).is_err() {
+                        if done_tx.send(execute(ws, job, stop, &mut || {})).is_err() {
                             break;
                         }
                     }
@@ -238,9 +246,25 @@ impl<'a> Drainer<'a> {
                             tx.send(job).expect("workers outlive the pass");
                         }
                         None => {
-                            let done = execute(&self.ws, job, self.stop);
-                            let next = self.next_to_start(window.front(), &done);
-                            self.finish(store, done, report, next)?;
+                            // While its first command runs: clear the points finished before
+                            // it, and make the log folder of the point after it.
+                            let next_dir = window
+                                .front()
+                                .filter(|e| e.point().is_ok_and(|p| !job.cfg.hooks(p).is_empty()))
+                                .and_then(|e| e.task_id().ok())
+                                .map(|t| self.ws.hook_log_dir(&t));
+                            let mut flushed = None;
+                            let done = execute(&self.ws, job, self.stop, &mut || {
+                                let points = std::mem::take(&mut self.finished);
+                                flushed = Some(store.clear_all(&points));
+                                if let Some(dir) = &next_dir {
+                                    // A failure here is reported when that point runs.
+                                    let _ = exec::create_log_dir(dir);
+                                }
+                            });
+                            let finished = self.finish(done, report);
+                            flushed.transpose()?;
+                            finished?;
                         }
                     }
                 }
@@ -259,29 +283,54 @@ impl<'a> Drainer<'a> {
                 }
                 continue;
             }
+            // Clear what finished while the workers run.
+            if let Err(e) = self.flush(store) {
+                failure.get_or_insert(e.into());
+            }
             let (_, rx) = pool.expect("running jobs only exist with a pool");
             let done = rx.recv().expect("a worker holds a sender while a job runs");
             running -= 1;
             busy.remove(&done.job.entry.task);
-            if let Err(e) = self.finish(store, done, report, None) {
+            if let Err(e) = self.finish(done, report) {
                 // Let the running jobs end and be cleared before reporting.
                 failure.get_or_insert(e);
             }
         }
     }
 
-    /// Reads the config for this point and either clears it at once (no commands, parked) or
-    /// marks it started and returns the job to run.
+    /// Commits the clears of the points that finished.
+    fn flush(&mut self, store: &mut Store) -> Result<(), StoreError> {
+        // Taken even when the commit fails: those points stay pending and the next pass, which
+        // reads them again, runs them again.
+        let points = std::mem::take(&mut self.finished);
+        store.clear_all(&points)
+    }
+
+    /// Queues a clear, committing the queue once it is long.
+    fn clear_later(
+        &mut self,
+        store: &mut Store,
+        entry: PendingRow,
+        row: NewHistory,
+    ) -> Result<(), StoreError> {
+        self.finished.push(Cleared {
+            entry,
+            rows: vec![row],
+        });
+        if self.finished.len() >= CLEAR_BATCH {
+            self.flush(store)?;
+        }
+        Ok(())
+    }
+
+    /// Reads the config for this point and either clears it (no commands, parked) or marks it
+    /// started and returns the job to run.
     fn prepare(
         &mut self,
         store: &mut Store,
         entry: PendingRow,
         report: &mut PassReport,
     ) -> Result<Option<Job>, DrainError> {
-        let premarked = self.premarked == Some(entry.id);
-        if premarked {
-            self.premarked = None;
-        }
         let point = entry.point()?;
         let task = entry.task_id()?;
         // The config as it is at the moment this point runs.
@@ -291,12 +340,12 @@ impl<'a> Drainer<'a> {
                 "warning: {point} for task {task} (occurrence {}): its recorded state is missing; parked as abandoned",
                 entry.id
             ));
-            store.clear(&entry, &[NewHistory::bare(Outcome::Abandoned)])?;
+            self.clear_later(store, entry, NewHistory::bare(Outcome::Abandoned))?;
             report.parked += 1;
             return Ok(None);
         };
         if cfg.hooks(point).is_empty() {
-            store.clear(&entry, &[NewHistory::bare(Outcome::Empty)])?;
+            self.clear_later(store, entry, NewHistory::bare(Outcome::Empty))?;
             report.cleared += 1;
             return Ok(None);
         }
@@ -305,11 +354,11 @@ impl<'a> Drainer<'a> {
                 "warning: {point} for task {task} (occurrence {}): {} passes started it without finishing; parked as abandoned (hookq queue retry re-queues it)",
                 entry.id, entry.passes
             ));
-            store.clear(&entry, &[NewHistory::bare(Outcome::Abandoned)])?;
+            self.clear_later(store, entry, NewHistory::bare(Outcome::Abandoned))?;
             report.parked += 1;
             return Ok(None);
         }
-        if !premarked && store.mark_started(entry.id)?.is_none() {
+        if store.mark_started(entry.id)?.is_none() {
             // Dropped since it was read.
             return Ok(None);
         }
@@ -339,27 +388,8 @@ impl<'a> Drainer<'a> {
         }))
     }
 
-    /// The point a sequential pass will start next, if it can be marked started in the same
-    /// commit that clears `done`: it must be about to run (it has commands and is not due to be
-    /// parked, by the config `done` ran with) and no stop may be pending.
-    fn next_to_start(&self, next: Option<&PendingRow>, done: &Done) -> Option<i64> {
-        let next = next?;
-        let cfg = &done.job.cfg;
-        let runs = next.state.is_some()
-            && next.point().is_ok_and(|p| !cfg.hooks(p).is_empty())
-            && next.passes < i64::from(cfg.queue.max_interrupted_runs);
-        (runs && matches!(done.ran, Ran::Completed(_)) && !self.stop.graceful()).then_some(next.id)
-    }
-
-    /// Prints a finished job's warnings and clears it if all its commands ran; `next`, when
-    /// given, is marked started in the same commit.
-    fn finish(
-        &mut self,
-        store: &mut Store,
-        done: Done,
-        report: &mut PassReport,
-        next: Option<i64>,
-    ) -> Result<(), DrainError> {
+    /// Prints a finished job's warnings and queues its clear if all its commands ran.
+    fn finish(&mut self, done: Done, report: &mut PassReport) -> Result<(), DrainError> {
         for w in &done.warnings {
             (self.warn)(w);
         }
@@ -367,14 +397,10 @@ impl<'a> Drainer<'a> {
         report.failed += done.warnings.len();
         match done.ran {
             Ran::Completed(rows) => {
-                match next {
-                    Some(id) => {
-                        if store.clear_and_start(&done.job.entry, &rows, id)? {
-                            self.premarked = Some(id);
-                        }
-                    }
-                    None => store.clear(&done.job.entry, &rows)?,
-                }
+                self.finished.push(Cleared {
+                    entry: done.job.entry,
+                    rows,
+                });
                 report.cleared += 1;
                 Ok(())
             }
@@ -387,8 +413,9 @@ impl<'a> Drainer<'a> {
     }
 }
 
-/// Runs a job's commands one after another. Touches no database.
-fn execute(ws: &Workspace, job: Job, stop: &Stop) -> Done {
+/// Runs a job's commands one after another, calling `meanwhile` once the first one is running.
+/// Touches no database.
+fn execute(ws: &Workspace, job: Job, stop: &Stop, meanwhile: &mut dyn FnMut()) -> Done {
     let lines = job.cfg.hooks(job.point);
     let mut rows = Vec::with_capacity(lines.len());
     let mut warnings = Vec::new();
@@ -420,7 +447,12 @@ fn execute(ws: &Workspace, job: Job, stop: &Stop) -> Done {
             header: &header,
         };
         let started_ms = now_ms();
-        let done = match exec::run(&spec, stop) {
+        let ran_here = if i == 0 {
+            exec::run_while(&spec, stop, &mut *meanwhile)
+        } else {
+            exec::run(&spec, stop)
+        };
+        let done = match ran_here {
             Ok(d) => d,
             Err(e) => {
                 ran = Some(Ran::Failed(e));
@@ -504,27 +536,32 @@ mod tests {
         let ws = Workspace::at(dir.path());
         let mut store = Store::open(&ws.db_path()).unwrap();
         std::fs::write(ws.config_path(), format!("[hooks]\n{hooks}\n")).unwrap();
+        walk(&mut store, &["a", "b"], true, &["failed.x"]);
+        (dir, ws, store)
+    }
+
+    /// Moves each of `tasks` through `phases`, creating it in `todo.ready` first with `create`.
+    fn walk(store: &mut Store, tasks: &[&str], create: bool, phases: &[&str]) {
         store
             .write(|tx| {
-                let plan = PlanId::new("p").unwrap();
-                for t in ["a", "b"] {
-                    let t = TaskId::new(t).unwrap();
-                    record::add_task(tx, &t, &plan, &Phase::new("todo.ready").unwrap())?;
-                    record::move_task(
-                        tx,
-                        &t,
-                        &Phase::new("failed.x").unwrap(),
-                        &MoveFacts::default(),
-                    )?;
+                for t in tasks {
+                    let t = TaskId::new(*t).unwrap();
+                    if create {
+                        let ready = Phase::new("todo.ready").unwrap();
+                        record::add_task(tx, &t, &PlanId::new("p").unwrap(), &ready)?;
+                    }
+                    for p in phases {
+                        let p = Phase::new(*p).unwrap();
+                        record::move_task(tx, &t, &p, &MoveFacts::default())?;
+                    }
                 }
                 Ok(())
             })
             .unwrap();
-        (dir, ws, store)
     }
 
     #[test]
-    fn sequential_passes_mark_the_next_point_in_the_same_commit() {
+    fn each_point_is_counted_as_started_once() {
         let (_dir, ws, mut store) = workspace("after_fail = ['true']");
         let stop = Stop::new();
         let lock = RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
@@ -542,7 +579,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stop_after_the_next_point_was_marked_takes_the_mark_back() {
+    fn a_stop_asked_for_between_points_leaves_the_next_one_unstarted() {
         let (_dir, ws, mut store) = workspace("after_fail = ['exit 1']");
         let stop = Stop::new();
         let lock = RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
@@ -558,5 +595,42 @@ mod tests {
         let left = store.pending(0, 10, None).unwrap();
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].passes, 0, "no pass started it");
+    }
+
+    #[test]
+    fn finished_points_are_cleared_when_a_later_one_cannot_run() {
+        // Two points with no command, then two whose log folder cannot be made: the pass ends
+        // with the error, the first two are cleared all the same, the others stay pending.
+        let (_dir, ws, mut store) = workspace("after_fail = ['true']");
+        walk(&mut store, &["c", "d"], true, &["review.awaiting_human"]);
+        // The workspace recorded a and b first; record their points again after c and d's.
+        for id in [1, 2] {
+            store.drop_entry(id).unwrap();
+        }
+        walk(&mut store, &["a", "b"], false, &["todo.ready", "failed.x"]);
+        std::fs::create_dir_all(ws.state_dir().join("runs")).unwrap();
+        std::fs::write(ws.state_dir().join("runs/a"), "not a folder").unwrap();
+        let stop = Stop::new();
+        let lock = RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
+            .unwrap()
+            .unwrap();
+        let err = Drainer::new(ws, &stop)
+            .drain(&mut store, &lock)
+            .unwrap_err();
+        assert!(matches!(err, DrainError::Exec(_)), "{err}");
+        let left: Vec<String> = store
+            .pending(0, 10, None)
+            .unwrap()
+            .into_iter()
+            .map(|p| p.task)
+            .collect();
+        assert_eq!(left, ["a", "b"]);
+        let empty = store
+            .history(None, None, 10)
+            .unwrap()
+            .iter()
+            .filter(|h| h.outcome == "empty")
+            .count();
+        assert_eq!(empty, 2, "the points with no command were cleared");
     }
 }

@@ -132,6 +132,17 @@ pub struct Finished {
 /// Runs `spec` to its end. `Err` only when the command could not be run for a reason outside
 /// the hook (the log could not be written); a command that fails is an `Ok` with its ending.
 pub fn run(spec: &Spec<'_>, stop: &Stop) -> Result<Finished, ExecError> {
+    run_while(spec, stop, || {})
+}
+
+/// [`run`], calling `meanwhile` once the command is running, before waiting for it: work the
+/// caller can do while the command runs (the drain commits the previous point's clear there).
+/// `meanwhile` is not called when the command could not be started.
+pub fn run_while(
+    spec: &Spec<'_>,
+    stop: &Stop,
+    meanwhile: impl FnOnce(),
+) -> Result<Finished, ExecError> {
     let log_err = |source| ExecError::Log {
         path: spec.log.to_path_buf(),
         source,
@@ -172,6 +183,7 @@ pub fn run(spec: &Spec<'_>, stop: &Stop) -> Result<Finished, ExecError> {
             });
         }
     };
+    meanwhile();
     let mut copier = Copier {
         log: &mut log,
         left: spec.max_log_bytes,
@@ -227,18 +239,33 @@ pub fn describe(ending: Ending) -> String {
     }
 }
 
+/// Opens `path` for appending, creating it and its folders (owner-only) as needed.
 fn open_log(path: &Path) -> std::io::Result<File> {
-    if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
+    let open = || {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(path)
+    };
+    match open() {
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                create_log_dir(dir)?;
+            }
+            open()
+        }
+        other => other,
     }
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(path)
+}
+
+/// Creates a log folder and its parents, owner-only, as running a command there would. The
+/// drain creates the next point's folder while the current command runs.
+pub fn create_log_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 struct Copier<'a> {

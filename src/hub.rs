@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::config::file_version;
+use crate::config::FileVersion;
 use crate::drain::{DrainError, Drainer};
 use crate::exec::Stop;
 use crate::lock::{LockError, RunnerLock, Wait};
@@ -55,7 +55,7 @@ pub fn run(
             return Ok(());
         }
         let seen_version = store.data_version()?;
-        let seen_config = file_version(&config_path);
+        let seen_config = FileVersion::of(&config_path);
         let Some(lock) = RunnerLock::acquire(&ws.lock_path(), Wait::Forever, &|| !stop.graceful())?
         else {
             return Ok(());
@@ -78,7 +78,7 @@ pub fn run(
             }
             std::thread::sleep(opts.poll);
             if store.data_version()? != seen_version
-                || file_version(&config_path) != seen_config
+                || FileVersion::of(&config_path) != seen_config
                 || since.elapsed() >= opts.rescan
             {
                 break;

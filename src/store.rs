@@ -604,6 +604,16 @@ impl Outcome {
     }
 }
 
+/// A point whose commands all ran (or that had none to run), with the history rows its clear
+/// writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cleared {
+    /// The point, as the pass read it (with the pass counted).
+    pub entry: PendingRow,
+    /// One row per command run, or one bare row.
+    pub rows: Vec<NewHistory>,
+}
+
 /// One history row to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewHistory {
@@ -849,12 +859,7 @@ impl Store {
     /// Marks a point started by one more pass. Returns the passes that started it before this
     /// one, or `None` when it is no longer pending (dropped meanwhile).
     pub fn mark_started(&mut self, id: i64) -> Result<Option<i64>, StoreError> {
-        self.write(|tx| start_in(tx, id, 1))
-    }
-
-    /// Takes back a [`Store::clear_and_start`] mark of a point that was not run after all.
-    pub fn unmark_started(&mut self, id: i64) -> Result<(), StoreError> {
-        self.write(|tx| start_in(tx, id, -1).map(drop))
+        self.write(|tx| start_in(tx, id))
     }
 
     /// Clears a pending point and writes its history rows, in one transaction.
@@ -862,18 +867,16 @@ impl Store {
         self.write(|tx| clear_in(tx, entry, rows))
     }
 
-    /// [`Store::clear`], and in the same transaction marks the point `next` started (what
-    /// [`Store::mark_started`] does), saving the drain a commit per point. Returns whether `next`
-    /// was still pending.
-    pub fn clear_and_start(
-        &mut self,
-        entry: &PendingRow,
-        rows: &[NewHistory],
-        next: i64,
-    ) -> Result<bool, StoreError> {
+    /// Clears several points, each with its history rows, in one transaction: the drain
+    /// commits the points it finished together.
+    pub fn clear_all(&mut self, points: &[Cleared]) -> Result<(), StoreError> {
+        if points.is_empty() {
+            return Ok(());
+        }
         self.write(|tx| {
-            clear_in(tx, entry, rows)?;
-            Ok(start_in(tx, next, 1)?.is_some())
+            points
+                .iter()
+                .try_for_each(|p| clear_in(tx, &p.entry, &p.rows))
         })
     }
 
@@ -908,12 +911,12 @@ impl Store {
     }
 }
 
-fn start_in(tx: &Transaction<'_>, id: i64, by: i64) -> Result<Option<i64>, StoreError> {
+fn start_in(tx: &Transaction<'_>, id: i64) -> Result<Option<i64>, StoreError> {
     Ok(tx
         .prepare_cached(
-            "UPDATE pending_hooks SET passes = passes + ?3, last_started_ms = CASE WHEN ?3 > 0 THEN ?2 ELSE last_started_ms END WHERE id = ?1 RETURNING passes - ?3",
+            "UPDATE pending_hooks SET passes = passes + 1, last_started_ms = ?2 WHERE id = ?1 RETURNING passes - 1",
         )?
-        .query_row(params![id, now_ms(), by], |r| r.get(0))
+        .query_row(params![id, now_ms()], |r| r.get(0))
         .optional()?)
 }
 
