@@ -551,7 +551,7 @@ mod tests {
                         record::add_task(tx, &t, &PlanId::new("p").unwrap(), &ready)?;
                     }
                     for p in phases {
-                        let p = Phase::new(*p).unwrap();
+                        let p = Phase::new(p).unwrap();
                         record::move_task(tx, &t, &p, &MoveFacts::default())?;
                     }
                 }
