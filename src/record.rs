@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::ids::{PlanId, TaskId};
 use crate::phase::{Phase, Point};
-use crate::store::{StoreError, now_ms};
+use crate::store::{StoreError, count_pending, now_ms};
 
 /// A point recorded by a transition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -70,13 +70,12 @@ fn record_point(
     point: Point,
     now: i64,
 ) -> Result<Occurrence, StoreError> {
-    let id: i64 = tx
-        .prepare_cached(
-            "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES (?1, ?2, ?3) RETURNING id",
-        )?
-        .query_row(params![task.as_str(), point.as_str(), now], |r| r.get(0))?;
+    tx.prepare_cached("INSERT INTO pending_hooks (task, point, recorded_ms) VALUES (?1, ?2, ?3)")?
+        .execute(params![task.as_str(), point.as_str(), now])?;
+    let id = tx.last_insert_rowid();
     tx.prepare_cached("INSERT INTO pending_hook_states (hook_id, state) VALUES (?1, ?2)")?
         .execute(params![id, phase.as_str()])?;
+    count_pending(tx, point.as_str(), 1)?;
     Ok(Occurrence { id, point })
 }
 
@@ -168,10 +167,13 @@ pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition
     let before: i64 = tx
         .prepare_cached("SELECT COALESCE(MAX(id), 0) FROM pending_hooks")?
         .query_row([], |r| r.get(0))?;
-    tx.prepare_cached(&format!(
-        "INSERT INTO pending_hooks (task, point, recorded_ms) SELECT id, 'after_fail', ?2 FROM tasks WHERE {UNFINISHED} ORDER BY id"
-    ))?
-    .execute(params![plan.as_str(), now])?;
+    let inserted = tx
+        .prepare_cached(&format!(
+            "INSERT INTO pending_hooks (task, point, recorded_ms) SELECT id, 'after_fail', ?2 FROM tasks WHERE {UNFINISHED} ORDER BY id"
+        ))?
+        .execute(params![plan.as_str(), now])?;
+    let last = tx.last_insert_rowid();
+    count_pending(tx, Point::AfterFail.as_str(), inserted as i64)?;
     tx.prepare_cached(
         "INSERT INTO pending_hook_states (hook_id, state) SELECT id, ?2 FROM pending_hooks WHERE id > ?1",
     )?
@@ -180,26 +182,52 @@ pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition
         "UPDATE tasks SET phase = ?3, updated_ms = ?2 WHERE {UNFINISHED}"
     ))?
     .execute(params![plan.as_str(), now, cancelled.as_str()])?;
-    let occurrences: std::collections::HashMap<String, i64> = tx
-        .prepare_cached("SELECT task, id FROM pending_hooks WHERE id > ?1")?
-        .query_map([before], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
-    from.into_iter()
-        .map(|(task, phase)| {
-            let id = *occurrences
-                .get(&task)
-                .ok_or_else(|| StoreError::BadRow(format!("no point recorded for {task}")))?;
-            Ok(Transition {
-                task,
-                from: Some(phase),
-                to: cancelled.to_string(),
-                occurrence: Some(Occurrence {
-                    id,
-                    point: Point::AfterFail,
-                }),
+    // One statement holding the write lock numbers its rows one after another, in the order it
+    // inserts them, which is `from`'s: the occurrence ids are the ids from `first` to `last`.
+    // That is checked (the new rows begin at `first`, and the first and last belong to the first
+    // and last task); anything else, never seen, is answered by reading the ids back.
+    let n = from.len();
+    let first = last - n as i64 + 1;
+    let consecutive = inserted == n
+        && tx
+            .prepare_cached(
+                "SELECT (SELECT MIN(id) FROM pending_hooks WHERE id > ?1) = ?2 AND (SELECT task FROM pending_hooks WHERE id = ?2) = ?4 AND (SELECT task FROM pending_hooks WHERE id = ?3) = ?5",
+            )?
+            .query_row(
+                params![before, first, last, from[0].0, from[n - 1].0],
+                |r| r.get::<_, Option<bool>>(0),
+            )?
+            .unwrap_or(false);
+    let ids: Vec<i64> = if consecutive {
+        (first..=last).collect()
+    } else {
+        let by_task: std::collections::HashMap<String, i64> = tx
+            .prepare_cached("SELECT task, id FROM pending_hooks WHERE id > ?1")?
+            .query_map([before], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        from.iter()
+            .map(|(task, _)| {
+                by_task
+                    .get(task)
+                    .copied()
+                    .ok_or_else(|| StoreError::BadRow(format!("no point recorded for {task}")))
             })
+            .collect::<Result<_, _>>()?
+    };
+    let to = cancelled.to_string();
+    Ok(from
+        .into_iter()
+        .zip(ids)
+        .map(|((task, phase), id)| Transition {
+            task,
+            from: Some(phase),
+            to: to.clone(),
+            occurrence: Some(Occurrence {
+                id,
+                point: Point::AfterFail,
+            }),
         })
-        .collect()
+        .collect())
 }
 
 /// Re-queues the point of history row `history_id` as a new occurrence (same task, point and
@@ -317,12 +345,20 @@ mod tests {
                 Ok(())
             })
             .unwrap();
+        // Drop the newest pending point, so the next id is not MAX(id) + 1.
+        let newest = store.pending(0, 100, None).unwrap().last().unwrap().id;
+        store.drop_entry(newest).unwrap();
         let before = pending(&store).len();
         let moved = store.write(|tx| cancel_plan(tx, &p)).unwrap();
         assert_eq!(
             moved.iter().map(|m| m.task.as_str()).collect::<Vec<_>>(),
             ["a", "c"]
         );
+        for m in &moved {
+            let id = m.occurrence.as_ref().unwrap().id;
+            assert!(id > newest);
+            assert_eq!(store.pending_entry(id).unwrap().unwrap().task, m.task);
+        }
         let rows = pending(&store);
         assert_eq!(rows.len(), before + 2);
         assert!(

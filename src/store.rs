@@ -911,6 +911,23 @@ impl Store {
     }
 }
 
+/// Adds `delta` to the count of pending `point`s that `queue stats` reads. Every statement that
+/// adds or deletes pending points calls it in the same transaction (migration V4 replaced the
+/// per-row triggers that did this).
+pub(crate) fn count_pending(
+    tx: &Transaction<'_>,
+    point: &str,
+    delta: i64,
+) -> Result<(), StoreError> {
+    if delta != 0 {
+        tx.prepare_cached(
+            "INSERT INTO queue_counts (kind, name, n) VALUES ('pending', ?1, ?2) ON CONFLICT (kind, name) DO UPDATE SET n = n + ?2",
+        )?
+        .execute(params![point, delta])?;
+    }
+    Ok(())
+}
+
 fn start_in(tx: &Transaction<'_>, id: i64) -> Result<Option<i64>, StoreError> {
     Ok(tx
         .prepare_cached(
@@ -925,8 +942,10 @@ fn clear_in(
     entry: &PendingRow,
     rows: &[NewHistory],
 ) -> Result<(), StoreError> {
-    tx.prepare_cached("DELETE FROM pending_hooks WHERE id = ?1")?
+    let deleted = tx
+        .prepare_cached("DELETE FROM pending_hooks WHERE id = ?1")?
         .execute([entry.id])?;
+    count_pending(tx, &entry.point, -(deleted as i64))?;
     let now = now_ms();
     let state = entry.state.as_deref().unwrap_or("");
     let mut insert = tx.prepare_cached(
@@ -978,6 +997,56 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+    }
+
+    #[test]
+    fn pending_counts_survive_the_move_from_triggers_to_code() {
+        use crate::ids::{PlanId, TaskId};
+        use crate::phase::Phase;
+        use crate::record::{self, MoveFacts};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arc.db");
+        // A database at V3, where triggers counted: two points recorded there.
+        let mut conn = Connection::open(&path).unwrap();
+        embedded::migrations::runner()
+            .set_target(refinery::Target::Version(3))
+            .run(&mut conn)
+            .unwrap();
+        conn.execute_batch(
+            "INSERT INTO tasks (id, plan, phase, created_ms, updated_ms) VALUES ('a', 'p', 'failed.x', 0, 0), ('b', 'p', 'todo.ready', 0, 0);
+             INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('a', 'after_fail', 0), ('a', 'after_fail', 0);
+             INSERT INTO pending_hook_states (hook_id, state) VALUES (1, 'failed.x'), (2, 'failed.x');",
+        )
+        .unwrap();
+        drop(conn);
+        let mut store = Store::open(&path).unwrap();
+        let pending = |s: &Store| s.stats().unwrap().pending_by_point;
+        assert_eq!(pending(&store), [("after_fail".to_string(), 2)]);
+        // Counted by code from now on: one more recorded, then every one cleared.
+        store
+            .write(|tx| {
+                let to = Phase::new("review.awaiting_human").unwrap();
+                record::move_task(tx, &TaskId::new("b").unwrap(), &to, &MoveFacts::default())?;
+                record::cancel_plan(tx, &PlanId::new("p").unwrap())
+            })
+            .unwrap();
+        assert_eq!(
+            pending(&store),
+            [
+                ("after_awaiting_human".to_string(), 1),
+                ("after_fail".to_string(), 3)
+            ]
+        );
+        let all = store.pending(0, 10, None).unwrap();
+        let cleared: Vec<Cleared> = all
+            .into_iter()
+            .map(|entry| Cleared {
+                entry,
+                rows: vec![NewHistory::bare(Outcome::Empty)],
+            })
+            .collect();
+        store.clear_all(&cleared).unwrap();
+        assert_eq!(pending(&store), []);
     }
 
     #[test]

@@ -254,8 +254,10 @@ fn history(dir: &Path, sizes: &Sizes) -> (u64, u64, i64) {
                 rusqlite::params![now, state_dir],
             )
             .expect("write history");
-        tx.execute("DELETE FROM pending_hooks", [])
+        let deleted = tx
+            .execute("DELETE FROM pending_hooks", [])
             .expect("clear pending");
+        fixture::count_pending(&tx, "after_awaiting_human", -(deleted as i64));
         tx.commit().expect("commit the pass");
         assert_eq!(cleared, chunk);
         if let Some(keep_from) = (pass + 1).checked_sub(sizes.history_keep_passes) {

@@ -781,3 +781,17 @@ pub fn figures(name: &str, value: serde_json::Value) {
     )
     .unwrap();
 }
+
+/// Asserts that the pending counters `queue stats` reads agree with the pending table.
+pub fn assert_pending_counts_match(store: &hookq::Store) {
+    let counted = store.stats().unwrap().pending_by_point;
+    let actual: Vec<(String, i64)> = store
+        .conn()
+        .prepare("SELECT point, COUNT(*) FROM pending_hooks GROUP BY point ORDER BY point")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(counted, actual, "queue stats' pending counters");
+}
