@@ -135,13 +135,15 @@ pub fn run(spec: &Spec<'_>, stop: &Stop) -> Result<Finished, ExecError> {
     run_while(spec, stop, || {})
 }
 
-/// [`run`], calling `meanwhile` once the command is running, before waiting for it: work the
-/// caller can do while the command runs (the drain commits the previous point's clear there).
-/// `meanwhile` is not called when the command could not be started.
+/// [`run`], calling `meanwhile` while the command runs: once it started, and again each time the
+/// wait for it wakes (output, or at least every 50 ms). Work the caller can do meanwhile, kept
+/// short: the command's output and timeout wait for it (the drain commits the clears of points
+/// that finished earlier there). `meanwhile` is not called when the command could not be
+/// started.
 pub fn run_while(
     spec: &Spec<'_>,
     stop: &Stop,
-    meanwhile: impl FnOnce(),
+    mut meanwhile: impl FnMut(),
 ) -> Result<Finished, ExecError> {
     let log_err = |source| ExecError::Log {
         path: spec.log.to_path_buf(),
@@ -183,7 +185,6 @@ pub fn run_while(
             });
         }
     };
-    meanwhile();
     let mut copier = Copier {
         log: &mut log,
         left: spec.max_log_bytes,
@@ -192,7 +193,14 @@ pub fn run_while(
         last: b'\n',
         cap: spec.max_log_bytes,
     };
-    let outcome = supervise(&mut child, reader, spec, stop, start, &mut copier);
+    let outcome = supervise(
+        &mut child,
+        reader,
+        spec,
+        (stop, &mut meanwhile),
+        start,
+        &mut copier,
+    );
     let ending = match outcome {
         Ok(e) => e,
         Err(e) => {
@@ -301,12 +309,13 @@ impl Copier<'_> {
     }
 }
 
-/// Copies output and waits for the child, enforcing the timeout and stop requests.
+/// Copies output and waits for the child, enforcing the timeout and stop requests, and calling
+/// `meanwhile` before each wait.
 fn supervise(
     child: &mut Child,
     reader: OwnedFd,
     spec: &Spec<'_>,
-    stop: &Stop,
+    (stop, meanwhile): (&Stop, &mut dyn FnMut()),
     start: Instant,
     copier: &mut Copier<'_>,
 ) -> Result<Ending, ExecError> {
@@ -320,6 +329,7 @@ fn supervise(
     let mut timed_out_at: Option<Instant> = None;
     let mut interrupted = false;
     loop {
+        meanwhile();
         if let Some(status) = child.try_wait().map_err(ExecError::Os)? {
             // Take what the child left in the pipe, but do not wait for descendants that keep
             // it open: they may live forever.

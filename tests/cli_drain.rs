@@ -825,3 +825,55 @@ fn logs_and_the_database_are_readable_by_their_owner_only() {
         assert_eq!(mode(dir) & 0o077, 0, "{} is open to others", dir.display());
     }
 }
+
+#[test]
+fn points_finished_before_a_runner_killing_point_are_not_run_again_with_it() {
+    // Clears are committed in batches, so a pass killed right after t1 and t2 finished may run
+    // them again once. A point an earlier pass started has the batch before it committed first:
+    // a command that kills its runner every time cannot drag t1 and t2 down with it again.
+    let ws = Ws::init();
+    ws.write(&Config {
+        max_interrupted_runs: 3,
+        ..Config::hooks(
+            r#"after_awaiting_human = ['echo "$ARC_TASK" >> ran']
+after_fail = ['kill -KILL $PPID']"#,
+        )
+    });
+    for t in ["t1", "t2", "t3"] {
+        ws.hookq(&["task", "add", t, "--plan", "p"]).ok();
+    }
+    for (t, phase) in [
+        ("t1", "review.awaiting_human"),
+        ("t2", "review.awaiting_human"),
+        ("t3", "failed.x"),
+    ] {
+        ws.hookq(&["task", "move", t, phase, "--no-run"]).ok();
+    }
+    for pass in 1..=3 {
+        let out = ws.hookq(&["run"]);
+        assert_eq!(out.signal(), Some(9), "pass {pass}: {}", out.describe());
+    }
+    let out = ws.hookq(&["run"]).expect_code(0);
+    assert_eq!(out.warnings().len(), 1, "t3 is parked: {}", out.describe());
+    assert!(ws.pending().is_empty());
+    let ran = ws.lines("ran");
+    for t in ["t1", "t2"] {
+        let times = ran.iter().filter(|r| *r == t).count();
+        assert!((1..=2).contains(&times), "{t} ran {times} times: {ran:?}");
+    }
+    let outcomes: Vec<(String, String)> = ws
+        .history()
+        .into_iter()
+        .map(|h| (h.task, h.outcome))
+        .collect();
+    for t in ["t1", "t2"] {
+        assert!(
+            outcomes.contains(&(t.to_owned(), "ok".to_owned())),
+            "{outcomes:?}"
+        );
+    }
+    assert!(
+        outcomes.contains(&("t3".to_owned(), "abandoned".to_owned())),
+        "{outcomes:?}"
+    );
+}
