@@ -227,7 +227,7 @@ pub fn rows(d: &DrainFigures) -> Vec<Row> {
             .note(spread(5)),
         Row::new("2e", "  bookkeeping only: same drain, no commands configured", d.bookkeeping, "ms")
             .vs(floor, d.floor)
-            .note("read + clear per point (one relaxed commit), no spawn, no mark_started")
+            .note("read per point, clears committed in batches of 64, no spawn, no mark_started")
             .note(spread(6)),
         Row::new("6", "parallel drain: jobs 2, new tasks (per point)", d.drain_j2_new_tasks, "ms")
             .throughput_vs("jobs 1, new tasks (2b)", d.drain_j1_new_tasks)
