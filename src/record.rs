@@ -183,37 +183,19 @@ pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition
     ))?
     .execute(params![plan.as_str(), now, cancelled.as_str()])?;
     // One statement holding the write lock numbers its rows one after another, in the order it
-    // inserts them, which is `from`'s: the occurrence ids are the ids from `first` to `last`.
-    // That is checked (the new rows begin at `first`, and the first and last belong to the first
-    // and last task); anything else, never seen, is answered by reading the ids back.
+    // inserts them, which is `from`'s: the occurrence ids are the `n` ids ending at `last`. The
+    // new rows are exactly those above `before`; that they start at `first` is checked.
     let n = from.len();
     let first = last - n as i64 + 1;
-    let consecutive = inserted == n
-        && tx
-            .prepare_cached(
-                "SELECT (SELECT MIN(id) FROM pending_hooks WHERE id > ?1) = ?2 AND (SELECT task FROM pending_hooks WHERE id = ?2) = ?4 AND (SELECT task FROM pending_hooks WHERE id = ?3) = ?5",
-            )?
-            .query_row(
-                params![before, first, last, from[0].0, from[n - 1].0],
-                |r| r.get::<_, Option<bool>>(0),
-            )?
-            .unwrap_or(false);
-    let ids: Vec<i64> = if consecutive {
-        (first..=last).collect()
-    } else {
-        let by_task: std::collections::HashMap<String, i64> = tx
-            .prepare_cached("SELECT task, id FROM pending_hooks WHERE id > ?1")?
-            .query_map([before], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<_, _>>()?;
-        from.iter()
-            .map(|(task, _)| {
-                by_task
-                    .get(task)
-                    .copied()
-                    .ok_or_else(|| StoreError::BadRow(format!("no point recorded for {task}")))
-            })
-            .collect::<Result<_, _>>()?
-    };
+    let lowest_new: Option<i64> = tx
+        .prepare_cached("SELECT MIN(id) FROM pending_hooks WHERE id > ?1")?
+        .query_row([before], |r| r.get(0))?;
+    if inserted != n || lowest_new != Some(first) {
+        return Err(StoreError::BadRow(format!(
+            "plan cancel recorded {inserted} points for {n} tasks, ids {lowest_new:?} to {last}"
+        )));
+    }
+    let ids = first..=last;
     let to = cancelled.to_string();
     Ok(from
         .into_iter()

@@ -862,13 +862,8 @@ impl Store {
         self.write(|tx| start_in(tx, id))
     }
 
-    /// Clears a pending point and writes its history rows, in one transaction.
-    pub fn clear(&mut self, entry: &PendingRow, rows: &[NewHistory]) -> Result<(), StoreError> {
-        self.write(|tx| clear_in(tx, entry, rows))
-    }
-
-    /// Clears several points, each with its history rows, in one transaction: the drain
-    /// commits the points it finished together.
+    /// Clears points, each with its history rows, in one transaction: the drain commits the
+    /// points it finished together.
     pub fn clear_all(&mut self, points: &[Cleared]) -> Result<(), StoreError> {
         if points.is_empty() {
             return Ok(());
@@ -913,14 +908,11 @@ impl Store {
 
 /// Adds `delta` to the count of pending `point`s that `queue stats` reads. Every statement that
 /// adds or deletes pending points calls it in the same transaction (migration V4 replaced the
-/// per-row triggers that did this).
-pub(crate) fn count_pending(
-    tx: &Transaction<'_>,
-    point: &str,
-    delta: i64,
-) -> Result<(), StoreError> {
+/// per-row triggers that did this); code that writes pending rows by SQL of its own, as the
+/// bench's fixtures do, must call it too.
+pub fn count_pending(conn: &Connection, point: &str, delta: i64) -> Result<(), StoreError> {
     if delta != 0 {
-        tx.prepare_cached(
+        conn.prepare_cached(
             "INSERT INTO queue_counts (kind, name, n) VALUES ('pending', ?1, ?2) ON CONFLICT (kind, name) DO UPDATE SET n = n + ?2",
         )?
         .execute(params![point, delta])?;

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use hookq::Workspace;
-use hookq::store::{Store, now_ms};
+use hookq::store::{Store, count_pending, now_ms};
 use rusqlite::{Connection, params};
 
 /// Where the run's databases and logs go: `HOOKQ_BENCH_DIR`, else the system temp dir. Floors
@@ -111,20 +111,10 @@ pub fn add_points(c: &mut Connection, prefix: &str, tasks: usize, points: usize)
             [before],
         )
         .expect("insert pending_hook_states");
-        count_pending(&tx, "after_awaiting_human", n as i64);
+        count_pending(&tx, "after_awaiting_human", n as i64).expect("count the points");
         tx.commit().expect("commit points");
         done += n;
     }
-}
-
-/// Adds `delta` to the pending counter of `point`, as the library does for every point it adds
-/// or clears (the bench writes points by SQL).
-pub fn count_pending(c: &Connection, point: &str, delta: i64) {
-    c.execute(
-        "INSERT INTO queue_counts (kind, name, n) VALUES ('pending', ?1, ?2) ON CONFLICT (kind, name) DO UPDATE SET n = n + ?2",
-        params![point, delta],
-    )
-    .expect("count pending points");
 }
 
 /// How many points are pending, from the counters `queue stats` reads.

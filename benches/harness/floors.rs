@@ -80,6 +80,25 @@ pub fn fdatasync(dir: &Path, samples: usize) -> f64 {
     median(&times)
 }
 
+/// Opens `dir/<name>.db` with hookq's store pragmas (WAL, synchronous=FULL, foreign keys, busy
+/// timeout), each read back.
+pub fn bare_connection(dir: &Path, name: &str) -> Connection {
+    let conn = Connection::open(dir.join(format!("{name}.db"))).expect("open the bare database");
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .expect("busy_timeout");
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .expect("journal_mode");
+    assert_eq!(mode, "wal");
+    conn.execute_batch("PRAGMA foreign_keys=ON; PRAGMA synchronous=FULL;")
+        .expect("pragmas");
+    let sync: i64 = conn
+        .query_row("PRAGMA synchronous", [], |r| r.get(0))
+        .expect("synchronous");
+    assert_eq!(sync, 2, "synchronous=FULL");
+    conn
+}
+
 /// A bare database beside the workspace's: same pragmas as hookq's store (WAL, synchronous=FULL,
 /// foreign keys, busy timeout), one table of its own.
 pub struct Bare {
@@ -90,23 +109,11 @@ pub struct Bare {
 impl Bare {
     /// Creates `dir/<name>.db`.
     pub fn create(dir: &Path, name: &str) -> Self {
-        let conn =
-            Connection::open(dir.join(format!("{name}.db"))).expect("open the bare database");
-        conn.busy_timeout(std::time::Duration::from_secs(10))
-            .expect("busy_timeout");
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .expect("journal_mode");
-        assert_eq!(mode, "wal");
+        let conn = bare_connection(dir, name);
         conn.execute_batch(
-            "PRAGMA foreign_keys=ON; PRAGMA synchronous=FULL;
-             CREATE TABLE bare (id INTEGER PRIMARY KEY, name TEXT NOT NULL, at INTEGER NOT NULL) STRICT;",
+            "CREATE TABLE bare (id INTEGER PRIMARY KEY, name TEXT NOT NULL, at INTEGER NOT NULL) STRICT;",
         )
         .expect("create the bare table");
-        let sync: i64 = conn
-            .query_row("PRAGMA synchronous", [], |r| r.get(0))
-            .expect("synchronous");
-        assert_eq!(sync, 2, "synchronous=FULL");
         Self { conn, next: 0 }
     }
 

@@ -257,7 +257,8 @@ fn history(dir: &Path, sizes: &Sizes) -> (u64, u64, i64) {
         let deleted = tx
             .execute("DELETE FROM pending_hooks", [])
             .expect("clear pending");
-        fixture::count_pending(&tx, "after_awaiting_human", -(deleted as i64));
+        hookq::store::count_pending(&tx, "after_awaiting_human", -(deleted as i64))
+            .expect("count the cleared points");
         tx.commit().expect("commit the pass");
         assert_eq!(cleared, chunk);
         if let Some(keep_from) = (pass + 1).checked_sub(sizes.history_keep_passes) {

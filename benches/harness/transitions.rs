@@ -29,21 +29,17 @@ pub struct Transitions {
 }
 
 /// Three bare tables shaped as SPEC §3's outbox needs at the least, nothing else: no foreign
-/// keys, counters, indexes or `AUTOINCREMENT`. Same pragmas as hookq's store.
+/// keys, counters, indexes or `AUTOINCREMENT`. Same pragmas as hookq's store (no table has a
+/// foreign key, so `foreign_keys=ON` checks nothing).
 struct BareOutbox {
     conn: rusqlite::Connection,
 }
 
 impl BareOutbox {
     fn create(dir: &Path, tasks: usize) -> Self {
-        let conn = rusqlite::Connection::open(dir.join("bare-outbox.db")).expect("open");
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .expect("journal_mode");
-        assert_eq!(mode, "wal");
+        let conn = super::floors::bare_connection(dir, "bare-outbox");
         conn.execute_batch(&format!(
-            "PRAGMA synchronous=FULL;
-             CREATE TABLE task (id TEXT PRIMARY KEY, phase TEXT NOT NULL) STRICT;
+            "CREATE TABLE task (id TEXT PRIMARY KEY, phase TEXT NOT NULL) STRICT;
              CREATE TABLE point (id INTEGER PRIMARY KEY, task TEXT NOT NULL) STRICT;
              CREATE TABLE point_state (id INTEGER PRIMARY KEY, state TEXT NOT NULL) STRICT;
              INSERT INTO task (id, phase)
