@@ -5,14 +5,16 @@
 //! always run one after another. All database work stays on the calling thread; worker threads
 //! only run commands.
 //!
-//! A point is marked started in a commit of its own before its first command starts. Finished
-//! points are cleared in batches, committed while a command runs (so the commit costs the pass
-//! no time of its own): once [`CLEAR_BATCH`] points are waiting, or the first of them finished
-//! [`CLEAR_AFTER`] ago; and before a point that an earlier pass started (it may be one that kills
-//! the runner, and the points before it must not be run again with it); and when the pass ends.
-//! A pass killed in between runs those points again, as SPEC §4 allows for any point not yet
-//! cleared. (Marking and clearing a point appends about 40 KiB to the WAL when each clear is
-//! committed alone, 12 KiB in batches.)
+//! A point is marked started before its first command starts by a line in the start log
+//! ([`crate::starts`]), not a commit: a pass first folds the lines a killed runner left there.
+//! Finished points are cleared in batches, committed while a command runs (so the commit costs
+//! the pass no time of its own), with the starts of the points still running folded in: once
+//! [`CLEAR_BATCH`] points are waiting, or the first of them finished [`CLEAR_AFTER`] ago; and
+//! before a point that an earlier pass started (it may be one that kills the runner, and the
+//! points before it must not be run again with it); and when the pass ends. A pass killed in
+//! between runs those points again, as SPEC §4 allows for any point not yet cleared. (Marking
+//! and clearing a point appended about 40 KiB to the WAL when each was committed alone; batched
+//! and with starts in the log, about 8 KiB.)
 
 use std::collections::{HashSet, VecDeque};
 use std::ffi::OsString;
@@ -79,6 +81,8 @@ pub struct Drainer<'a> {
     jobs: usize,
     /// Finished points not yet cleared in the store.
     clears: Clears,
+    /// The next point's first log, opened while the point before it ran.
+    ahead: Option<exec::OpenedLog>,
     warn: Box<dyn FnMut(&str) + 'a>,
 }
 
@@ -99,6 +103,8 @@ struct Job {
     state: String,
     cfg: Arc<Config>,
     env: Vec<(OsString, OsString)>,
+    /// The first command's log, if it was opened ahead (see [`exec::OpenedLog`]).
+    first: Option<exec::OpenedLog>,
 }
 
 /// How running a job went.
@@ -134,6 +140,7 @@ impl<'a> Drainer<'a> {
             stop,
             jobs: 1,
             clears: Clears::default(),
+            ahead: None,
             warn: Box::new(warn),
         }
     }
@@ -155,20 +162,25 @@ impl<'a> Drainer<'a> {
     pub fn drain(
         &mut self,
         store: &mut Store,
-        _lock: &RunnerLock,
+        lock: &RunnerLock,
     ) -> Result<PassReport, DrainError> {
         // Read once up front so an invalid config fails the pass even when nothing is pending.
         self.config.current()?;
         store.with_relaxed_sync(|store| {
+            // Count what a runner killed before it folded its starts had started.
+            store.fold_starts(lock)?;
             let mut report = PassReport::default();
             let passed = if self.jobs == 1 {
-                self.pass(store, &mut report, None)
+                self.pass(store, lock, &mut report, None)
             } else {
-                self.pass_parallel(store, &mut report)
+                self.pass_parallel(store, lock, &mut report)
             };
             // What finished is cleared whatever ended the pass; after an error, a failing clear
             // only leaves those points to run again, and the first error is the one to report.
             let flushed = self.clears.flush(store);
+            if let Some(unused) = self.ahead.take() {
+                unused.discard();
+            }
             passed?;
             flushed?;
             let cfg = self.config.current()?;
@@ -181,6 +193,7 @@ impl<'a> Drainer<'a> {
     fn pass_parallel(
         &mut self,
         store: &mut Store,
+        lock: &RunnerLock,
         report: &mut PassReport,
     ) -> Result<(), DrainError> {
         let (job_tx, job_rx) = mpsc::channel::<Job>();
@@ -202,7 +215,7 @@ impl<'a> Drainer<'a> {
                 });
             }
             drop(done_tx);
-            let out = self.pass(store, report, Some((&job_tx, &done_rx)));
+            let out = self.pass(store, lock, report, Some((&job_tx, &done_rx)));
             // Closing the job channel lets the workers finish; the scope waits for them.
             drop(job_tx);
             out
@@ -213,6 +226,7 @@ impl<'a> Drainer<'a> {
     fn pass(
         &mut self,
         store: &mut Store,
+        lock: &RunnerLock,
         report: &mut PassReport,
         pool: Option<(&mpsc::Sender<Job>, &mpsc::Receiver<Done>)>,
     ) -> Result<(), DrainError> {
@@ -242,7 +256,7 @@ impl<'a> Drainer<'a> {
                         continue;
                     }
                     let entry = window.remove(i).expect("index checked");
-                    let Some(job) = self.prepare(store, entry, report)? else {
+                    let Some(job) = self.prepare(store, lock, entry, report)? else {
                         continue;
                     };
                     match pool {
@@ -253,20 +267,18 @@ impl<'a> Drainer<'a> {
                         }
                         None => {
                             // While its commands run: clear the points finished before it when
-                            // a batch is due, and make the log folder of the point after it.
-                            let next_dir = window
-                                .front()
-                                .filter(|e| e.point().is_ok_and(|p| !job.cfg.hooks(p).is_empty()))
-                                .and_then(|e| e.task_id().ok())
-                                .map(|t| self.ws.hook_log_dir(&t));
-                            let (mut next_dir, mut flushed) = (next_dir, Ok(()));
+                            // a batch is due, and open the first log of the point after it.
+                            let next_log = window.front().and_then(|e| self.first_log(e, &job.cfg));
+                            let (mut next_log, mut flushed) = (next_log, Ok(()));
+                            let ahead = &mut self.ahead;
                             let done = execute(&self.ws, job, self.stop, &mut || {
                                 if flushed.is_ok() && self.clears.due() {
                                     flushed = self.clears.flush(store);
                                 }
-                                if let Some(dir) = next_dir.take() {
-                                    // A failure here is reported when that point runs.
-                                    let _ = exec::create_log_dir(&dir);
+                                if let Some(path) = next_log.take() {
+                                    // A failure here is met again, and reported, when that
+                                    // point runs.
+                                    *ahead = exec::OpenedLog::open(&path).ok();
                                 }
                             });
                             let finished = self.finish(done, report);
@@ -290,7 +302,10 @@ impl<'a> Drainer<'a> {
                 }
                 continue;
             }
-            // Clear what finished while the workers run, when a batch is due.
+            // Clear what finished while the workers run, when a batch is due. (The next log is
+            // not opened ahead here: this thread starts every job, and a file created here
+            // delays the next start by as long as it takes, where a worker creating its own
+            // overlaps the other workers' commands.)
             let (_, rx) = pool.expect("running jobs only exist with a pool");
             let done = loop {
                 if self.clears.due()
@@ -315,6 +330,13 @@ impl<'a> Drainer<'a> {
         }
     }
 
+    /// The first log of `entry`, if `cfg` gives its point commands.
+    fn first_log(&self, entry: &PendingRow, cfg: &Config) -> Option<std::path::PathBuf> {
+        let point = entry.point().ok()?;
+        let task = entry.task_id().ok()?;
+        (!cfg.hooks(point).is_empty()).then(|| self.ws.hook_log_path(&task, point, 1))
+    }
+
     /// Queues a clear, committing the batch if it is due.
     fn clear_later(
         &mut self,
@@ -337,6 +359,7 @@ impl<'a> Drainer<'a> {
     fn prepare(
         &mut self,
         store: &mut Store,
+        lock: &RunnerLock,
         entry: PendingRow,
         report: &mut PassReport,
     ) -> Result<Option<Job>, DrainError> {
@@ -372,7 +395,7 @@ impl<'a> Drainer<'a> {
             // before it is cleared first, so it cannot take those points down with it again.
             self.clears.flush(store)?;
         }
-        if store.mark_started(entry.id)?.is_none() {
+        if !store.mark_started(&entry, lock)? {
             // Dropped since it was read.
             return Ok(None);
         }
@@ -399,6 +422,7 @@ impl<'a> Drainer<'a> {
             state,
             cfg,
             env,
+            first: self.ahead.take(),
         }))
     }
 
@@ -457,14 +481,16 @@ impl Clears {
 }
 
 /// Runs a job's commands one after another, calling `meanwhile` while they run (see
-/// [`exec::run_while`]). Touches no database.
-fn execute(ws: &Workspace, job: Job, stop: &Stop, meanwhile: &mut dyn FnMut()) -> Done {
+/// [`exec::run_while`]), and opening each command's log while the one before it runs. Touches no
+/// database.
+fn execute(ws: &Workspace, mut job: Job, stop: &Stop, meanwhile: &mut dyn FnMut()) -> Done {
     let lines = job.cfg.hooks(job.point);
     let mut rows = Vec::with_capacity(lines.len());
     let mut warnings = Vec::new();
     let mut commands = 0;
     let (entry, point, task) = (&job.entry, job.point, &job.task);
     let mut ran = None;
+    let mut ahead = job.first.take();
     for (i, line) in lines.iter().enumerate() {
         if i > 0 && stop.graceful() {
             ran = Some(Ran::Stopped);
@@ -472,6 +498,8 @@ fn execute(ws: &Workspace, job: Job, stop: &Stop, meanwhile: &mut dyn FnMut()) -
         }
         let index = i + 1;
         let log = ws.hook_log_path(task, point, index);
+        let opened = ahead.take();
+        let mut next_log = (index < lines.len()).then(|| ws.hook_log_path(task, point, index + 1));
         let header = format!(
             "occurrence {} ARC_STATE={} pass {}: {}",
             entry.id,
@@ -487,10 +515,21 @@ fn execute(ws: &Workspace, job: Job, stop: &Stop, meanwhile: &mut dyn FnMut()) -
             kill_grace: job.cfg.gate.kill_grace,
             max_log_bytes: job.cfg.gate.max_log_bytes,
             log: &log,
+            opened: opened.as_ref(),
             header: &header,
         };
         let started_ms = now_ms();
-        let done = match exec::run_while(&spec, stop, &mut *meanwhile) {
+        let done = exec::run_while(&spec, stop, || {
+            meanwhile();
+            if let Some(path) = next_log.take() {
+                // A failure here is met again, and reported, when that command runs.
+                ahead = exec::OpenedLog::open(&path).ok();
+            }
+        });
+        if let Some(o) = opened.filter(|o| o.path() != log) {
+            o.discard();
+        }
+        let done = match done {
             Ok(d) => d,
             Err(e) => {
                 ran = Some(Ran::Failed(e));
@@ -528,6 +567,9 @@ fn execute(ws: &Workspace, job: Job, stop: &Stop, meanwhile: &mut dyn FnMut()) -
             duration_ms: Some(done.duration.as_millis() as i64),
             log_path: Some(log.display().to_string()),
         });
+    }
+    if let Some(unused) = ahead {
+        unused.discard();
     }
     Done {
         ran: ran.unwrap_or(Ran::Completed(rows)),
@@ -625,7 +667,7 @@ mod tests {
             .unwrap();
         // The warning for the first point's failure arrives after the next point was chosen to
         // be marked started, and asks to stop: the second point must not keep the mark.
-        let report = Drainer::with_warnings(ws, &stop, |_| stop.request())
+        let report = Drainer::with_warnings(ws.clone(), &stop, |_| stop.request())
             .drain(&mut store, &lock)
             .unwrap();
         assert_eq!(report.cleared, 1);
@@ -633,6 +675,10 @@ mod tests {
         let left = store.pending(0, 10, None).unwrap();
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].passes, 0, "no pass started it");
+        // Its log, opened ahead while the first point ran, is not left behind empty.
+        let task = TaskId::new(left[0].task.clone()).unwrap();
+        let log = ws.hook_log_path(&task, Point::AfterFail, 1);
+        assert!(!log.exists(), "{} exists", log.display());
     }
 
     #[test]

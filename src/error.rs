@@ -150,6 +150,9 @@ impl Error {
             Error::Store { source: StoreError::Full(_) | StoreError::DiskIo(_), .. } => {
                 Some("free some space (or raise the file-size limit); nothing was written".into())
             }
+            Error::Store { source: StoreError::StartLog { .. }, .. } => {
+                Some("a pass logs each point's start in arc.db-starts before its first command; free some space or let hookq write the state dir (.radian/arc). The point did not start and stays pending".into())
+            }
             Error::Store { source: StoreError::ReadOnly(_) | StoreError::CannotOpen(_), .. } => {
                 Some("hookq needs to write the state dir (.radian/arc) and the files in it".into())
             }

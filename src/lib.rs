@@ -33,6 +33,7 @@ pub mod ids;
 pub mod lock;
 pub mod phase;
 pub mod record;
+pub mod starts;
 pub mod store;
 pub mod workspace;
 

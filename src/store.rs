@@ -2,6 +2,7 @@
 //!
 //! The store knows tasks, pending points and history rows. It knows nothing of processes.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -11,7 +12,9 @@ use rusqlite::{
 use serde::Serialize;
 
 use crate::ids::TaskId;
+use crate::lock::RunnerLock;
 use crate::phase::Point;
+use crate::starts::{self, Start, StartLog};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -104,6 +107,17 @@ pub enum StoreError {
     /// A value given by the caller is not valid.
     #[error("{0}")]
     Invalid(String),
+    /// The start log beside the database (see [`crate::starts`]) cannot be read or written.
+    #[error("cannot {action} {}: {source}", path.display())]
+    StartLog {
+        /// What failed: "read", "write" or "empty".
+        action: &'static str,
+        /// The start log's path.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -182,6 +196,7 @@ pub struct Store {
     path: PathBuf,
     busy_timeout: Duration,
     synchronous: Synchronous,
+    starts: StartLog,
 }
 
 /// The newest schema version this binary knows.
@@ -213,6 +228,7 @@ impl Store {
             path: path.to_path_buf(),
             busy_timeout: opts.busy_timeout,
             synchronous: opts.synchronous,
+            starts: StartLog::new(starts::path_for(path)),
         };
         store.set_pragmas(opts).map_err(|e| store.timed(e))?;
         store.migrate().map_err(|e| store.timed(e))?;
@@ -553,6 +569,10 @@ impl PendingRow {
         })
     }
 
+    fn count_starts(&mut self, starts: &[Start]) {
+        starts::apply(starts, self.id, &mut self.passes, &mut self.last_started_ms);
+    }
+
     /// The point, parsed.
     pub fn point(&self) -> Result<Point, StoreError> {
         self.point
@@ -762,32 +782,53 @@ impl Store {
     }
 
     /// Pending points in the order they run, from occurrence `after` (exclusive), at most `limit`.
+    /// Starts in the start log not folded yet are counted in `passes` (see [`crate::starts`]).
     pub fn pending(
         &self,
         after: i64,
         limit: usize,
         task: Option<&str>,
     ) -> Result<Vec<PendingRow>, StoreError> {
+        // The file before the rows: a fold commits before it empties the file.
+        let starts = self.unfolded_starts()?;
         let sql = format!(
             "{} WHERE h.id > ?1 AND (?2 IS NULL OR h.task = ?2) ORDER BY h.id LIMIT ?3",
             PendingRow::SELECT
         );
-        let rows = self
+        let mut rows: Vec<PendingRow> = self
             .conn
             .prepare_cached(&sql)?
             .query_map(params![after, task, limit as i64], PendingRow::from_row)?
             .collect::<Result<_, _>>()?;
+        if !starts.is_empty() {
+            rows.iter_mut().for_each(|r| r.count_starts(&starts));
+        }
         Ok(rows)
     }
 
-    /// One pending point.
+    /// One pending point, its unfolded starts counted as in [`Store::pending`].
     pub fn pending_entry(&self, id: i64) -> Result<Option<PendingRow>, StoreError> {
+        let starts = self.unfolded_starts()?;
         let sql = format!("{} WHERE h.id = ?1", PendingRow::SELECT);
-        Ok(self
+        let mut row = self
             .conn
             .prepare_cached(&sql)?
             .query_row([id], PendingRow::from_row)
-            .optional()?)
+            .optional()?;
+        if let Some(r) = &mut row {
+            r.count_starts(&starts);
+        }
+        Ok(row)
+    }
+
+    /// What the start log holds now.
+    fn unfolded_starts(&self) -> Result<Vec<Start>, StoreError> {
+        let path = self.starts.path();
+        starts::read(path).map_err(|source| StoreError::StartLog {
+            action: "read",
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
     /// History, newest first, optionally of one task or one occurrence.
@@ -825,6 +866,7 @@ impl Store {
     /// Counts for `queue stats`, read from trigger-kept counters: as cheap with a million
     /// pending points as with ten.
     pub fn stats(&self) -> Result<Stats, StoreError> {
+        let starts = self.unfolded_starts()?;
         let c = &self.conn;
         let counts: Vec<(String, String, i64)> = c
             .prepare_cached(
@@ -849,30 +891,113 @@ impl Store {
             pending_by_point,
             interrupted: c
                 .prepare_cached("SELECT COUNT(*) FROM pending_hooks WHERE passes > 0")?
-                .query_row([], |r| r.get(0))?,
+                .query_row([], |r| r.get::<_, i64>(0))?
+                + self.newly_started(&starts)?,
             oldest_recorded_ms: oldest,
             history_by_outcome: of("history"),
             tasks: of("tasks").first().map_or(0, |(_, n)| *n),
         })
     }
 
-    /// Marks a point started by one more pass. Returns the passes that started it before this
-    /// one, or `None` when it is no longer pending (dropped meanwhile).
-    pub fn mark_started(&mut self, id: i64) -> Result<Option<i64>, StoreError> {
-        self.write(|tx| start_in(tx, id))
+    /// How many pending points with no counted start the start log has started.
+    fn newly_started(&self, starts: &[Start]) -> Result<i64, StoreError> {
+        let mut ids: Vec<i64> = starts.iter().map(|s| s.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut n = 0;
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT passes, last_started_ms FROM pending_hooks WHERE id = ?1")?;
+        for id in ids {
+            let Some((mut passes, mut last)) = st
+                .query_row([id], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?)))
+                .optional()?
+            else {
+                continue;
+            };
+            if passes == 0 {
+                starts::apply(starts, id, &mut passes, &mut last);
+                n += i64::from(passes > 0);
+            }
+        }
+        Ok(n)
+    }
+
+    /// Records that this pass starts `entry` now, in the start log (see [`crate::starts`]):
+    /// one `write`, no commit. Returns false when the point is no longer pending (dropped since
+    /// it was read), and then records nothing.
+    pub fn mark_started(
+        &mut self,
+        entry: &PendingRow,
+        _lock: &RunnerLock,
+    ) -> Result<bool, StoreError> {
+        let last: Option<Option<i64>> = self
+            .conn
+            .prepare_cached("SELECT last_started_ms FROM pending_hooks WHERE id = ?1")?
+            .query_row([entry.id], |r| r.get(0))
+            .optional()?;
+        let Some(last) = last else {
+            return Ok(false);
+        };
+        // Later than any start counted before, so that folding it counts it exactly once.
+        let ms = now_ms().max(last.unwrap_or(0) + 1);
+        let start = Start { id: entry.id, ms };
+        self.starts
+            .append(start)
+            .map_err(|source| StoreError::StartLog {
+                action: "write",
+                path: self.starts.path().to_path_buf(),
+                source,
+            })?;
+        Ok(true)
+    }
+
+    /// Folds what the start log holds (the starts of a runner that died before it folded them)
+    /// into the points' counts, then empties it. A pass does this before it reads the queue. It
+    /// takes the write lock even when there is nothing to fold, so that a pass that cannot write
+    /// (another writer holds the database) stops before it runs anything it could not clear.
+    pub fn fold_starts(&mut self, _lock: &RunnerLock) -> Result<usize, StoreError> {
+        let starts = self.unfolded_starts()?;
+        self.write(|tx| fold_in(tx, &starts))?;
+        self.empty_start_log()?;
+        Ok(starts.len())
     }
 
     /// Clears points, each with its history rows, in one transaction: the drain commits the
-    /// points it finished together.
+    /// points it finished together. The starts this store recorded for points still pending
+    /// (running, or stopped) are folded in the same transaction.
     pub fn clear_all(&mut self, points: &[Cleared]) -> Result<(), StoreError> {
-        if points.is_empty() {
+        let cleared: HashSet<i64> = points.iter().map(|p| p.entry.id).collect();
+        let still: Vec<Start> = self
+            .starts
+            .unfolded()
+            .iter()
+            .filter(|s| !cleared.contains(&s.id))
+            .copied()
+            .collect();
+        if points.is_empty() && still.is_empty() {
             return Ok(());
         }
         self.write(|tx| {
+            fold_in(tx, &still)?;
             points
                 .iter()
                 .try_for_each(|p| clear_in(tx, &p.entry, &p.rows))
-        })
+        })?;
+        if self.starts.unfolded().is_empty() {
+            return Ok(());
+        }
+        self.empty_start_log()
+    }
+
+    fn empty_start_log(&mut self) -> Result<(), StoreError> {
+        self.starts
+            .truncate()
+            .map_err(|source| StoreError::StartLog {
+                action: "empty",
+                path: self.starts.path().to_path_buf(),
+                source,
+            })
     }
 
     /// Drops a pending point to history as `dropped`.
@@ -920,13 +1045,16 @@ pub fn count_pending(conn: &Connection, point: &str, delta: i64) -> Result<(), S
     Ok(())
 }
 
-fn start_in(tx: &Transaction<'_>, id: i64) -> Result<Option<i64>, StoreError> {
-    Ok(tx
-        .prepare_cached(
-            "UPDATE pending_hooks SET passes = passes + 1, last_started_ms = ?2 WHERE id = ?1 RETURNING passes - 1",
-        )?
-        .query_row(params![id, now_ms()], |r| r.get(0))
-        .optional()?)
+/// Counts starts a pass recorded in the start log, each once (see [`crate::starts`]).
+fn fold_in(tx: &Transaction<'_>, starts: &[Start]) -> Result<(), StoreError> {
+    let mut fold = tx.prepare_cached(
+        "UPDATE pending_hooks SET passes = passes + 1, last_started_ms = ?2
+         WHERE id = ?1 AND (last_started_ms IS NULL OR last_started_ms < ?2)",
+    )?;
+    for s in starts {
+        fold.execute(params![s.id, s.ms])?;
+    }
+    Ok(())
 }
 
 fn clear_in(
@@ -1039,6 +1167,90 @@ mod tests {
             .collect();
         store.clear_all(&cleared).unwrap();
         assert_eq!(pending(&store), []);
+    }
+
+    #[test]
+    fn starts_are_counted_once_whether_folded_or_not() {
+        use crate::ids::{PlanId, TaskId};
+        use crate::lock::Wait;
+        use crate::phase::Phase;
+        use crate::record;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arc.db");
+        let lock = RunnerLock::acquire(&dir.path().join("runner.lock"), Wait::No, &|| true)
+            .unwrap()
+            .unwrap();
+        let mut store = Store::open(&path).unwrap();
+        store
+            .write(|tx| {
+                let failed = Phase::new("failed.x").unwrap();
+                for t in ["a", "b"] {
+                    let t = TaskId::new(t).unwrap();
+                    record::add_task(tx, &t, &PlanId::new("p").unwrap(), &failed)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let passes = |s: &Store| -> Vec<i64> {
+            s.pending(0, 10, None)
+                .unwrap()
+                .iter()
+                .map(|p| p.passes)
+                .collect()
+        };
+        let rows = store.pending(0, 10, None).unwrap();
+        assert_eq!(passes(&store), [0, 0]);
+
+        // Started: counted by every reader before it is folded, in another store too.
+        assert!(store.mark_started(&rows[0], &lock).unwrap());
+        let reader = Store::open(&path).unwrap();
+        assert_eq!(passes(&reader), [1, 0]);
+        assert_eq!(reader.pending_entry(rows[0].id).unwrap().unwrap().passes, 1);
+        assert_eq!(reader.stats().unwrap().interrupted, 1);
+        let raw = |s: &Store, id: i64| -> i64 {
+            s.conn()
+                .query_row(
+                    "SELECT passes FROM pending_hooks WHERE id = ?1",
+                    [id],
+                    |r| r.get(0),
+                )
+                .unwrap()
+        };
+        assert_eq!(raw(&reader, rows[0].id), 0, "not folded yet");
+
+        // The runner dies; a copy of its log survives the next pass's fold and is read again:
+        // counted once all the same.
+        let log = starts::path_for(&path);
+        let copy = std::fs::read(&log).unwrap();
+        drop(store);
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(store.fold_starts(&lock).unwrap(), 1);
+        assert_eq!(std::fs::metadata(&log).unwrap().len(), 0, "emptied");
+        std::fs::write(&log, &copy).unwrap();
+        assert_eq!(passes(&store), [1, 0]);
+        assert_eq!(store.stats().unwrap().interrupted, 1);
+        store.fold_starts(&lock).unwrap();
+        assert_eq!(passes(&store), [1, 0]);
+
+        // Started again by the next pass, later than the last counted start even within the
+        // same millisecond; folded with a clear of the other point.
+        let rows = store.pending(0, 10, None).unwrap();
+        assert!(store.mark_started(&rows[0], &lock).unwrap());
+        assert_eq!(passes(&store), [2, 0]);
+        store
+            .clear_all(&[Cleared {
+                entry: rows[1].clone(),
+                rows: vec![NewHistory::bare(Outcome::Empty)],
+            }])
+            .unwrap();
+        assert_eq!(std::fs::metadata(&log).unwrap().len(), 0);
+        assert_eq!((raw(&store, rows[0].id), passes(&store)), (2, vec![2]));
+
+        // A point dropped since it was read is not started.
+        let entry = store.pending(0, 10, None).unwrap().remove(0);
+        store.drop_entry(entry.id).unwrap();
+        assert!(!store.mark_started(&entry, &lock).unwrap());
+        assert_eq!(std::fs::metadata(&log).unwrap().len(), 0);
     }
 
     #[test]

@@ -183,6 +183,7 @@ fn exec_only(
                 kill_grace: cfg.gate.kill_grace,
                 max_log_bytes: cfg.gate.max_log_bytes,
                 log: &log,
+                opened: None,
                 header: &header,
             };
             let done = exec::run(&spec, stop).expect("exec::run");

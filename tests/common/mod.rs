@@ -495,22 +495,27 @@ impl Ws {
         conn
     }
 
-    /// Pending points in run order.
+    /// Pending points in run order, counting the starts a runner logged but did not fold into
+    /// the table yet (`arc.db-starts`), as `hookq queue` does.
     pub fn pending(&self) -> Vec<Pending> {
+        let starts = hookq::starts::read(&hookq::starts::path_for(&self.db_path())).unwrap();
         let db = self.db();
         let mut st = db
             .prepare(
-                "SELECT h.id, h.task, h.point, s.state, h.passes FROM pending_hooks h \
+                "SELECT h.id, h.task, h.point, s.state, h.passes, h.last_started_ms \
+                 FROM pending_hooks h \
                  LEFT JOIN pending_hook_states s ON s.hook_id = h.id ORDER BY h.id",
             )
             .unwrap();
         st.query_map([], |r| {
+            let (id, mut passes, mut last) = (r.get(0)?, r.get(4)?, r.get(5)?);
+            hookq::starts::apply(&starts, id, &mut passes, &mut last);
             Ok(Pending {
-                id: r.get(0)?,
+                id,
                 task: r.get(1)?,
                 point: r.get(2)?,
                 state: r.get(3)?,
-                passes: r.get(4)?,
+                passes,
             })
         })
         .unwrap()
