@@ -10,6 +10,7 @@ use hookq::{Drainer, Point, RunnerLock, Stop, TaskId, Wait, Workspace};
 
 use super::fixture;
 use super::floors;
+use super::proc;
 use super::report::{Row, Target};
 use super::sizes::Sizes;
 use super::stats::{median, timed};
@@ -31,6 +32,9 @@ pub struct DrainFigures {
     pub exec_new_tasks: f64,
     /// `Drainer::drain` of points with no commands configured.
     pub bookkeeping: f64,
+    /// CPU time (this process and its commands) over wall time during the jobs 1 and the jobs 2
+    /// drains of new tasks: how many cores each kept busy, medians.
+    pub cores_busy: (f64, f64),
     /// Each variant's per-point time in every round, in the order above.
     pub rounds: Vec<Vec<f64>>,
 }
@@ -62,26 +66,30 @@ impl Drained {
         }
     }
 
-    /// One pass with the runner lock held; ms. Checks every point was cleared.
-    fn drain(&mut self, jobs: usize, n: usize, commands: usize) -> f64 {
+    /// One pass with the runner lock held; ms, and the cores it kept busy (CPU time of this
+    /// process and the commands it ran, over wall time). Checks every point was cleared.
+    fn drain(&mut self, jobs: usize, n: usize, commands: usize) -> (f64, f64) {
         let lock = RunnerLock::acquire(&self.ws.lock_path(), Wait::No, &|| true)
             .expect("lock file")
             .expect("the runner lock is free");
         let stop = Stop::new();
         let mut warnings = Vec::new();
+        let ticks_per_s = proc::clock_ticks();
+        let ticks = proc::own_and_children_ticks();
         let (report, ms) = {
             let mut drainer =
                 Drainer::with_warnings(self.ws.clone(), &stop, |w| warnings.push(w.to_owned()))
                     .jobs(jobs);
             timed(|| drainer.drain(&mut self.store, &lock))
         };
+        let cpu_ms = (proc::own_and_children_ticks() - ticks) as f64 * 1e3 / ticks_per_s as f64;
         let report = report.expect("drain");
         assert_eq!(
             (report.cleared, report.commands, report.failed),
             (n, n * commands, 0),
             "drain did not run every point cleanly: {warnings:?}"
         );
-        ms
+        (ms, cpu_ms / ms)
     }
 }
 
@@ -94,6 +102,7 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> DrainFigures {
     let stop = Stop::new();
     let base = base_env(std::env::vars_os());
     let mut per: [Vec<f64>; VARIANTS] = Default::default();
+    let (mut busy_j1, mut busy_j2) = (Vec::new(), Vec::new());
     for round in 0..sizes.drain_rounds {
         for k in 0..VARIANTS {
             let which = (round + k) % VARIANTS;
@@ -102,21 +111,25 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> DrainFigures {
                 0 => floors::spawn_to_new_logs(&dir.join(format!("floor-logs-{round}")), n),
                 1 => {
                     with_true.record(&prefix, n, true);
-                    with_true.drain(1, n, 1)
+                    with_true.drain(1, n, 1).0
                 }
                 2 => {
                     with_true.record(&prefix, n, false);
-                    with_true.drain(1, n, 1)
+                    let (ms, busy) = with_true.drain(1, n, 1);
+                    busy_j1.push(busy);
+                    ms
                 }
                 3 => {
                     with_true.record(&prefix, n, false);
-                    with_true.drain(2, n, 1)
+                    let (ms, busy) = with_true.drain(2, n, 1);
+                    busy_j2.push(busy);
+                    ms
                 }
                 4 => exec_only(&with_true.ws, &base, &stop, &prefix, n, true),
                 5 => exec_only(&with_true.ws, &base, &stop, &prefix, n, false),
                 _ => {
                     empty.record(&prefix, n, false);
-                    empty.drain(1, n, 0)
+                    empty.drain(1, n, 0).0
                 }
             };
             per[which].push(ms / n as f64);
@@ -130,6 +143,7 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> DrainFigures {
         exec_existing_dirs: median(&per[4]),
         exec_new_tasks: median(&per[5]),
         bookkeeping: median(&per[6]),
+        cores_busy: (median(&busy_j1), median(&busy_j2)),
         rounds: per.to_vec(),
     }
 }
@@ -195,6 +209,7 @@ fn exec_only(
 
 /// The floor row F2 and the rows of figures 2 and 6.
 pub fn rows(d: &DrainFigures) -> Vec<Row> {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let floor = "spawn sh -c true -> new log";
     let num = super::report::num;
     let spread = |i: usize| {
@@ -235,5 +250,11 @@ pub fn rows(d: &DrainFigures) -> Vec<Row> {
             .target(Target::ratio_at_least(1.6))
             .note("throughput ratio: jobs 1 time / jobs 2 time; points of distinct tasks, 1 `true` each")
             .note(spread(3)),
+        Row::new("6b", "  cores busy during the jobs 1 drain of 2b (hookq and its commands)", d.cores_busy.0, "cores")
+            .vs("the machine's CPUs", cpus as f64)
+            .note(format!(
+                "CPU time (utime+stime of the bench and of the commands it reaped) / wall time; jobs 2 kept {} busy. Figure 6 cannot exceed {} / {} = {} unless a point costs less CPU with two at once",
+                num(d.cores_busy.1), cpus, num(d.cores_busy.0), num(cpus as f64 / d.cores_busy.0)
+            )),
     ]
 }

@@ -106,6 +106,19 @@ pub fn cpu(pid: u32) -> Cpu {
     Cpu { ticks, sched_ns }
 }
 
+/// CPU time of this process and of its children it waited for (utime, stime, cutime, cstime
+/// from /proc/self/stat), in clock ticks.
+pub fn own_and_children_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("read /proc/self/stat");
+    let rest = &stat[stat.rfind(')').expect("stat has a comm") + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Fields 14 to 17 of stat(5); `rest` starts at field 3.
+    f[11..15]
+        .iter()
+        .map(|v| v.parse::<u64>().unwrap_or(0))
+        .sum()
+}
+
 /// Clock ticks per second for /proc/<pid>/stat times.
 pub fn clock_ticks() -> u64 {
     Command::new("getconf")

@@ -65,6 +65,7 @@ pub fn run(sizes: Sizes) -> Report {
         scale_rows.remove(0),
     ];
     rows.extend(transitions::rows(&t));
+    let parallel_cores = drain_rows.pop().expect("figure 6b row");
     let parallel = drain_rows.pop().expect("figure 6 row");
     rows.extend(drain_rows);
     rows.extend(scale_rows);
@@ -74,6 +75,7 @@ pub fn run(sizes: Sizes) -> Report {
     rows.extend(memory::rows(large, small, &sizes));
     rows.push(hub_rss);
     rows.push(parallel);
+    rows.push(parallel_cores);
     Report {
         machine: Machine::detect(dir),
         sizes,
