@@ -95,7 +95,8 @@ impl std::fmt::Debug for Drainer<'_> {
     }
 }
 
-/// A point ready to run: started in the store, its commands and environment fixed.
+/// A point ready to run: its start logged (see [`crate::starts`]), its commands and environment
+/// fixed.
 struct Job {
     entry: PendingRow,
     task: TaskId,
@@ -238,54 +239,69 @@ impl<'a> Drainer<'a> {
         let mut failure: Option<DrainError> = None;
         loop {
             if !self.stop.graceful() && failure.is_none() {
-                if window.len() < BATCH / 2 {
-                    let more = store.pending(fetched_to, BATCH, None)?;
-                    if let Some(last) = more.last() {
-                        fetched_to = last.id;
-                    }
-                    window.extend(more);
-                }
-                // Start what may start, in recorded order: a task with a point running (or
-                // waiting behind one) keeps its later points waiting too.
-                let mut blocked: HashSet<String> = HashSet::new();
-                let mut i = 0;
-                while i < window.len() && running < jobs && !self.stop.graceful() {
-                    if busy.contains(&window[i].task) || blocked.contains(&window[i].task) {
-                        blocked.insert(window[i].task.clone());
-                        i += 1;
-                        continue;
-                    }
-                    let entry = window.remove(i).expect("index checked");
-                    let Some(job) = self.prepare(store, lock, entry, report)? else {
-                        continue;
-                    };
-                    match pool {
-                        Some((tx, _)) => {
-                            busy.insert(job.entry.task.clone());
-                            running += 1;
-                            tx.send(job).expect("workers outlive the pass");
+                // An error here ends the pass once the jobs running meanwhile have finished and
+                // been cleared, as a failing job does.
+                let started: Result<(), DrainError> = 'start: {
+                    if window.len() < BATCH / 2 {
+                        let more = match store.pending(fetched_to, BATCH, None) {
+                            Ok(more) => more,
+                            Err(e) => break 'start Err(e.into()),
+                        };
+                        if let Some(last) = more.last() {
+                            fetched_to = last.id;
                         }
-                        None => {
-                            // While its commands run: clear the points finished before it when
-                            // a batch is due, and open the first log of the point after it.
-                            let next_log = window.front().and_then(|e| self.first_log(e, &job.cfg));
-                            let (mut next_log, mut flushed) = (next_log, Ok(()));
-                            let ahead = &mut self.ahead;
-                            let done = execute(&self.ws, job, self.stop, &mut || {
-                                if flushed.is_ok() && self.clears.due() {
-                                    flushed = self.clears.flush(store);
+                        window.extend(more);
+                    }
+                    // Start what may start, in recorded order: a task with a point running (or
+                    // waiting behind one) keeps its later points waiting too.
+                    let mut blocked: HashSet<String> = HashSet::new();
+                    let mut i = 0;
+                    while i < window.len() && running < jobs && !self.stop.graceful() {
+                        if busy.contains(&window[i].task) || blocked.contains(&window[i].task) {
+                            blocked.insert(window[i].task.clone());
+                            i += 1;
+                            continue;
+                        }
+                        let entry = window.remove(i).expect("index checked");
+                        let job = match self.prepare(store, lock, entry, report) {
+                            Ok(Some(job)) => job,
+                            Ok(None) => continue,
+                            Err(e) => break 'start Err(e),
+                        };
+                        match pool {
+                            Some((tx, _)) => {
+                                busy.insert(job.entry.task.clone());
+                                running += 1;
+                                tx.send(job).expect("workers outlive the pass");
+                            }
+                            None => {
+                                // While its commands run: clear the points finished before it when
+                                // a batch is due, and open the first log of the point after it.
+                                let next_log =
+                                    window.front().and_then(|e| self.first_log(e, &job.cfg));
+                                let (mut next_log, mut flushed) = (next_log, Ok(()));
+                                let ahead = &mut self.ahead;
+                                let done = execute(&self.ws, job, self.stop, &mut || {
+                                    if flushed.is_ok() && self.clears.due() {
+                                        flushed = self.clears.flush(store);
+                                    }
+                                    if let Some(path) = next_log.take() {
+                                        // A failure here is met again, and reported, when that
+                                        // point runs.
+                                        *ahead = exec::OpenedLog::open(&path).ok();
+                                    }
+                                });
+                                let finished = self.finish(done, report);
+                                if let Err(e) = flushed.map_err(DrainError::from).and(finished) {
+                                    break 'start Err(e);
                                 }
-                                if let Some(path) = next_log.take() {
-                                    // A failure here is met again, and reported, when that
-                                    // point runs.
-                                    *ahead = exec::OpenedLog::open(&path).ok();
-                                }
-                            });
-                            let finished = self.finish(done, report);
-                            flushed?;
-                            finished?;
+                            }
                         }
                     }
+                    Ok(())
+                };
+                if let Err(e) = started {
+                    failure.get_or_insert(e);
                 }
             }
             if running == 0 {
@@ -679,6 +695,42 @@ mod tests {
         let task = TaskId::new(left[0].task.clone()).unwrap();
         let log = ws.hook_log_path(&task, Point::AfterFail, 1);
         assert!(!log.exists(), "{} exists", log.display());
+    }
+
+    #[test]
+    fn an_error_starting_a_job_lets_the_running_ones_finish_and_be_cleared() {
+        // With two workers, a breaks the config while b runs and fails: c cannot be prepared.
+        // The pass still reports b's failure and clears a and b before it ends with the error.
+        let (_dir, ws, mut store) = workspace(
+            r#"after_fail = ['if [ "$ARC_TASK" = a ]; then printf "not toml [" > .radian/arc/config.toml; sleep 0.5; fi; if [ "$ARC_TASK" = b ]; then sleep 0.5; exit 3; fi']"#,
+        );
+        walk(&mut store, &["c"], true, &["failed.x"]);
+        let stop = Stop::new();
+        let lock = RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
+            .unwrap()
+            .unwrap();
+        let mut warnings = Vec::new();
+        let err = Drainer::with_warnings(ws, &stop, |w| warnings.push(w.to_owned()))
+            .jobs(2)
+            .drain(&mut store, &lock)
+            .unwrap_err();
+        assert!(matches!(err, DrainError::Config(_)), "{err}");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("task b") && warnings[0].contains("exit 3"));
+        let cleared: Vec<(String, String)> = store
+            .history(None, None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.task, h.outcome))
+            .collect();
+        assert_eq!(cleared.len(), 2, "{cleared:?}");
+        assert!(cleared.contains(&("a".into(), "ok".into())));
+        assert!(cleared.contains(&("b".into(), "failed".into())));
+        let left = store.pending(0, 10, None).unwrap();
+        assert_eq!(
+            (left.len(), left[0].task.as_str(), left[0].passes),
+            (1, "c", 0)
+        );
     }
 
     #[test]

@@ -150,8 +150,11 @@ impl Error {
             Error::Store { source: StoreError::Full(_) | StoreError::DiskIo(_), .. } => {
                 Some("free some space (or raise the file-size limit); nothing was written".into())
             }
-            Error::Store { source: StoreError::StartLog { .. }, .. } => {
+            Error::Store { source: StoreError::StartLog { action: "write", .. }, .. } => {
                 Some("a pass logs each point's start in arc.db-starts before its first command; free some space or let hookq write the state dir (.radian/arc). The point did not start and stays pending".into())
+            }
+            Error::Store { source: StoreError::StartLog { .. }, .. } => {
+                Some("hookq keeps the starts of running points in arc.db-starts beside the database and must read and write it; nothing pending was lost".into())
             }
             Error::Store { source: StoreError::ReadOnly(_) | StoreError::CannotOpen(_), .. } => {
                 Some("hookq needs to write the state dir (.radian/arc) and the files in it".into())

@@ -337,7 +337,8 @@ impl OpenedLog {
     }
 
     /// Gives up a log no command ran into: removed again if opening it created it and it is
-    /// still empty, so a point that did not run leaves no log behind.
+    /// still empty, so a point that did not run leaves no log behind (a runner killed before it
+    /// gets here leaves it, empty).
     pub fn discard(self) {
         let empty = self.file.metadata().is_ok_and(|m| m.len() == 0);
         if self.created && empty && self.is_linked() {

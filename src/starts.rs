@@ -18,6 +18,7 @@
 //! once. Readers apply the same rule to the rows they read, reading the file before the
 //! database, so `queue` shows a running or interrupted point as started.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -68,6 +69,15 @@ fn parse(bytes: &[u8]) -> Vec<Start> {
         .collect()
 }
 
+/// The starts grouped by occurrence, each group in the order written.
+pub fn by_id(starts: &[Start]) -> HashMap<i64, Vec<Start>> {
+    let mut map: HashMap<i64, Vec<Start>> = HashMap::new();
+    for s in starts {
+        map.entry(s.id).or_default().push(*s);
+    }
+    map
+}
+
 /// Applies the starts of occurrence `id` to its counted `passes` and `last_started_ms`, as a fold
 /// would: each start later than the last one counted adds a pass.
 pub fn apply(starts: &[Start], id: i64, passes: &mut i64, last_started_ms: &mut Option<i64>) {
@@ -79,7 +89,9 @@ pub fn apply(starts: &[Start], id: i64, passes: &mut i64, last_started_ms: &mut 
     }
 }
 
-/// The runner's handle on the file: appends starts, empties it once they are folded.
+/// The runner's handle on the file: appends starts, empties it once they are folded. The file
+/// is opened again by its path after each emptying, so a file removed or replaced from outside
+/// is not written to after it went.
 #[derive(Debug)]
 pub struct StartLog {
     path: PathBuf,
@@ -125,17 +137,17 @@ impl StartLog {
         &self.unfolded
     }
 
-    /// Empties the file once everything in it is folded into the database.
+    /// Empties the file once everything in it is folded into the database. Until that
+    /// succeeds the starts stay unfolded here too (folding them again counts nothing twice).
     pub fn truncate(&mut self) -> std::io::Result<()> {
-        self.unfolded.clear();
-        match &self.file {
-            Some(f) => f.set_len(0),
-            None => match std::fs::OpenOptions::new().write(true).open(&self.path) {
-                Ok(f) => f.set_len(0),
-                Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-                Err(e) => Err(e),
-            },
+        self.file = None;
+        match std::fs::OpenOptions::new().write(true).open(&self.path) {
+            Ok(f) => f.set_len(0)?,
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
         }
+        self.unfolded.clear();
+        Ok(())
     }
 }
 
@@ -192,5 +204,11 @@ mod tests {
         // A handle that never appended empties what another left.
         StartLog::new(path.clone()).truncate().unwrap();
         assert!(read(&path).unwrap().is_empty());
+        // Removed from outside: once emptied, the handle writes to the file at the path again.
+        log.append(Start { id: 7, ms: 70 }).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        log.truncate().unwrap();
+        log.append(Start { id: 8, ms: 80 }).unwrap();
+        assert_eq!(read(&path).unwrap(), [Start { id: 8, ms: 80 }]);
     }
 }

@@ -270,7 +270,7 @@ impl Store {
     /// [`DRAIN_AUTOCHECKPOINT`] WAL pages and a page cache of [`DRAIN_CACHE_SIZE`], then restores
     /// the store's settings.
     ///
-    /// The drain uses it for its own bookkeeping (marking a point started, clearing it): in WAL
+    /// The drain uses it for its own bookkeeping (clearing points, counting their starts): in WAL
     /// mode a NORMAL commit survives a crash of the process and is made durable by the next
     /// FULL commit or checkpoint; power loss can undo it, which at worst runs a point again,
     /// never loses one. Transitions are never recorded this way. Rarer checkpoints spare the
@@ -801,7 +801,12 @@ impl Store {
             .query_map(params![after, task, limit as i64], PendingRow::from_row)?
             .collect::<Result<_, _>>()?;
         if !starts.is_empty() {
-            rows.iter_mut().for_each(|r| r.count_starts(&starts));
+            let by_id = starts::by_id(&starts);
+            for r in &mut rows {
+                if let Some(own) = by_id.get(&r.id) {
+                    r.count_starts(own);
+                }
+            }
         }
         Ok(rows)
     }
@@ -863,10 +868,14 @@ impl Store {
             .optional()?)
     }
 
-    /// Counts for `queue stats`, read from trigger-kept counters: as cheap with a million
-    /// pending points as with ten.
+    /// Counts for `queue stats`, read from the kept counters: as cheap with a million pending
+    /// points as with ten. The interrupted count adds the start log's points not counted yet
+    /// (one lookup per line; the log holds the starts of the last batch or so).
     pub fn stats(&self) -> Result<Stats, StoreError> {
         let starts = self.unfolded_starts()?;
+        // One snapshot for every count: a fold committing between two of them could otherwise
+        // hide a running point from both.
+        let snapshot = self.conn.unchecked_transaction()?;
         let c = &self.conn;
         let counts: Vec<(String, String, i64)> = c
             .prepare_cached(
@@ -886,13 +895,15 @@ impl Store {
             .prepare_cached("SELECT recorded_ms FROM pending_hooks ORDER BY id LIMIT 1")?
             .query_row([], |r| r.get(0))
             .optional()?;
+        let interrupted = c
+            .prepare_cached("SELECT COUNT(*) FROM pending_hooks WHERE passes > 0")?
+            .query_row([], |r| r.get::<_, i64>(0))?
+            + self.newly_started(&starts)?;
+        snapshot.commit()?;
         Ok(Stats {
             pending: pending_by_point.iter().map(|(_, n)| n).sum(),
             pending_by_point,
-            interrupted: c
-                .prepare_cached("SELECT COUNT(*) FROM pending_hooks WHERE passes > 0")?
-                .query_row([], |r| r.get::<_, i64>(0))?
-                + self.newly_started(&starts)?,
+            interrupted,
             oldest_recorded_ms: oldest,
             history_by_outcome: of("history"),
             tasks: of("tasks").first().map_or(0, |(_, n)| *n),
