@@ -74,15 +74,14 @@ impl Drained {
             .expect("the runner lock is free");
         let stop = Stop::new();
         let mut warnings = Vec::new();
-        let ticks_per_s = proc::clock_ticks();
-        let ticks = proc::own_and_children_ticks();
+        let cpu = proc::own_and_children_cpu();
         let (report, ms) = {
             let mut drainer =
                 Drainer::with_warnings(self.ws.clone(), &stop, |w| warnings.push(w.to_owned()))
                     .jobs(jobs);
             timed(|| drainer.drain(&mut self.store, &lock))
         };
-        let cpu_ms = (proc::own_and_children_ticks() - ticks) as f64 * 1e3 / ticks_per_s as f64;
+        let cpu_ms = (proc::own_and_children_cpu() - cpu).as_secs_f64() * 1e3;
         let report = report.expect("drain");
         assert_eq!(
             (report.cleared, report.commands, report.failed),
@@ -253,7 +252,7 @@ pub fn rows(d: &DrainFigures) -> Vec<Row> {
         Row::new("6b", "  cores busy during the jobs 1 drain of 2b (hookq and its commands)", d.cores_busy.0, "cores")
             .vs("the machine's CPUs", cpus as f64)
             .note(format!(
-                "CPU time (utime+stime of the bench and of the commands it reaped) / wall time; jobs 2 kept {} busy. Figure 6 cannot exceed {} / {} = {} unless a point costs less CPU with two at once",
+                "CPU time (getrusage: the bench and the commands it reaped) / wall time; jobs 2 kept {} busy. Figure 6 cannot exceed {} / {} = {} unless a point costs less CPU with two at once",
                 num(d.cores_busy.1), cpus, num(d.cores_busy.0), num(cpus as f64 / d.cores_busy.0)
             )),
     ]
