@@ -559,14 +559,42 @@ impl FileVersion {
     }
 }
 
-/// The config `hookq init` writes, naming `remote` and `main_branch`.
+/// `s` as a TOML basic string: quoted, with `"`, `\` and control characters escaped.
+pub fn toml_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The config `hookq init` writes, naming `remote` and `main_branch`. `remote` also goes into
+/// the default `after_merge` lines as it is, so it must be a plain name
+/// (`[A-Za-z0-9][A-Za-z0-9._-]*`, which `hookq init` checks).
 pub fn initial_config(remote: &str, main_branch: &str) -> String {
+    debug_assert!(
+        remote
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')),
+        "remote {remote:?} is not a plain name"
+    );
+    let (main_branch, remote_toml) = (toml_quote(main_branch), toml_quote(remote));
     format!(
         r#"# hookq / arc configuration. See the README for every key.
 
 [repository]
-main_branch = {main_branch:?}
-remote = {remote:?}
+main_branch = {main_branch}
+remote = {remote_toml}
 
 [integration]
 # target_branch = "release"
@@ -691,6 +719,28 @@ mod tests {
     fn unknown_keys_in_shared_tables_are_left_alone() {
         let c = parse("[gate]\ncommands = ['cargo test']\n[agent]\nmodel = 'x'\n").unwrap();
         assert_eq!(c.gate, Config::default().gate);
+    }
+
+    #[test]
+    fn toml_quote_round_trips_through_the_parser() {
+        for s in [
+            "plain",
+            "say \"hi\"",
+            "back\\slash",
+            "two\nlines\tand tab\r",
+            "nul \0 bell \u{7} del \u{7f} c1 \u{85}",
+            "ünïcødé ☃ 𝄞",
+            "",
+        ] {
+            let text = format!("[repository]\nmain_branch = {}\n", toml_quote(s));
+            let table: toml::Table =
+                toml::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(
+                table["repository"]["main_branch"].as_str(),
+                Some(s),
+                "{text}"
+            );
+        }
     }
 
     #[test]

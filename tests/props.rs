@@ -110,24 +110,11 @@ proptest! {
     #[test]
     fn hook_lines_round_trip(lines in prop::collection::vec("[ -~]{1,40}", 0..5)) {
         let lines: Vec<String> = lines.into_iter().filter(|l| !l.trim().is_empty()).collect();
-        let body: Vec<String> = lines.iter().map(|l| toml_string(l)).collect();
+        let body: Vec<String> = lines.iter().map(|l| hookq::config::toml_quote(l)).collect();
         let text = format!("[hooks]\nafter_merge = [{}]\n", body.join(", "));
         let c = Config::parse(Path::new("c.toml"), text.as_bytes()).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(c.hooks(Point::AfterMerge), lines.as_slice());
     }
-}
-
-fn toml_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 fn check_config(bytes: &[u8]) -> Result<(), TestCaseError> {

@@ -32,24 +32,11 @@ pub fn workspace(dir: &Path, name: &str, commands: &[&str]) -> Workspace {
 pub fn write_config(ws: &Workspace, commands: &[&str]) {
     let list = commands
         .iter()
-        .map(|c| toml_string(c))
+        .map(|c| hookq::config::toml_quote(c))
         .collect::<Vec<_>>()
         .join(", ");
     let text = format!("[hooks]\nafter_awaiting_human = [{list}]\nafter_fail = [{list}]\n");
     std::fs::write(ws.config_path(), text).expect("write config.toml");
-}
-
-fn toml_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// A plain connection to the workspace's database for bulk setup: no durability needed, the
