@@ -123,6 +123,8 @@ struct Done {
     ran: Ran,
     commands: usize,
     warnings: Vec<String>,
+    /// The log `execute` was asked to open for the point after this one.
+    ahead: Option<exec::OpenedLog>,
 }
 
 impl<'a> Drainer<'a> {
@@ -209,7 +211,10 @@ impl<'a> Drainer<'a> {
                     loop {
                         let next = job_rx.lock().map(|rx| rx.recv());
                         let Ok(Ok(job)) = next else { break };
-                        if done_tx.send(execute(ws, job, stop, &mut || {})).is_err() {
+                        if done_tx
+                            .send(execute(ws, job, stop, None, &mut || {}))
+                            .is_err()
+                        {
                             break;
                         }
                     }
@@ -279,18 +284,14 @@ impl<'a> Drainer<'a> {
                                 // a batch is due, and open the first log of the point after it.
                                 let next_log =
                                     window.front().and_then(|e| self.first_log(e, &job.cfg));
-                                let (mut next_log, mut flushed) = (next_log, Ok(()));
-                                let ahead = &mut self.ahead;
-                                let done = execute(&self.ws, job, self.stop, &mut || {
-                                    if flushed.is_ok() && self.clears.due() {
-                                        flushed = self.clears.flush(store);
-                                    }
-                                    if let Some(path) = next_log.take() {
-                                        // A failure here is met again, and reported, when that
-                                        // point runs.
-                                        *ahead = exec::OpenedLog::open(&path).ok();
-                                    }
-                                });
+                                let mut flushed = Ok(());
+                                let mut done =
+                                    execute(&self.ws, job, self.stop, next_log, &mut || {
+                                        if flushed.is_ok() && self.clears.due() {
+                                            flushed = self.clears.flush(store);
+                                        }
+                                    });
+                                self.ahead = done.ahead.take();
                                 let finished = self.finish(done, report);
                                 if let Err(e) = flushed.map_err(DrainError::from).and(finished) {
                                     break 'start Err(e);
@@ -497,9 +498,16 @@ impl Clears {
 }
 
 /// Runs a job's commands one after another, calling `meanwhile` while they run (see
-/// [`exec::run_while`]), and opening each command's log while the one before it runs. Touches no
-/// database.
-fn execute(ws: &Workspace, mut job: Job, stop: &Stop, meanwhile: &mut dyn FnMut()) -> Done {
+/// [`exec::run_while`]). Each command's log is opened while the one before it runs, and `after`
+/// (the first log of the point to run next) while the last one runs; that one is handed back in
+/// [`Done::ahead`]. Touches no database.
+fn execute(
+    ws: &Workspace,
+    mut job: Job,
+    stop: &Stop,
+    mut after: Option<std::path::PathBuf>,
+    meanwhile: &mut dyn FnMut(),
+) -> Done {
     let lines = job.cfg.hooks(job.point);
     let mut rows = Vec::with_capacity(lines.len());
     let mut warnings = Vec::new();
@@ -515,7 +523,11 @@ fn execute(ws: &Workspace, mut job: Job, stop: &Stop, meanwhile: &mut dyn FnMut(
         let index = i + 1;
         let log = ws.hook_log_path(task, point, index);
         let opened = ahead.take();
-        let mut next_log = (index < lines.len()).then(|| ws.hook_log_path(task, point, index + 1));
+        let mut next_log = if index < lines.len() {
+            Some(ws.hook_log_path(task, point, index + 1))
+        } else {
+            after.take()
+        };
         let header = format!(
             "occurrence {} ARC_STATE={} pass {}: {}",
             entry.id,
@@ -584,7 +596,11 @@ fn execute(ws: &Workspace, mut job: Job, stop: &Stop, meanwhile: &mut dyn FnMut(
             log_path: Some(log.display().to_string()),
         });
     }
-    if let Some(unused) = ahead {
+    // Once every command ran, what is open ahead is the next point's log; otherwise it is a
+    // log of this point that will not be written now.
+    if ran.is_some()
+        && let Some(unused) = ahead.take()
+    {
         unused.discard();
     }
     Done {
@@ -592,6 +608,7 @@ fn execute(ws: &Workspace, mut job: Job, stop: &Stop, meanwhile: &mut dyn FnMut(
         job,
         commands,
         warnings,
+        ahead,
     }
 }
 
@@ -636,6 +653,13 @@ mod tests {
         (dir, ws, store)
     }
 
+    /// The workspace's runner lock, free in these tests.
+    fn runner_lock(ws: &Workspace) -> RunnerLock {
+        RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
+            .unwrap()
+            .expect("the runner lock is free")
+    }
+
     /// Moves each of `tasks` through `phases`, creating it in `todo.ready` first with `create`.
     fn walk(store: &mut Store, tasks: &[&str], create: bool, phases: &[&str]) {
         store
@@ -660,9 +684,7 @@ mod tests {
     fn each_point_is_counted_as_started_once() {
         let (_dir, ws, mut store) = workspace("after_fail = ['true']");
         let stop = Stop::new();
-        let lock = RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
-            .unwrap()
-            .unwrap();
+        let lock = runner_lock(&ws);
         let report = Drainer::new(ws, &stop).drain(&mut store, &lock).unwrap();
         assert_eq!((report.cleared, report.commands), (2, 2));
         let passes: Vec<i64> = store
@@ -678,9 +700,7 @@ mod tests {
     fn a_stop_asked_for_between_points_leaves_the_next_one_unstarted() {
         let (_dir, ws, mut store) = workspace("after_fail = ['exit 1']");
         let stop = Stop::new();
-        let lock = RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
-            .unwrap()
-            .unwrap();
+        let lock = runner_lock(&ws);
         // The warning for the first point's failure arrives after the next point was chosen to
         // be marked started, and asks to stop: the second point must not keep the mark.
         let report = Drainer::with_warnings(ws.clone(), &stop, |_| stop.request())
@@ -706,9 +726,7 @@ mod tests {
         );
         walk(&mut store, &["c"], true, &["failed.x"]);
         let stop = Stop::new();
-        let lock = RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
-            .unwrap()
-            .unwrap();
+        let lock = runner_lock(&ws);
         let mut warnings = Vec::new();
         let err = Drainer::with_warnings(ws, &stop, |w| warnings.push(w.to_owned()))
             .jobs(2)
@@ -747,9 +765,7 @@ mod tests {
         std::fs::create_dir_all(ws.state_dir().join("runs")).unwrap();
         std::fs::write(ws.state_dir().join("runs/a"), "not a folder").unwrap();
         let stop = Stop::new();
-        let lock = RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
-            .unwrap()
-            .unwrap();
+        let lock = runner_lock(&ws);
         let err = Drainer::new(ws, &stop)
             .drain(&mut store, &lock)
             .unwrap_err();
