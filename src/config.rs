@@ -477,7 +477,7 @@ impl ConfigSource {
             return Ok(Arc::clone(cfg));
         }
         self.trusted = None;
-        let bytes = self.read_settled()?;
+        let bytes = self.read_settled(version)?;
         let cfg = match &self.last {
             Some((old, cfg)) if *old == bytes => Arc::clone(cfg),
             _ => {
@@ -492,9 +492,9 @@ impl ConfigSource {
         Ok(cfg)
     }
 
-    fn read_settled(&self) -> Result<Vec<u8>, ConfigError> {
+    /// Reads the file, whose version was `before` just now.
+    fn read_settled(&self, before: Option<FileVersion>) -> Result<Vec<u8>, ConfigError> {
         let deadline = Instant::now() + SETTLE_LIMIT;
-        let before = FileVersion::of(&self.path);
         let mut bytes = read_bounded(&self.path)?;
         match &self.last {
             Some((old, _)) if *old == bytes => return Ok(bytes),

@@ -152,8 +152,11 @@ pub fn move_task(
 /// Set-based: three statements for the whole plan rather than four per task, so cancelling a
 /// plan of ten thousand tasks costs close to inserting its rows.
 pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition>, StoreError> {
+    // `Phase::is_finished` in SQL: the plan's tasks not in `done.*` or `failed.*`.
     const UNFINISHED: &str = "plan = ?1 AND phase NOT LIKE 'done.%' AND phase NOT LIKE 'failed.%'";
     let cancelled = Phase::new("failed.cancelled").expect("a valid phase");
+    // The point any move into `failed.*` records, by the same rule as `move_task`.
+    let point = cancelled.point().expect("failed.* records a point");
     let from: Vec<(String, String)> = tx
         .prepare_cached(&format!(
             "SELECT id, phase FROM tasks WHERE {UNFINISHED} ORDER BY id"
@@ -169,11 +172,11 @@ pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition
         .query_row([], |r| r.get(0))?;
     let inserted = tx
         .prepare_cached(&format!(
-            "INSERT INTO pending_hooks (task, point, recorded_ms) SELECT id, 'after_fail', ?2 FROM tasks WHERE {UNFINISHED} ORDER BY id"
+            "INSERT INTO pending_hooks (task, point, recorded_ms) SELECT id, ?3, ?2 FROM tasks WHERE {UNFINISHED} ORDER BY id"
         ))?
-        .execute(params![plan.as_str(), now])?;
+        .execute(params![plan.as_str(), now, point.as_str()])?;
     let last = tx.last_insert_rowid();
-    count_pending(tx, Point::AfterFail.as_str(), inserted as i64)?;
+    count_pending(tx, point.as_str(), inserted as i64)?;
     tx.prepare_cached(
         "INSERT INTO pending_hook_states (hook_id, state) SELECT id, ?2 FROM pending_hooks WHERE id > ?1",
     )?
@@ -204,10 +207,7 @@ pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition
             task,
             from: Some(phase),
             to: to.clone(),
-            occurrence: Some(Occurrence {
-                id,
-                point: Point::AfterFail,
-            }),
+            occurrence: Some(Occurrence { id, point }),
         })
         .collect())
 }

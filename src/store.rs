@@ -828,12 +828,7 @@ impl Store {
 
     /// What the start log holds now.
     fn unfolded_starts(&self) -> Result<Vec<Start>, StoreError> {
-        let path = self.starts.path();
-        starts::read(path).map_err(|source| StoreError::StartLog {
-            action: "read",
-            path: path.to_path_buf(),
-            source,
-        })
+        starts::read(self.starts.path()).map_err(|e| self.start_log_error("read", e))
     }
 
     /// History, newest first, optionally of one task or one occurrence.
@@ -955,11 +950,7 @@ impl Store {
         let start = Start { id: entry.id, ms };
         self.starts
             .append(start)
-            .map_err(|source| StoreError::StartLog {
-                action: "write",
-                path: self.starts.path().to_path_buf(),
-                source,
-            })?;
+            .map_err(|e| self.start_log_error("write", e))?;
         Ok(true)
     }
 
@@ -1004,11 +995,16 @@ impl Store {
     fn empty_start_log(&mut self) -> Result<(), StoreError> {
         self.starts
             .truncate()
-            .map_err(|source| StoreError::StartLog {
-                action: "empty",
-                path: self.starts.path().to_path_buf(),
-                source,
-            })
+            .map_err(|e| self.start_log_error("empty", e))
+    }
+
+    /// The error for a failed `action` ("read", "write", "empty") on the start log.
+    fn start_log_error(&self, action: &'static str, source: std::io::Error) -> StoreError {
+        StoreError::StartLog {
+            action,
+            path: self.starts.path().to_path_buf(),
+            source,
+        }
     }
 
     /// Drops a pending point to history as `dropped`.
