@@ -246,24 +246,37 @@ impl Store {
         )?;
         let mode: String = c.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         expect("journal_mode", "wal".into(), mode.to_lowercase())?;
-        c.execute_batch("PRAGMA foreign_keys=ON")?;
-        let fk: i64 = c.query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
-        expect("foreign_keys", "1".into(), fk.to_string())?;
+        self.set_foreign_keys(true)?;
+        // A statement that changes many rows inside a bigger transaction keeps the pages it
+        // changes in a statement journal, to undo itself alone if it fails. Past 64 KiB SQLite
+        // writes that journal to a temporary file (`plan cancel` of ten thousand tasks spent
+        // about a tenth of its time there); held in memory, it costs a copy of each page. No
+        // query of ours sorts or groups outside an index, so nothing else grows there.
+        self.set_pragma("temp_store", "MEMORY", 2)?;
         self.set_synchronous(opts.synchronous)
+    }
+
+    /// Sets an integer-valued pragma on this connection and reads it back as `want`.
+    fn set_pragma(&self, name: &'static str, value: &str, want: i64) -> Result<(), StoreError> {
+        self.conn.execute_batch(&format!("PRAGMA {name}={value}"))?;
+        let found: i64 = self
+            .conn
+            .query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))?;
+        expect(name, want.to_string(), found.to_string())
+    }
+
+    /// Turns foreign key enforcement on or off on this connection and reads it back.
+    fn set_foreign_keys(&self, on: bool) -> Result<(), StoreError> {
+        let want = i64::from(on);
+        self.set_pragma("foreign_keys", &want.to_string(), want)
     }
 
     /// Sets `synchronous` on this connection and reads it back.
     fn set_synchronous(&self, level: Synchronous) -> Result<(), StoreError> {
-        let (name, want) = match level {
-            Synchronous::Full => ("FULL", 2),
-            Synchronous::Normal => ("NORMAL", 1),
-        };
-        self.conn
-            .execute_batch(&format!("PRAGMA synchronous={name}"))?;
-        let found: i64 = self
-            .conn
-            .query_row("PRAGMA synchronous", [], |r| r.get(0))?;
-        expect("synchronous", want.to_string(), found.to_string())
+        match level {
+            Synchronous::Full => self.set_pragma("synchronous", "FULL", 2),
+            Synchronous::Normal => self.set_pragma("synchronous", "NORMAL", 1),
+        }
     }
 
     /// Runs `f` with this connection's commits at `synchronous=NORMAL`, checkpoints every
@@ -333,10 +346,15 @@ impl Store {
         if check(self.applied_version()?)? {
             return Ok(());
         }
-        if let Err(e) = embedded::migrations::runner()
+        // A migration may rebuild a table other tables reference (V5): with foreign keys
+        // enforced, dropping the old table would delete every row referencing it. SQLite's
+        // procedure for such changes runs them with enforcement off, then checks the keys.
+        self.set_foreign_keys(false)?;
+        let ran = embedded::migrations::runner()
             .set_abort_divergent(true)
-            .run(&mut self.conn)
-        {
+            .run(&mut self.conn);
+        self.set_foreign_keys(true)?;
+        if let Err(e) = ran {
             // Two processes may create the same new database at once: if the other one won,
             // the schema is current now.
             if check(self.applied_version()?)? {
@@ -349,6 +367,16 @@ impl Store {
                 return Err(classified);
             }
             return Err(StoreError::Migrate(e.to_string()));
+        }
+        let dangling: i64 =
+            self.conn
+                .query_row("SELECT COUNT(*) FROM pragma_foreign_key_check", [], |r| {
+                    r.get(0)
+                })?;
+        if dangling > 0 {
+            return Err(StoreError::Migrate(format!(
+                "after migrating, {dangling} rows reference rows that do not exist (PRAGMA foreign_key_check lists them)"
+            )));
         }
         Ok(())
     }
@@ -1126,6 +1154,22 @@ mod tests {
         assert_eq!(mode, 0o600);
     }
 
+    /// Creates the database at `path` migrated up to `version` only, with tasks `a`
+    /// (`failed.x`) and `b` (`todo.ready`) of plan `p`, then runs `sql` there, foreign keys on.
+    fn db_at_version(path: &Path, version: i32, sql: &str) {
+        let mut conn = Connection::open(path).unwrap();
+        conn.execute_batch("PRAGMA foreign_keys=ON").unwrap();
+        embedded::migrations::runner()
+            .set_target(refinery::Target::Version(version))
+            .run(&mut conn)
+            .unwrap();
+        conn.execute_batch(
+            "INSERT INTO tasks (id, plan, phase, created_ms, updated_ms) VALUES ('a', 'p', 'failed.x', 0, 0), ('b', 'p', 'todo.ready', 0, 0);",
+        )
+        .unwrap();
+        conn.execute_batch(sql).unwrap();
+    }
+
     #[test]
     fn pending_counts_survive_the_move_from_triggers_to_code() {
         use crate::ids::{PlanId, TaskId};
@@ -1134,18 +1178,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("arc.db");
         // A database at V3, where triggers counted: two points recorded there.
-        let mut conn = Connection::open(&path).unwrap();
-        embedded::migrations::runner()
-            .set_target(refinery::Target::Version(3))
-            .run(&mut conn)
-            .unwrap();
-        conn.execute_batch(
-            "INSERT INTO tasks (id, plan, phase, created_ms, updated_ms) VALUES ('a', 'p', 'failed.x', 0, 0), ('b', 'p', 'todo.ready', 0, 0);
-             INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('a', 'after_fail', 0), ('a', 'after_fail', 0);
+        db_at_version(&path, 3, "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('a', 'after_fail', 0), ('a', 'after_fail', 0);
              INSERT INTO pending_hook_states (hook_id, state) VALUES (1, 'failed.x'), (2, 'failed.x');",
-        )
-        .unwrap();
-        drop(conn);
+        );
         let mut store = Store::open(&path).unwrap();
         let pending = |s: &Store| s.stats().unwrap().pending_by_point;
         assert_eq!(pending(&store), [("after_fail".to_string(), 2)]);
@@ -1174,6 +1209,89 @@ mod tests {
             .collect();
         store.clear_all(&cleared).unwrap();
         assert_eq!(pending(&store), []);
+    }
+
+    #[test]
+    fn rebuilding_pending_hooks_keeps_points_states_and_the_id_sequence() {
+        use crate::ids::TaskId;
+        use crate::phase::Phase;
+        use crate::record::{self, MoveFacts};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arc.db");
+        // A database at V4 with three points recorded, the newest since dropped: the sequence
+        // is above the highest id left.
+        db_at_version(&path, 4, "INSERT INTO pending_hooks (task, point, recorded_ms, passes, last_started_ms) VALUES ('a', 'after_fail', 5, 2, 7), ('a', 'after_fail', 6, 0, NULL), ('a', 'after_fail', 8, 0, NULL);
+             INSERT INTO pending_hook_states (hook_id, state) VALUES (1, 'failed.x'), (2, 'failed.y'), (3, 'failed.z');
+             DELETE FROM pending_hooks WHERE id = 3;
+             INSERT INTO queue_counts (kind, name, n) VALUES ('pending', 'after_fail', 2);",
+        );
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(store.applied_version().unwrap(), Some(5));
+        type Row = (i64, String, String, i64, i64, Option<i64>, String);
+        let rows: Vec<Row> = store
+            .conn()
+            .prepare("SELECT p.id, p.task, p.point, p.recorded_ms, p.passes, p.last_started_ms, s.state FROM pending_hooks p JOIN pending_hook_states s ON s.hook_id = p.id ORDER BY p.id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let a = |id, ms, passes, last, state: &str| {
+            (
+                id,
+                "a".to_string(),
+                "after_fail".to_string(),
+                ms,
+                passes,
+                last,
+                state.to_string(),
+            )
+        };
+        assert_eq!(
+            rows,
+            [
+                a(1, 5, 2, Some(7), "failed.x"),
+                a(2, 6, 0, None, "failed.y")
+            ]
+        );
+        // The next occurrence continues after the dropped one, never reusing its id.
+        let moved = store
+            .write(|tx| {
+                let to = Phase::new("review.awaiting_human").unwrap();
+                record::move_task(tx, &TaskId::new("b").unwrap(), &to, &MoveFacts::default())
+            })
+            .unwrap();
+        assert_eq!(moved.occurrence.unwrap().id, 4);
+        // The rule of the old CHECK holds, foreign keys are enforced, clearing still cascades.
+        let bad = store.conn().execute(
+            "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('a', 'after_lunch', 0)",
+            [],
+        );
+        assert!(bad.unwrap_err().to_string().contains("CHECK"));
+        let orphan = store.conn().execute(
+            "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('nobody', 'after_fail', 0)",
+            [],
+        );
+        assert!(orphan.unwrap_err().to_string().contains("FOREIGN KEY"));
+        store
+            .conn()
+            .execute("DELETE FROM pending_hooks WHERE id = 1", [])
+            .unwrap();
+        let states: i64 = store
+            .conn()
+            .query_row("SELECT COUNT(*) FROM pending_hook_states", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(states, 2);
+        let index: bool = store
+            .conn()
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'pending_hooks_interrupted')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(index);
+        assert_eq!(store.integrity_check().unwrap(), "ok");
     }
 
     #[test]
