@@ -83,7 +83,7 @@ impl Sizes {
             scale_drain_points: 500,
             scale_drain_rounds: 7,
             cancel_tasks: 10_000,
-            cancel_rounds: 3,
+            cancel_rounds: 9,
             history_total: 1_000_000,
             history_chunk: 10_000,
             history_first: 100_000,
