@@ -34,8 +34,9 @@ pub struct Scale {
     pub drain: (f64, f64),
     /// Points drained per round.
     pub drained: usize,
-    /// `cancel_plan` in one transaction, median ms; the batch-insert floor, median ms.
-    pub cancel: (f64, f64),
+    /// `cancel_plan` in one transaction, median ms; the batch-insert floor, median ms; the same
+    /// `cancel_plan` with foreign key enforcement off, median ms.
+    pub cancel: (f64, f64, f64),
     /// History database size in bytes after the first points and at the end; free pages at the
     /// end.
     pub history: (u64, u64, i64),
@@ -179,37 +180,46 @@ fn drain_some(ws: &Workspace, store: &mut Store, k: usize) -> f64 {
 
 /// `cancel_plan` of a plan of `sizes.cancel_tasks` unfinished tasks, one durable transaction,
 /// against inserting two rows per task (a point is two rows) into a bare table in one durable
-/// transaction; medians, ms.
-fn cancel(dir: &Path, sizes: &Sizes) -> (f64, f64) {
+/// transaction, and against the same `cancel_plan` on a connection with foreign key enforcement
+/// off (what SQLite's per-row key lookups cost); medians, ms, in that order. The three run in
+/// turn, the order rotated each round.
+fn cancel(dir: &Path, sizes: &Sizes) -> (f64, f64, f64) {
     let n = sizes.cancel_tasks;
-    let ws = fixture::workspace(dir, "cancel", &[]);
-    let mut store = Store::open(&ws.db_path()).expect("open the store");
+    let enforced = fixture::workspace(dir, "cancel", &[]);
+    let unenforced = fixture::workspace(dir, "cancel-no-fk", &[]);
+    let mut stores =
+        [&enforced, &unenforced].map(|ws| Store::open(&ws.db_path()).expect("open the store"));
+    stores[1]
+        .conn()
+        .execute_batch("PRAGMA foreign_keys=OFF")
+        .expect("foreign_keys off");
     let mut bare = Bare::create(dir, "bare-batch");
-    let (mut c, mut f) = (Vec::new(), Vec::new());
+    let mut times: [Vec<f64>; 3] = Default::default();
     for round in 0..sizes.cancel_rounds {
         let plan = format!("plan{round}");
-        {
-            let mut bulk = fixture::bulk_conn(&ws);
+        for ws in [&enforced, &unenforced] {
+            let mut bulk = fixture::bulk_conn(ws);
             fixture::add_tasks(&mut bulk, &format!("c{round}-"), &plan, "running.gate", n);
             fixture::checkpoint(&bulk);
         }
         let plan = PlanId::new(plan).expect("plan id");
-        let mut cancel = || {
-            let (moved, took) = timed(|| store.write(|tx| cancel_plan(tx, &plan)));
-            let moved = moved.expect("cancel_plan");
-            assert_eq!(moved.len(), n);
-            assert!(moved.iter().all(|t| t.occurrence.is_some()));
-            c.push(took);
-        };
-        if round % 2 == 0 {
-            cancel();
-            f.push(bare.insert(2 * n));
-        } else {
-            f.push(bare.insert(2 * n));
-            cancel();
+        for k in 0..3 {
+            let which = (round + k) % 3;
+            let took = if which == 1 {
+                bare.insert(2 * n)
+            } else {
+                let store = &mut stores[which / 2];
+                let (moved, took) = timed(|| store.write(|tx| cancel_plan(tx, &plan)));
+                let moved = moved.expect("cancel_plan");
+                assert_eq!(moved.len(), n);
+                assert!(moved.iter().all(|t| t.occurrence.is_some()));
+                took
+            };
+            times[which].push(took);
         }
     }
-    (median(&c), median(&f))
+    let [c, f, unchecked] = times.map(|t| median(&t));
+    (c, f, unchecked)
 }
 
 /// Pushes `sizes.history_total` points through history in passes of `sizes.history_chunk`,
@@ -328,6 +338,12 @@ pub fn rows(s: &Scale, sizes: &Sizes) -> Vec<Row> {
             sizes.history_keep_passes,
             s.history.2
         )),
+        Row::new("3f", "  cancel_plan as 3d, foreign key enforcement off", s.cancel.2, "ms")
+            .throughput_vs("batch-insert floor (F5)", s.cancel.1)
+            .note(format!(
+                "3d - 3f = {} ms: SQLite looking up each new point's task and each state's point (and, inserting many points at once, the states of each); the same database on a connection with foreign_keys=OFF, interleaved with 3d and F5",
+                super::report::num(s.cancel.0 - s.cancel.2)
+            )),
     ]
 }
 
