@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -303,6 +303,8 @@ fn create_log_dir(dir: &Path) -> std::io::Result<()> {
 pub struct OpenedLog {
     path: PathBuf,
     file: File,
+    /// The open file's device and inode, taken when it was opened.
+    id: (u64, u64),
     /// Whether opening it created it.
     created: bool,
 }
@@ -315,8 +317,10 @@ impl OpenedLog {
             Err(e) if e.kind() == ErrorKind::AlreadyExists => (open_log(path)?, false),
             Err(e) => return Err(e),
         };
+        let meta = file.metadata()?;
         Ok(Self {
             path: path.to_path_buf(),
+            id: (meta.dev(), meta.ino()),
             file,
             created,
         })
@@ -327,13 +331,10 @@ impl OpenedLog {
         &self.path
     }
 
-    /// Whether the open file is still the one at its path.
+    /// Whether the open file is still the one at its path: one `stat`, on the path, since the
+    /// open file's identity cannot change.
     fn is_linked(&self) -> bool {
-        use std::os::unix::fs::MetadataExt;
-        match (self.file.metadata(), std::fs::metadata(&self.path)) {
-            (Ok(open), Ok(at)) => open.dev() == at.dev() && open.ino() == at.ino(),
-            _ => false,
-        }
+        std::fs::metadata(&self.path).is_ok_and(|at| (at.dev(), at.ino()) == self.id)
     }
 
     /// Gives up a log no command ran into: removed again if opening it created it and it is
