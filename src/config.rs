@@ -486,9 +486,10 @@ impl ConfigSource {
                 cfg
             }
         };
-        // Vouch for this version only if it did not change around the read and is old enough.
+        // Vouch for this version only if it is old enough and did not change around the read
+        // (a young file is read every time, so it needs no second `stat`).
         self.trusted = version
-            .filter(|v| Some(*v) == FileVersion::of(&self.path) && v.age() >= STAT_TRUST_AGE);
+            .filter(|v| v.age() >= STAT_TRUST_AGE && Some(*v) == FileVersion::of(&self.path));
         Ok(cfg)
     }
 
