@@ -1277,20 +1277,12 @@ mod tests {
             .conn()
             .execute("DELETE FROM pending_hooks WHERE id = 1", [])
             .unwrap();
-        let states: i64 = store
-            .conn()
-            .query_row("SELECT COUNT(*) FROM pending_hook_states", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(states, 2);
-        let index: bool = store
-            .conn()
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'pending_hooks_interrupted')",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert!(index);
+        let one = |sql: &str| -> i64 { store.conn().query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(one("SELECT COUNT(*) FROM pending_hook_states"), 2);
+        assert_eq!(
+            one("SELECT COUNT(*) FROM sqlite_master WHERE name = 'pending_hooks_interrupted'"),
+            1
+        );
         assert_eq!(store.integrity_check().unwrap(), "ok");
     }
 
