@@ -48,6 +48,7 @@ struct Drained {
 impl Drained {
     fn new(dir: &Path, name: &str, commands: &[&str]) -> Self {
         let ws = fixture::workspace(dir, name, commands);
+        fixture::steady_wal(&ws.db_path());
         let store = Store::open(&ws.db_path()).expect("open the store");
         Self { ws, store }
     }

@@ -100,7 +100,8 @@ pub fn bare_connection(dir: &Path, name: &str) -> Connection {
 }
 
 /// A bare database beside the workspace's: same pragmas as hookq's store (WAL, synchronous=FULL,
-/// foreign keys, busy timeout), one table of its own.
+/// foreign keys, busy timeout), one table of its own, its WAL in steady state
+/// ([`super::fixture::steady_wal`]) as the store's is when it is timed.
 pub struct Bare {
     conn: Connection,
     next: i64,
@@ -114,7 +115,13 @@ impl Bare {
             "CREATE TABLE bare (id INTEGER PRIMARY KEY, name TEXT NOT NULL, at INTEGER NOT NULL) STRICT;",
         )
         .expect("create the bare table");
+        super::fixture::steady_wal(&dir.join(format!("{name}.db")));
         Self { conn, next: 0 }
+    }
+
+    /// Checkpoints the WAL with `RESTART`, as a round's setup does for the database compared.
+    pub fn restart(&self) {
+        super::fixture::restart(&self.conn);
     }
 
     /// Inserts `rows` rows in one durable `BEGIN IMMEDIATE` transaction; ms.

@@ -187,6 +187,11 @@ fn cancel(dir: &Path, sizes: &Sizes) -> (f64, f64, f64) {
     let n = sizes.cancel_tasks;
     let enforced = fixture::workspace(dir, "cancel", &[]);
     let unenforced = fixture::workspace(dir, "cancel-no-fk", &[]);
+    // All three are timed with their WAL in steady state (the bare one's is made so by
+    // `Bare::create`), and each round starts them from a checkpoint that does not truncate it.
+    for ws in [&enforced, &unenforced] {
+        fixture::steady_wal(&ws.db_path());
+    }
     let mut stores =
         [&enforced, &unenforced].map(|ws| Store::open(&ws.db_path()).expect("open the store"));
     stores[1]
@@ -200,8 +205,9 @@ fn cancel(dir: &Path, sizes: &Sizes) -> (f64, f64, f64) {
         for ws in [&enforced, &unenforced] {
             let mut bulk = fixture::bulk_conn(ws);
             fixture::add_tasks(&mut bulk, &format!("c{round}-"), &plan, "running.gate", n);
-            fixture::checkpoint(&bulk);
+            fixture::restart(&bulk);
         }
+        bare.restart();
         let plan = PlanId::new(plan).expect("plan id");
         for k in 0..3 {
             let which = (round + k) % 3;

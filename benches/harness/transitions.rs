@@ -47,6 +47,7 @@ impl BareOutbox {
                  SELECT printf('t%07d', i), 'running.gate' FROM n;"
         ))
         .expect("create the bare outbox");
+        fixture::steady_wal(&dir.join("bare-outbox.db"));
         Self { conn }
     }
 
@@ -88,6 +89,8 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> Transitions {
         fixture::add_tasks(&mut c, "b", "p1", "running.gate", n);
         fixture::checkpoint(&c);
     }
+    // Every database of the figure is timed with its WAL in steady state, as in use.
+    fixture::steady_wal(&ws.db_path());
     let mut store = Store::open(&ws.db_path()).expect("open the store");
     let mut bare = Bare::create(dir, "bare-commit");
     let mut outbox = BareOutbox::create(dir, 2 * n);
