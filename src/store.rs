@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use rusqlite::{
@@ -196,7 +197,8 @@ pub struct Store {
     path: PathBuf,
     busy_timeout: Duration,
     synchronous: Synchronous,
-    starts: StartLog,
+    /// Shared with the [`StartMarker`]s of a parallel drain's workers.
+    starts: Arc<Mutex<StartLog>>,
 }
 
 /// The newest schema version this binary knows.
@@ -228,7 +230,7 @@ impl Store {
             path: path.to_path_buf(),
             busy_timeout: opts.busy_timeout,
             synchronous: opts.synchronous,
-            starts: StartLog::new(starts::path_for(path)),
+            starts: Arc::new(Mutex::new(StartLog::new(starts::path_for(path)))),
         };
         store.set_pragmas(opts).map_err(|e| store.timed(e))?;
         store.migrate().map_err(|e| store.timed(e))?;
@@ -856,7 +858,8 @@ impl Store {
 
     /// What the start log holds now.
     fn unfolded_starts(&self) -> Result<Vec<Start>, StoreError> {
-        starts::read(self.starts.path()).map_err(|e| self.start_log_error("read", e))
+        let path = starts::path_for(&self.path);
+        starts::read(&path).map_err(|e| start_log_error(&path, "read", e))
     }
 
     /// History, newest first, optionally of one task or one occurrence.
@@ -965,21 +968,22 @@ impl Store {
         entry: &PendingRow,
         _lock: &RunnerLock,
     ) -> Result<bool, StoreError> {
-        let last: Option<Option<i64>> = self
-            .conn
-            .prepare_cached("SELECT last_started_ms FROM pending_hooks WHERE id = ?1")?
-            .query_row([entry.id], |r| r.get(0))
-            .optional()?;
-        let Some(last) = last else {
-            return Ok(false);
-        };
-        // Later than any start counted before, so that folding it counts it exactly once.
-        let ms = now_ms().max(last.unwrap_or(0) + 1);
-        let start = Start { id: entry.id, ms };
-        self.starts
-            .append(start)
-            .map_err(|e| self.start_log_error("write", e))?;
-        Ok(true)
+        mark_started_on(&self.conn, &self.starts, entry)
+    }
+
+    /// A [`StartMarker`] for a thread of its own, sharing this store's start log: a
+    /// connection of its own to the database, which it only reads.
+    pub fn start_marker(&self, _lock: &RunnerLock) -> Result<StartMarker, StoreError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(&self.path, flags)?;
+        conn.busy_timeout(self.busy_timeout)?;
+        conn.execute_batch("PRAGMA query_only=ON")?;
+        Ok(StartMarker {
+            conn,
+            starts: Arc::clone(&self.starts),
+        })
     }
 
     /// Folds what the start log holds (the starts of a runner that died before it folded them)
@@ -998,13 +1002,16 @@ impl Store {
     /// (running, or stopped) are folded in the same transaction.
     pub fn clear_all(&mut self, points: &[Cleared]) -> Result<(), StoreError> {
         let cleared: HashSet<i64> = points.iter().map(|p| p.entry.id).collect();
-        let still: Vec<Start> = self
-            .starts
-            .unfolded()
-            .iter()
-            .filter(|s| !cleared.contains(&s.id))
-            .copied()
-            .collect();
+        let (logged, still): (usize, Vec<Start>) = {
+            let log = lock_log(&self.starts);
+            let still = log
+                .unfolded()
+                .iter()
+                .filter(|s| !cleared.contains(&s.id))
+                .copied()
+                .collect();
+            (log.unfolded().len(), still)
+        };
         if points.is_empty() && still.is_empty() {
             return Ok(());
         }
@@ -1014,25 +1021,18 @@ impl Store {
                 .iter()
                 .try_for_each(|p| clear_in(tx, &p.entry, &p.rows))
         })?;
-        if self.starts.unfolded().is_empty() {
+        if logged == 0 {
             return Ok(());
         }
-        self.empty_start_log()
+        let mut log = lock_log(&self.starts);
+        log.folded(logged)
+            .map_err(|e| start_log_error(log.path(), "empty", e))
     }
 
     fn empty_start_log(&mut self) -> Result<(), StoreError> {
-        self.starts
-            .truncate()
-            .map_err(|e| self.start_log_error("empty", e))
-    }
-
-    /// The error for a failed `action` ("read", "write", "empty") on the start log.
-    fn start_log_error(&self, action: &'static str, source: std::io::Error) -> StoreError {
-        StoreError::StartLog {
-            action,
-            path: self.starts.path().to_path_buf(),
-            source,
-        }
+        let mut log = lock_log(&self.starts);
+        log.truncate()
+            .map_err(|e| start_log_error(log.path(), "empty", e))
     }
 
     /// Drops a pending point to history as `dropped`.
@@ -1078,6 +1078,57 @@ pub fn count_pending(conn: &Connection, point: &str, delta: i64) -> Result<(), S
         .execute(params![point, delta])?;
     }
     Ok(())
+}
+
+/// Marks points started from a thread other than its store's: a parallel drain's worker marks
+/// the point it takes from the queue the moment it starts it, as the store itself does with one
+/// job. Made by [`Store::start_marker`], it shares the store's start log.
+#[derive(Debug)]
+pub struct StartMarker {
+    conn: Connection,
+    starts: Arc<Mutex<StartLog>>,
+}
+
+impl StartMarker {
+    /// As [`Store::mark_started`].
+    pub fn mark_started(&self, entry: &PendingRow) -> Result<bool, StoreError> {
+        mark_started_on(&self.conn, &self.starts, entry)
+    }
+}
+
+/// [`Store::mark_started`] on `conn`, appending to `starts`.
+fn mark_started_on(
+    conn: &Connection,
+    starts: &Mutex<StartLog>,
+    entry: &PendingRow,
+) -> Result<bool, StoreError> {
+    let last: Option<Option<i64>> = conn
+        .prepare_cached("SELECT last_started_ms FROM pending_hooks WHERE id = ?1")?
+        .query_row([entry.id], |r| r.get(0))
+        .optional()?;
+    let Some(last) = last else {
+        return Ok(false);
+    };
+    // Later than any start counted before, so that folding it counts it exactly once.
+    let ms = now_ms().max(last.unwrap_or(0) + 1);
+    let mut log = lock_log(starts);
+    log.append(Start { id: entry.id, ms })
+        .map_err(|e| start_log_error(log.path(), "write", e))?;
+    Ok(true)
+}
+
+/// The start log, whoever panicked holding it: each of its operations leaves it whole.
+fn lock_log(starts: &Mutex<StartLog>) -> MutexGuard<'_, StartLog> {
+    starts.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The error for a failed `action` ("read", "write", "empty") on the start log at `path`.
+fn start_log_error(path: &Path, action: &'static str, source: std::io::Error) -> StoreError {
+    StoreError::StartLog {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// Counts starts a pass recorded in the start log, each once (see [`crate::starts`]).
