@@ -2,8 +2,10 @@
 //!
 //! Points are taken in recorded order. With `jobs > 1`, points of different tasks run at the same
 //! time; a task's next point starts only after its previous one finished, and a point's commands
-//! always run one after another. All database work stays on the calling thread; worker threads
-//! only run commands.
+//! always run one after another. The calling thread reads the queue, prepares each point and
+//! clears finished ones; each worker keeps one prepared point waiting behind the one it runs, so
+//! it can start the next the moment one ends, and marks it started then, reading the database
+//! on a connection of its own ([`StartMarker`]). Workers never write the database.
 //!
 //! A point is marked started before its first command starts by a line in the start log
 //! ([`crate::starts`]), not a commit: a pass first folds the lines a killed runner left there.
@@ -29,7 +31,9 @@ use crate::exec::{self, Ending, ExecError, Stop};
 use crate::ids::TaskId;
 use crate::lock::RunnerLock;
 use crate::phase::Point;
-use crate::store::{Cleared, NewHistory, Outcome, PendingRow, Store, StoreError, now_ms};
+use crate::store::{
+    Cleared, NewHistory, Outcome, PendingRow, StartMarker, Store, StoreError, now_ms,
+};
 use crate::workspace::Workspace;
 
 /// How many pending rows one read fetches.
@@ -75,7 +79,8 @@ pub struct PassReport {
 /// and the base environment.
 pub struct Drainer<'a> {
     ws: Workspace,
-    config: ConfigSource,
+    /// Shared with a parallel pass's workers, which check it again as they start a point.
+    config: Arc<Mutex<ConfigSource>>,
     base_env: Vec<(OsString, OsString)>,
     stop: &'a Stop,
     jobs: usize,
@@ -95,8 +100,8 @@ impl std::fmt::Debug for Drainer<'_> {
     }
 }
 
-/// A point ready to run: its start logged (see [`crate::starts`]), its commands and environment
-/// fixed.
+/// A point ready to run: its commands and environment fixed, and its start logged (see
+/// [`crate::starts`]), by the worker that runs it in a parallel pass.
 struct Job {
     entry: PendingRow,
     task: TaskId,
@@ -112,10 +117,17 @@ struct Job {
 enum Ran {
     /// Every command ran; these are its history rows.
     Completed(Vec<NewHistory>),
-    /// A stop request ended it before its last command finished: it stays pending.
+    /// A stop request ended it before its last command finished, or before it started: it
+    /// stays pending.
     Stopped,
-    /// A command could not be run at all: it stays pending and the pass ends.
-    Failed(ExecError),
+    /// It was dropped from the queue while it waited for a worker: not run, nothing to clear.
+    Dropped,
+    /// The config changed (or broke) while it waited for a worker: not started, to be prepared
+    /// again with the config as it is now.
+    Stale,
+    /// A command could not be run at all, or its start could not be logged: it stays pending
+    /// and the pass ends.
+    Failed(DrainError),
 }
 
 struct Done {
@@ -125,6 +137,19 @@ struct Done {
     warnings: Vec<String>,
     /// The log `execute` was asked to open for the point after this one.
     ahead: Option<exec::OpenedLog>,
+}
+
+impl Done {
+    /// A job that ran no command.
+    fn unrun(job: Job, ran: Ran) -> Self {
+        Self {
+            job,
+            ran,
+            commands: 0,
+            warnings: Vec::new(),
+            ahead: None,
+        }
+    }
 }
 
 impl<'a> Drainer<'a> {
@@ -138,7 +163,7 @@ impl<'a> Drainer<'a> {
         let config = ConfigSource::new(ws.config_path());
         Self {
             ws,
-            config,
+            config: Arc::new(Mutex::new(config)),
             base_env: base_env(std::env::vars_os()),
             stop,
             jobs: 1,
@@ -156,7 +181,7 @@ impl<'a> Drainer<'a> {
 
     /// The config as it is now (cached while the file is unchanged).
     pub fn config(&mut self) -> Result<Arc<Config>, ConfigError> {
-        self.config.current()
+        current(&self.config)
     }
 
     /// Runs every pending point, in recorded order, until none is left or a stop is requested.
@@ -168,7 +193,7 @@ impl<'a> Drainer<'a> {
         lock: &RunnerLock,
     ) -> Result<PassReport, DrainError> {
         // Read once up front so an invalid config fails the pass even when nothing is pending.
-        self.config.current()?;
+        self.config()?;
         store.with_relaxed_sync(|store| {
             // Count what a runner killed before it folded its starts had started.
             store.fold_starts(lock)?;
@@ -186,7 +211,7 @@ impl<'a> Drainer<'a> {
             }
             passed?;
             flushed?;
-            let cfg = self.config.current()?;
+            let cfg = self.config()?;
             let keep_ms = i64::from(cfg.queue.keep_history_days) * 86_400_000;
             store.prune_history(now_ms() - keep_ms, PRUNE_LIMIT)?;
             Ok(report)
@@ -203,18 +228,19 @@ impl<'a> Drainer<'a> {
         let (done_tx, done_rx) = mpsc::channel::<Done>();
         let job_rx = Mutex::new(job_rx);
         let ws = self.ws.clone();
-        let (ws, stop, jobs) = (&ws, self.stop, self.jobs);
+        let (ws, stop) = (&ws, self.stop);
+        let markers = (0..self.jobs)
+            .map(|_| store.start_marker(lock))
+            .collect::<Result<Vec<_>, _>>()?;
+        let config = Arc::clone(&self.config);
         std::thread::scope(|scope| {
-            for _ in 0..jobs {
-                let (job_rx, done_tx) = (&job_rx, done_tx.clone());
+            for marker in markers {
+                let (job_rx, done_tx, config) = (&job_rx, done_tx.clone(), &config);
                 scope.spawn(move || {
                     loop {
                         let next = job_rx.lock().map(|rx| rx.recv());
                         let Ok(Ok(job)) = next else { break };
-                        if done_tx
-                            .send(execute(ws, job, stop, None, &mut || {}))
-                            .is_err()
-                        {
+                        if done_tx.send(start(ws, job, stop, &marker, config)).is_err() {
                             break;
                         }
                     }
@@ -236,7 +262,8 @@ impl<'a> Drainer<'a> {
         report: &mut PassReport,
         pool: Option<(&mpsc::Sender<Job>, &mpsc::Receiver<Done>)>,
     ) -> Result<(), DrainError> {
-        let jobs = if pool.is_some() { self.jobs } else { 1 };
+        // With a pool, a worker's next point waits prepared behind the one it runs.
+        let in_flight = if pool.is_some() { 2 * self.jobs } else { 1 };
         let mut window: VecDeque<PendingRow> = VecDeque::new();
         let mut fetched_to = 0;
         let mut busy: HashSet<String> = HashSet::new();
@@ -261,14 +288,14 @@ impl<'a> Drainer<'a> {
                     // waiting behind one) keeps its later points waiting too.
                     let mut blocked: HashSet<String> = HashSet::new();
                     let mut i = 0;
-                    while i < window.len() && running < jobs && !self.stop.graceful() {
+                    while i < window.len() && running < in_flight && !self.stop.graceful() {
                         if busy.contains(&window[i].task) || blocked.contains(&window[i].task) {
                             blocked.insert(window[i].task.clone());
                             i += 1;
                             continue;
                         }
                         let entry = window.remove(i).expect("index checked");
-                        let job = match self.prepare(store, lock, entry, report) {
+                        let job = match self.prepare(store, lock, entry, report, pool.is_none()) {
                             Ok(Some(job)) => job,
                             Ok(None) => continue,
                             Err(e) => break 'start Err(e),
@@ -340,6 +367,13 @@ impl<'a> Drainer<'a> {
             };
             running -= 1;
             busy.remove(&done.job.entry.task);
+            if let Ran::Stale = done.ran {
+                // Back in its place in recorded order, to be prepared again.
+                let entry = done.job.entry;
+                let at = window.partition_point(|e| e.id < entry.id);
+                window.insert(at, entry);
+                continue;
+            }
             if let Err(e) = self.finish(done, report) {
                 // Let the running jobs end and be cleared before reporting.
                 failure.get_or_insert(e);
@@ -371,19 +405,20 @@ impl<'a> Drainer<'a> {
         Ok(())
     }
 
-    /// Reads the config for this point and either clears it (no commands, parked) or marks it
-    /// started and returns the job to run.
+    /// Reads the config for this point and either clears it (no commands, parked) or returns
+    /// the job to run, marked started when `mark` (a worker marks its own).
     fn prepare(
         &mut self,
         store: &mut Store,
         lock: &RunnerLock,
         entry: PendingRow,
         report: &mut PassReport,
+        mark: bool,
     ) -> Result<Option<Job>, DrainError> {
         let point = entry.point()?;
         let task = entry.task_id()?;
         // The config as it is at the moment this point runs.
-        let cfg = self.config.current()?;
+        let cfg = self.config()?;
         let Some(state) = entry.state.clone() else {
             (self.warn)(&format!(
                 "warning: {point} for task {task} (occurrence {}): its recorded state is missing; parked as abandoned",
@@ -412,12 +447,14 @@ impl<'a> Drainer<'a> {
             // before it is cleared first, so it cannot take those points down with it again.
             self.clears.flush(store)?;
         }
-        if !store.mark_started(&entry, lock)? {
-            // Dropped since it was read.
-            return Ok(None);
-        }
         let mut entry = entry;
-        entry.passes += 1;
+        if mark {
+            if !store.mark_started(&entry, lock)? {
+                // Dropped since it was read.
+                return Ok(None);
+            }
+            entry.passes += 1;
+        }
         let worktree = self.ws.worktree(&task);
         let env = hook_env(
             &self.base_env,
@@ -463,7 +500,9 @@ impl<'a> Drainer<'a> {
                 report.stopped = true;
                 Ok(())
             }
-            Ran::Failed(e) => Err(e.into()),
+            Ran::Dropped => Ok(()),
+            Ran::Stale => unreachable!("the pass prepares a stale job again"),
+            Ran::Failed(e) => Err(e),
         }
     }
 }
@@ -494,6 +533,33 @@ impl Clears {
         let points = std::mem::take(&mut self.points);
         self.since = None;
         store.clear_all(&points)
+    }
+}
+
+/// A worker's part of a parallel pass: starts `job` unless, while it waited, a stop came, the
+/// config changed (SPEC §4 runs a point with the config as it is when the point runs) or the
+/// point was dropped; marks it started first, then runs it.
+fn start(
+    ws: &Workspace,
+    mut job: Job,
+    stop: &Stop,
+    marker: &StartMarker,
+    config: &Mutex<ConfigSource>,
+) -> Done {
+    if stop.graceful() {
+        return Done::unrun(job, Ran::Stopped);
+    }
+    // The same `Arc` while the file reads as it did when the job was prepared.
+    if !current(config).is_ok_and(|cfg| Arc::ptr_eq(&cfg, &job.cfg)) {
+        return Done::unrun(job, Ran::Stale);
+    }
+    match marker.mark_started(&job.entry) {
+        Ok(true) => {
+            job.entry.passes += 1;
+            execute(ws, job, stop, None, &mut || {})
+        }
+        Ok(false) => Done::unrun(job, Ran::Dropped),
+        Err(e) => Done::unrun(job, Ran::Failed(e.into())),
     }
 }
 
@@ -560,7 +626,7 @@ fn execute(
         let done = match done {
             Ok(d) => d,
             Err(e) => {
-                ran = Some(Ran::Failed(e));
+                ran = Some(Ran::Failed(e.into()));
                 break;
             }
         };
@@ -610,6 +676,14 @@ fn execute(
         warnings,
         ahead,
     }
+}
+
+/// The config as the file says now, whoever panicked holding the source.
+fn current(config: &Mutex<ConfigSource>) -> Result<Arc<Config>, ConfigError> {
+    config
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .current()
 }
 
 /// Whether a command died of the same stop that is stopping the pass. A service manager stops
@@ -680,6 +754,16 @@ mod tests {
             .unwrap();
     }
 
+    /// How many passes started each point in history, oldest first.
+    fn history_passes(store: &Store) -> Vec<i64> {
+        store
+            .history(None, None, 10)
+            .unwrap()
+            .iter()
+            .map(|h| h.passes)
+            .collect()
+    }
+
     #[test]
     fn each_point_is_counted_as_started_once() {
         let (_dir, ws, mut store) = workspace("after_fail = ['true']");
@@ -687,13 +771,11 @@ mod tests {
         let lock = runner_lock(&ws);
         let report = Drainer::new(ws, &stop).drain(&mut store, &lock).unwrap();
         assert_eq!((report.cleared, report.commands), (2, 2));
-        let passes: Vec<i64> = store
-            .history(None, None, 10)
-            .unwrap()
-            .iter()
-            .map(|h| h.passes)
-            .collect();
-        assert_eq!(passes, [1, 1], "each point counted as started once");
+        assert_eq!(
+            history_passes(&store),
+            [1, 1],
+            "each point counted as started once"
+        );
     }
 
     #[test]
@@ -719,8 +801,10 @@ mod tests {
 
     #[test]
     fn an_error_starting_a_job_lets_the_running_ones_finish_and_be_cleared() {
-        // With two workers, a breaks the config while b runs and fails: c cannot be prepared.
-        // The pass still reports b's failure and clears a and b before it ends with the error.
+        // With two workers, a breaks the config while b runs and fails. c, prepared meanwhile to
+        // wait for a worker, finds the config changed when one takes it and goes back to the
+        // pass, which cannot prepare it again. The pass still reports b's failure and clears a
+        // and b before it ends with the error.
         let (_dir, ws, mut store) = workspace(
             r#"after_fail = ['if [ "$ARC_TASK" = a ]; then printf "not toml [" > .radian/arc/config.toml; sleep 0.5; fi; if [ "$ARC_TASK" = b ]; then sleep 0.5; exit 3; fi']"#,
         );
@@ -748,6 +832,105 @@ mod tests {
         assert_eq!(
             (left.len(), left[0].task.as_str(), left[0].passes),
             (1, "c", 0)
+        );
+    }
+
+    /// a and b run for a second each on the two workers of a pass; c waits for a worker.
+    const C_WAITS: &str = r#"after_fail = ['if [ "$ARC_TASK" != c ]; then touch "started-$ARC_TASK"; sleep 1; fi; echo v1 > "ran-$ARC_TASK"']"#;
+
+    /// Drains with two workers on another thread, calling `meanwhile` once a and b run, while c
+    /// waits prepared for a worker.
+    fn drain_while_c_waits(
+        ws: &Workspace,
+        store: &mut Store,
+        stop: &Stop,
+        meanwhile: impl FnOnce(),
+    ) -> PassReport {
+        let lock = runner_lock(ws);
+        std::thread::scope(|scope| {
+            let pass = scope.spawn(|| {
+                Drainer::with_warnings(ws.clone(), stop, |_| {})
+                    .jobs(2)
+                    .drain(store, &lock)
+            });
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !["a", "b"]
+                .iter()
+                .all(|t| ws.root().join(format!("started-{t}")).exists())
+            {
+                assert!(Instant::now() < deadline, "a and b never started");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            meanwhile();
+            pass.join().unwrap().unwrap()
+        })
+    }
+
+    fn ran(ws: &Workspace, task: &str) -> Option<String> {
+        std::fs::read_to_string(ws.root().join(format!("ran-{task}"))).ok()
+    }
+
+    #[test]
+    fn a_point_dropped_while_it_waits_for_a_worker_does_not_run() {
+        let (_dir, ws, mut store) = workspace(C_WAITS);
+        walk(&mut store, &["c"], true, &["failed.x"]);
+        let c = store.pending(0, 10, None).unwrap()[2].id;
+        let report = drain_while_c_waits(&ws, &mut store, &Stop::new(), || {
+            let mut other = Store::open(&ws.db_path()).unwrap();
+            assert_eq!(other.drop_entry(c).unwrap().task, "c");
+        });
+        assert_eq!((report.cleared, report.commands), (2, 2));
+        assert_eq!(ran(&ws, "c"), None, "c ran after it was dropped");
+        let c_rows: Vec<String> = store
+            .history(None, None, 10)
+            .unwrap()
+            .into_iter()
+            .filter(|h| h.task == "c")
+            .map(|h| h.outcome)
+            .collect();
+        assert_eq!(c_rows, ["dropped"]);
+        assert!(store.pending(0, 10, None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_point_that_waited_for_a_worker_runs_with_the_config_as_it_is_when_it_starts() {
+        let (_dir, ws, mut store) = workspace(C_WAITS);
+        walk(&mut store, &["c"], true, &["failed.x"]);
+        let report = drain_while_c_waits(&ws, &mut store, &Stop::new(), || {
+            std::fs::write(
+                ws.config_path(),
+                "[hooks]\nafter_fail = ['echo v2 > \"ran-$ARC_TASK\"']\n",
+            )
+            .unwrap();
+        });
+        assert_eq!((report.cleared, report.commands), (3, 3));
+        assert_eq!(ran(&ws, "a").as_deref(), Some("v1\n"));
+        assert_eq!(
+            ran(&ws, "c").as_deref(),
+            Some("v2\n"),
+            "c ran the old config"
+        );
+        assert_eq!(
+            history_passes(&store),
+            [1, 1, 1],
+            "each point counted as started once"
+        );
+    }
+
+    #[test]
+    fn a_stop_leaves_a_point_waiting_for_a_worker_unstarted() {
+        let (_dir, ws, mut store) = workspace(C_WAITS);
+        walk(&mut store, &["c"], true, &["failed.x"]);
+        let stop = Stop::new();
+        let report = drain_while_c_waits(&ws, &mut store, &stop, || stop.request());
+        assert_eq!((report.cleared, report.commands), (2, 2));
+        assert!(report.stopped);
+        assert_eq!(ran(&ws, "c"), None);
+        let left = store.pending(0, 10, None).unwrap();
+        assert_eq!(
+            (left.len(), left[0].task.as_str(), left[0].passes),
+            (1, "c", 0),
+            "c is left pending, not counted as started"
         );
     }
 

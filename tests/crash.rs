@@ -330,6 +330,20 @@ after_fail = [
 
 #[test]
 fn at_least_once_under_killed_runner() {
+    killed_runners("at_least_once_under_killed_runner", 1);
+}
+
+/// As above with two workers, each keeping a point prepared behind the one it runs and marking
+/// it started when it takes it.
+#[test]
+fn at_least_once_under_killed_parallel_runner() {
+    killed_runners("at_least_once_under_killed_parallel_runner", 2);
+}
+
+/// `hookq run --jobs <jobs>` passes SIGKILLed at random moments until the queue is drained by a
+/// last pass: no point lost, every task's points first completed in recorded order, and a point
+/// run more than once only where more than one pass started it.
+fn killed_runners(name: &str, jobs: usize) {
     let kills = if stress() { 220 } else { 20 };
     let (tasks, per_task) = if stress() { (10, 100) } else { (5, 20) };
     let dir = tempfile::tempdir().unwrap();
@@ -343,7 +357,7 @@ fn at_least_once_under_killed_runner() {
         let mut child = hookq()
             .arg("-C")
             .arg(dir.path())
-            .arg("run")
+            .args(["run", "--jobs", &jobs.to_string()])
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_micros(3_000 + rng.below(150_000)));
@@ -445,8 +459,9 @@ fn at_least_once_under_killed_runner() {
         }
     }
     figures(
-        "at_least_once_under_killed_runner",
+        name,
         serde_json::json!({
+            "jobs": jobs,
             "kills": kills_done,
             "points": recorded.len(),
             "commands_per_point": 2,
