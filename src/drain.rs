@@ -229,18 +229,19 @@ impl<'a> Drainer<'a> {
         let job_rx = Mutex::new(job_rx);
         let ws = self.ws.clone();
         let (ws, stop) = (&ws, self.stop);
-        let markers = (0..self.jobs)
-            .map(|_| store.start_marker(lock))
-            .collect::<Result<Vec<_>, _>>()?;
+        let markers: Vec<StartMarker> = (0..self.jobs).map(|_| store.start_marker(lock)).collect();
         let config = Arc::clone(&self.config);
         std::thread::scope(|scope| {
-            for marker in markers {
+            for mut marker in markers {
                 let (job_rx, done_tx, config) = (&job_rx, done_tx.clone(), &config);
                 scope.spawn(move || {
                     loop {
                         let next = job_rx.lock().map(|rx| rx.recv());
                         let Ok(Ok(job)) = next else { break };
-                        if done_tx.send(start(ws, job, stop, &marker, config)).is_err() {
+                        if done_tx
+                            .send(start(ws, job, stop, &mut marker, config))
+                            .is_err()
+                        {
                             break;
                         }
                     }
@@ -543,7 +544,7 @@ fn start(
     ws: &Workspace,
     mut job: Job,
     stop: &Stop,
-    marker: &StartMarker,
+    marker: &mut StartMarker,
     config: &Mutex<ConfigSource>,
 ) -> Done {
     if stop.graceful() {

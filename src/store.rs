@@ -971,19 +971,15 @@ impl Store {
         mark_started_on(&self.conn, &self.starts, entry)
     }
 
-    /// A [`StartMarker`] for a thread of its own, sharing this store's start log: a
-    /// connection of its own to the database, which it only reads.
-    pub fn start_marker(&self, _lock: &RunnerLock) -> Result<StartMarker, StoreError> {
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI;
-        let conn = Connection::open_with_flags(&self.path, flags)?;
-        conn.busy_timeout(self.busy_timeout)?;
-        conn.execute_batch("PRAGMA query_only=ON")?;
-        Ok(StartMarker {
-            conn,
+    /// A [`StartMarker`] for a thread of its own, sharing this store's start log. Its
+    /// connection to the database, which it only reads, is opened when it first marks a point.
+    pub fn start_marker(&self, _lock: &RunnerLock) -> StartMarker {
+        StartMarker {
+            path: self.path.clone(),
+            busy_timeout: self.busy_timeout,
+            conn: None,
             starts: Arc::clone(&self.starts),
-        })
+        }
     }
 
     /// Folds what the start log holds (the starts of a runner that died before it folded them)
@@ -1085,14 +1081,28 @@ pub fn count_pending(conn: &Connection, point: &str, delta: i64) -> Result<(), S
 /// job. Made by [`Store::start_marker`], it shares the store's start log.
 #[derive(Debug)]
 pub struct StartMarker {
-    conn: Connection,
+    path: PathBuf,
+    busy_timeout: Duration,
+    conn: Option<Connection>,
     starts: Arc<Mutex<StartLog>>,
 }
 
 impl StartMarker {
     /// As [`Store::mark_started`].
-    pub fn mark_started(&self, entry: &PendingRow) -> Result<bool, StoreError> {
-        mark_started_on(&self.conn, &self.starts, entry)
+    pub fn mark_started(&mut self, entry: &PendingRow) -> Result<bool, StoreError> {
+        let conn = match &mut self.conn {
+            Some(c) => c,
+            None => {
+                let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                    | OpenFlags::SQLITE_OPEN_URI;
+                let c = Connection::open_with_flags(&self.path, flags)?;
+                c.busy_timeout(self.busy_timeout)?;
+                c.execute_batch("PRAGMA query_only=ON")?;
+                self.conn.insert(c)
+            }
+        };
+        mark_started_on(conn, &self.starts, entry)
     }
 }
 
