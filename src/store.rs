@@ -221,64 +221,19 @@ impl Store {
     /// refuses a newer schema, runs the embedded migrations.
     pub fn open_with(path: &Path, opts: StoreOptions) -> Result<Self, StoreError> {
         create_private(path)?;
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI;
-        let conn = Connection::open_with_flags(path, flags)?;
+        let timed = |e| match e {
+            StoreError::Busy(_) => StoreError::Busy(opts.busy_timeout),
+            other => other,
+        };
         let mut store = Store {
-            conn,
+            conn: connect(path, opts).map_err(timed)?,
             path: path.to_path_buf(),
             busy_timeout: opts.busy_timeout,
             synchronous: opts.synchronous,
             starts: Arc::new(Mutex::new(StartLog::new(starts::path_for(path)))),
         };
-        store.set_pragmas(opts).map_err(|e| store.timed(e))?;
-        store.migrate().map_err(|e| store.timed(e))?;
+        store.migrate().map_err(timed)?;
         Ok(store)
-    }
-
-    fn set_pragmas(&self, opts: StoreOptions) -> Result<(), StoreError> {
-        let c = &self.conn;
-        c.busy_timeout(opts.busy_timeout)?;
-        let ms: i64 = c.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
-        expect(
-            "busy_timeout",
-            opts.busy_timeout.as_millis().to_string(),
-            ms.to_string(),
-        )?;
-        let mode: String = c.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
-        expect("journal_mode", "wal".into(), mode.to_lowercase())?;
-        self.set_foreign_keys(true)?;
-        // A statement that changes many rows inside a bigger transaction keeps the pages it
-        // changes in a statement journal, to undo itself alone if it fails. Past 64 KiB SQLite
-        // writes that journal to a temporary file (`plan cancel` of ten thousand tasks spent
-        // about a tenth of its time there); held in memory, it costs a copy of each page. No
-        // query of ours sorts or groups outside an index, so nothing else grows there.
-        self.set_pragma("temp_store", "MEMORY", 2)?;
-        self.set_synchronous(opts.synchronous)
-    }
-
-    /// Sets an integer-valued pragma on this connection and reads it back as `want`.
-    fn set_pragma(&self, name: &'static str, value: &str, want: i64) -> Result<(), StoreError> {
-        self.conn.execute_batch(&format!("PRAGMA {name}={value}"))?;
-        let found: i64 = self
-            .conn
-            .query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))?;
-        expect(name, want.to_string(), found.to_string())
-    }
-
-    /// Turns foreign key enforcement on or off on this connection and reads it back.
-    fn set_foreign_keys(&self, on: bool) -> Result<(), StoreError> {
-        let want = i64::from(on);
-        self.set_pragma("foreign_keys", &want.to_string(), want)
-    }
-
-    /// Sets `synchronous` on this connection and reads it back.
-    fn set_synchronous(&self, level: Synchronous) -> Result<(), StoreError> {
-        match level {
-            Synchronous::Full => self.set_pragma("synchronous", "FULL", 2),
-            Synchronous::Normal => self.set_pragma("synchronous", "NORMAL", 1),
-        }
     }
 
     /// Runs `f` with this connection's commits at `synchronous=NORMAL`, checkpoints every
@@ -296,7 +251,7 @@ impl Store {
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<T, E>,
     ) -> Result<T, E> {
-        self.set_synchronous(Synchronous::Normal)?;
+        set_synchronous(&self.conn, Synchronous::Normal)?;
         let cache: i64 = self
             .conn
             .query_row("PRAGMA cache_size", [], |r| r.get(0))
@@ -313,7 +268,7 @@ impl Store {
                 "PRAGMA wal_autocheckpoint=1000; PRAGMA cache_size={cache}"
             ))
             .map_err(StoreError::from)
-            .and_then(|()| self.set_synchronous(self.synchronous));
+            .and_then(|()| set_synchronous(&self.conn, self.synchronous));
         let out = out?;
         restored?;
         Ok(out)
@@ -351,11 +306,11 @@ impl Store {
         // A migration may rebuild a table other tables reference (V5): with foreign keys
         // enforced, dropping the old table would delete every row referencing it. SQLite's
         // procedure for such changes runs them with enforcement off, then checks the keys.
-        self.set_foreign_keys(false)?;
+        set_foreign_keys(&self.conn, false)?;
         let ran = embedded::migrations::runner()
             .set_abort_divergent(true)
             .run(&mut self.conn);
-        self.set_foreign_keys(true)?;
+        set_foreign_keys(&self.conn, true)?;
         if let Err(e) = ran {
             // Two processes may create the same new database at once: if the other one won,
             // the schema is current now.
@@ -381,14 +336,6 @@ impl Store {
             )));
         }
         Ok(())
-    }
-
-    /// Puts the real busy timeout into a `Busy` error.
-    fn timed(&self, e: StoreError) -> StoreError {
-        match e {
-            StoreError::Busy(_) => StoreError::Busy(self.busy_timeout),
-            other => other,
-        }
     }
 
     /// The database file.
@@ -468,6 +415,60 @@ impl Store {
             .query_map([], |r| r.get(0))?
             .collect::<Result<_, _>>()?;
         Ok(rows.join("; "))
+    }
+}
+
+/// Opens the database at `path` and sets the pragmas SPEC §3 asks of every connection, each read
+/// back: `busy_timeout`, `journal_mode=WAL`, `foreign_keys=ON`, `synchronous`; and
+/// `temp_store=MEMORY`.
+fn connect(path: &Path, opts: StoreOptions) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let c = Connection::open_with_flags(path, flags)?;
+    c.busy_timeout(opts.busy_timeout)?;
+    let ms: i64 = c.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
+    expect(
+        "busy_timeout",
+        opts.busy_timeout.as_millis().to_string(),
+        ms.to_string(),
+    )?;
+    let mode: String = c.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    expect("journal_mode", "wal".into(), mode.to_lowercase())?;
+    set_foreign_keys(&c, true)?;
+    // A statement that changes many rows inside a bigger transaction keeps the pages it changes
+    // in a statement journal, to undo itself alone if it fails. Past 64 KiB SQLite writes that
+    // journal to a temporary file (`plan cancel` of ten thousand tasks spent about a tenth of
+    // its time there); held in memory, it costs a copy of each page. No query of ours sorts or
+    // groups outside an index, so nothing else grows there.
+    set_pragma(&c, "temp_store", "MEMORY", 2)?;
+    set_synchronous(&c, opts.synchronous)?;
+    Ok(c)
+}
+
+/// Sets an integer-valued pragma on `c` and reads it back as `want`.
+fn set_pragma(
+    c: &Connection,
+    name: &'static str,
+    value: &str,
+    want: i64,
+) -> Result<(), StoreError> {
+    c.execute_batch(&format!("PRAGMA {name}={value}"))?;
+    let found: i64 = c.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))?;
+    expect(name, want.to_string(), found.to_string())
+}
+
+/// Turns foreign key enforcement on or off on `c` and reads it back.
+fn set_foreign_keys(c: &Connection, on: bool) -> Result<(), StoreError> {
+    let want = i64::from(on);
+    set_pragma(c, "foreign_keys", &want.to_string(), want)
+}
+
+/// Sets `synchronous` on `c` and reads it back.
+fn set_synchronous(c: &Connection, level: Synchronous) -> Result<(), StoreError> {
+    match level {
+        Synchronous::Full => set_pragma(c, "synchronous", "FULL", 2),
+        Synchronous::Normal => set_pragma(c, "synchronous", "NORMAL", 1),
     }
 }
 
@@ -976,7 +977,10 @@ impl Store {
     pub fn start_marker(&self, _lock: &RunnerLock) -> StartMarker {
         StartMarker {
             path: self.path.clone(),
-            busy_timeout: self.busy_timeout,
+            opts: StoreOptions {
+                busy_timeout: self.busy_timeout,
+                synchronous: self.synchronous,
+            },
             conn: None,
             starts: Arc::clone(&self.starts),
         }
@@ -1082,7 +1086,7 @@ pub fn count_pending(conn: &Connection, point: &str, delta: i64) -> Result<(), S
 #[derive(Debug)]
 pub struct StartMarker {
     path: PathBuf,
-    busy_timeout: Duration,
+    opts: StoreOptions,
     conn: Option<Connection>,
     starts: Arc<Mutex<StartLog>>,
 }
@@ -1093,12 +1097,8 @@ impl StartMarker {
         let conn = match &mut self.conn {
             Some(c) => c,
             None => {
-                let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
-                    | OpenFlags::SQLITE_OPEN_URI;
-                let c = Connection::open_with_flags(&self.path, flags)?;
-                c.busy_timeout(self.busy_timeout)?;
-                c.execute_batch("PRAGMA query_only=ON")?;
+                let c = connect(&self.path, self.opts)?;
+                set_pragma(&c, "query_only", "ON", 1)?;
                 self.conn.insert(c)
             }
         };
