@@ -9,9 +9,9 @@
 //! just as the drain's relaxed commits do (power loss can undo either; at worst a point is then
 //! counted once less). The lines are folded into `pending_hooks` (`passes + 1`,
 //! `last_started_ms`) with the drain's next batch of clears, or by the next pass when the runner
-//! died first, and the file is emptied after each fold (unless a parallel pass's worker appended
-//! a start meanwhile: then a later fold empties it). Only the holder of the runner lock writes
-//! it, from any of its threads.
+//! died first, and the file is emptied after each fold (a parallel pass's workers wait for the
+//! fold to finish before they append). Only the holder of the runner lock writes it, from any of
+//! its threads.
 //!
 //! Folding is idempotent: a line counts only when its time is later than the point's
 //! `last_started_ms`, and a pass always starts a point later than the last start recorded for
@@ -138,18 +138,6 @@ impl StartLog {
         &self.unfolded
     }
 
-    /// The first `n` starts appended through this handle are folded into the database: empties
-    /// the file, unless more were appended since (by a parallel pass's worker, while the fold
-    /// committed). Then the file keeps every line, the folded ones counting nothing when folded
-    /// again, and only the `n` are forgotten here; a later fold empties it.
-    pub fn folded(&mut self, n: usize) -> std::io::Result<()> {
-        if n >= self.unfolded.len() {
-            return self.truncate();
-        }
-        self.unfolded.drain(..n);
-        Ok(())
-    }
-
     /// Empties the file once everything in it is folded into the database. Until that
     /// succeeds the starts stay unfolded here too (folding them again counts nothing twice).
     pub fn truncate(&mut self) -> std::io::Result<()> {
@@ -223,32 +211,5 @@ mod tests {
         log.truncate().unwrap();
         log.append(Start { id: 8, ms: 80 }).unwrap();
         assert_eq!(read(&path).unwrap(), [Start { id: 8, ms: 80 }]);
-    }
-
-    #[test]
-    fn a_start_appended_while_a_fold_commits_keeps_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = path_for(&dir.path().join("arc.db"));
-        let mut log = StartLog::new(path.clone());
-        let (a, b, c) = (
-            Start { id: 1, ms: 10 },
-            Start { id: 2, ms: 20 },
-            Start { id: 3, ms: 30 },
-        );
-        log.append(a).unwrap();
-        log.append(b).unwrap();
-        // A fold took these two; c arrives before it commits.
-        let n = log.unfolded().len();
-        log.append(c).unwrap();
-        log.folded(n).unwrap();
-        assert_eq!(log.unfolded(), [c]);
-        assert_eq!(
-            read(&path).unwrap(),
-            [a, b, c],
-            "c's line is kept, and a's and b's with it"
-        );
-        // The next fold, with nothing appended meanwhile, empties the file.
-        log.folded(log.unfolded().len()).unwrap();
-        assert!(read(&path).unwrap().is_empty() && log.unfolded().is_empty());
     }
 }

@@ -1002,16 +1002,16 @@ impl Store {
     /// (running, or stopped) are folded in the same transaction.
     pub fn clear_all(&mut self, points: &[Cleared]) -> Result<(), StoreError> {
         let cleared: HashSet<i64> = points.iter().map(|p| p.entry.id).collect();
-        let (logged, still): (usize, Vec<Start>) = {
-            let log = lock_log(&self.starts);
-            let still = log
-                .unfolded()
-                .iter()
-                .filter(|s| !cleared.contains(&s.id))
-                .copied()
-                .collect();
-            (log.unfolded().len(), still)
-        };
+        // Held until the file is emptied: a parallel pass's worker marking a start meanwhile
+        // waits for this commit rather than append a line the emptying would lose.
+        let starts = Arc::clone(&self.starts);
+        let mut log = lock_log(&starts);
+        let still: Vec<Start> = log
+            .unfolded()
+            .iter()
+            .filter(|s| !cleared.contains(&s.id))
+            .copied()
+            .collect();
         if points.is_empty() && still.is_empty() {
             return Ok(());
         }
@@ -1021,11 +1021,10 @@ impl Store {
                 .iter()
                 .try_for_each(|p| clear_in(tx, &p.entry, &p.rows))
         })?;
-        if logged == 0 {
+        if log.unfolded().is_empty() {
             return Ok(());
         }
-        let mut log = lock_log(&self.starts);
-        log.folded(logged)
+        log.truncate()
             .map_err(|e| start_log_error(log.path(), "empty", e))
     }
 
@@ -1347,8 +1346,9 @@ mod tests {
         assert_eq!(store.integrity_check().unwrap(), "ok");
     }
 
-    #[test]
-    fn starts_are_counted_once_whether_folded_or_not() {
+    /// A new store whose `tasks` were each created in `failed.x` (one pending point each), and
+    /// the runner lock beside it.
+    fn with_failed_tasks(tasks: &[&str]) -> (tempfile::TempDir, PathBuf, RunnerLock, Store) {
         use crate::ids::{PlanId, TaskId};
         use crate::lock::Wait;
         use crate::phase::Phase;
@@ -1362,13 +1362,19 @@ mod tests {
         store
             .write(|tx| {
                 let failed = Phase::new("failed.x").unwrap();
-                for t in ["a", "b"] {
-                    let t = TaskId::new(t).unwrap();
+                for t in tasks {
+                    let t = TaskId::new(*t).unwrap();
                     record::add_task(tx, &t, &PlanId::new("p").unwrap(), &failed)?;
                 }
                 Ok(())
             })
             .unwrap();
+        (dir, path, lock, store)
+    }
+
+    #[test]
+    fn starts_are_counted_once_whether_folded_or_not() {
+        let (_dir, path, lock, mut store) = with_failed_tasks(&["a", "b"]);
         let passes = |s: &Store| -> Vec<i64> {
             s.pending(0, 10, None)
                 .unwrap()
@@ -1429,6 +1435,54 @@ mod tests {
         store.drop_entry(entry.id).unwrap();
         assert!(!store.mark_started(&entry, &lock).unwrap());
         assert_eq!(std::fs::metadata(&log).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn a_fold_while_a_worker_marks_starts_loses_none_and_keeps_no_folded_line() {
+        let tasks: Vec<String> = (0..300).map(|t| format!("t{t}")).collect();
+        let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
+        let (_dir, path, lock, mut store) = with_failed_tasks(&tasks);
+        let rows = store.pending(0, 300, None).unwrap();
+        let mut marker = store.start_marker(&lock);
+        let log = starts::path_for(&path);
+        let folded_ms = |s: &Store, id: i64| -> Option<i64> {
+            s.conn()
+                .query_row(
+                    "SELECT last_started_ms FROM pending_hooks WHERE id = ?1",
+                    [id],
+                    |r| r.get(0),
+                )
+                .unwrap()
+        };
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(|| {
+                for r in &rows {
+                    assert!(marker.mark_started(r).unwrap());
+                }
+            });
+            // Folds commit while the worker appends: none may leave a folded line in the file
+            // (it would stay there for as long as folds keep meeting appends).
+            while !worker.is_finished() {
+                store.clear_all(&[]).unwrap();
+                for line in starts::read(&log).unwrap() {
+                    assert_eq!(
+                        folded_ms(&store, line.id),
+                        None,
+                        "line {line:?} folded and kept"
+                    );
+                }
+            }
+            worker.join().unwrap();
+        });
+        store.clear_all(&[]).unwrap();
+        assert_eq!(std::fs::metadata(&log).unwrap().len(), 0);
+        let passes: Vec<i64> = store
+            .pending(0, 300, None)
+            .unwrap()
+            .iter()
+            .map(|p| p.passes)
+            .collect();
+        assert_eq!(passes, vec![1; 300], "every start counted, once");
     }
 
     #[test]
