@@ -35,6 +35,7 @@ pub mod phase;
 pub mod record;
 pub mod starts;
 pub mod store;
+mod walvfs;
 pub mod workspace;
 
 pub use config::Config;
