@@ -7,14 +7,24 @@
 
 mod harness;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long after a run ended the next one waits. A run removes its tens of thousands of files
+/// when it ends, and ext4 without a journal (as on the machines BENCHMARKS.md describes) does not
+/// reuse an inode within 60 s of its deletion: files created in that minute cost more, and the
+/// drain figures with them. A run started 74 s after another still read slow file creation.
+const AFTER_THE_LAST_RUN: Duration = Duration::from_secs(90);
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let sizes = harness::Sizes::from_env(&args);
+    let json = target_dir().join("hookq-bench.json");
+    if matches!(sizes.mode, harness::sizes::Mode::Full) {
+        wait_for_the_last_run(&json);
+    }
     let report = harness::run(sizes);
     print!("{}", report.table());
-    let json = target_dir().join("hookq-bench.json");
     match report.write_json(&json) {
         Ok(()) => println!("JSON: {}", json.display()),
         Err(e) => eprintln!("error: cannot write {}: {e}", json.display()),
@@ -30,4 +40,23 @@ fn target_dir() -> PathBuf {
         .ok()
         .and_then(|exe| Some(exe.parent()?.parent()?.parent()?.to_path_buf()))
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"))
+}
+
+/// Waits until [`AFTER_THE_LAST_RUN`] has passed since the last run wrote `json`, which it does
+/// right after removing its files.
+fn wait_for_the_last_run(json: &Path) {
+    let Ok(since) = std::fs::metadata(json)
+        .and_then(|m| m.modified())
+        .map(|t| t.elapsed().unwrap_or_default())
+    else {
+        return;
+    };
+    if let Some(left) = AFTER_THE_LAST_RUN.checked_sub(since) {
+        eprintln!(
+            "hookq-bench: the last run ended {} s ago; waiting {} s for the file system to reuse the files it removed",
+            since.as_secs(),
+            left.as_secs() + 1
+        );
+        std::thread::sleep(left);
+    }
 }
