@@ -3,18 +3,21 @@
 //!
 //! `--smoke` or `HOOKQ_BENCH=smoke` runs tiny sizes (what `tests/bench_smoke.rs` does);
 //! `HOOKQ_BENCH_SCALE=0.1` scales the full sizes; `HOOKQ_BENCH_DIR` picks where the databases
-//! and logs go (default: the system temp dir).
+//! and logs go (default: the system temp dir); `HOOKQ_BENCH_WAIT` is how many seconds a full run
+//! waits after the last one ended (default 360, see [`AFTER_THE_LAST_RUN`]).
 
 mod harness;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// How long after a run ended the next one waits. A run removes its tens of thousands of files
-/// when it ends, and ext4 without a journal (as on the machines BENCHMARKS.md describes) does not
-/// reuse an inode within 60 s of its deletion: files created in that minute cost more, and the
-/// drain figures with them. A run started 74 s after another still read slow file creation.
-const AFTER_THE_LAST_RUN: Duration = Duration::from_secs(90);
+/// How long after a run ended the next one waits, unless `HOOKQ_BENCH_WAIT` gives other seconds
+/// (0: not at all). A run removes its tens of thousands of files when it ends, and ext4 without a
+/// journal (as on the machines BENCHMARKS.md describes) does not reuse an inode within 60 s of
+/// its deletion, 360 s while its inode table block is not written back yet: files created
+/// meanwhile cost more, and the drain figures with them. Runs started 74 s and 99 s after
+/// another still read slow file creation; one started 6 minutes after did not.
+const AFTER_THE_LAST_RUN: Duration = Duration::from_secs(360);
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -51,9 +54,13 @@ fn wait_for_the_last_run(json: &Path) {
     else {
         return;
     };
-    if let Some(left) = AFTER_THE_LAST_RUN.checked_sub(since) {
+    let wait = std::env::var("HOOKQ_BENCH_WAIT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(AFTER_THE_LAST_RUN, Duration::from_secs);
+    if let Some(left) = wait.checked_sub(since).filter(|d| !d.is_zero()) {
         eprintln!(
-            "hookq-bench: the last run ended {} s ago; waiting {} s for the file system to reuse the files it removed",
+            "hookq-bench: the last run ended {} s ago; waiting {} s for the file system to reuse the files it removed (HOOKQ_BENCH_WAIT=0 skips this)",
             since.as_secs(),
             left.as_secs() + 1
         );
