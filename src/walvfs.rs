@@ -441,6 +441,29 @@ mod tests {
     }
 
     #[test]
+    fn a_store_commits_a_transition_as_one_write() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut store = crate::Store::open(&dir.path().join("arc.db")).expect("open");
+        let task = crate::TaskId::new("t1").expect("id");
+        let plan = crate::PlanId::new("p1").expect("id");
+        let ready = crate::Phase::new("todo.ready").expect("phase");
+        store
+            .write(|tx| crate::record::add_task(tx, &task, &plan, &ready))
+            .expect("add");
+        let awaiting = crate::Phase::new("review.awaiting_human").expect("phase");
+        let before = writes();
+        let moved = store
+            .write(|tx| crate::record::move_task(tx, &task, &awaiting, &Default::default()))
+            .expect("move");
+        assert!(moved.occurrence.is_some(), "the move records a point");
+        let (asked, made) = (writes().0 - before.0, writes().1 - before.1);
+        // The task's page, the point's, its state's, the counters' and the id sequence's: five
+        // frames, ten writes asked, one made.
+        assert!(asked >= 6, "asked {asked}");
+        assert_eq!(made, 1, "a store's commit goes through hookq-wal");
+    }
+
+    #[test]
     fn a_transaction_that_spills_and_rewrites_frames_commits_or_rolls_back_whole() {
         for synchronous in ["FULL", "NORMAL"] {
             let dir = tempfile::tempdir().expect("tempdir");
