@@ -2,14 +2,13 @@
 //! `pwrite` instead of two per page.
 //!
 //! SQLite appends a frame to the WAL as two writes, its 24-byte header and then the page. A
-//! transition that records a point changes five pages: ten writes before the `fsync`. Written as
-//! one, the transition costs about 7 % less on this project's machines (0.25 ms against 0.27,
-//! interleaved on two stores; `BENCHMARKS.md`). (`plan cancel` of ten thousand tasks writes its few
-//! hundred frames in about a dozen calls instead of two a frame, which its time does not
-//! measurably show.) This
-//! VFS collects a run of contiguous writes to a WAL file in memory and hands it to the `unix`
-//! VFS as one write, so the bytes that reach the file, their offsets and their order are exactly
-//! SQLite's own. Only the number of system calls changes.
+//! transition that records a point changes five pages: ten writes before the `fsync`. This VFS
+//! collects a run of contiguous writes to a WAL file in memory and hands it to the `unix` VFS as
+//! one write, so the bytes that reach the file, their offsets and their order are exactly
+//! SQLite's own. Only the number of system calls changes. Written as one, the transition costs
+//! about 7 % less on this project's machines (0.25 ms against 0.27, interleaved on two stores;
+//! `BENCHMARKS.md`). `plan cancel` of ten thousand tasks writes its few hundred frames in about
+//! a dozen calls instead of two a frame, which its time does not measurably show.
 //!
 //! # Why it is safe
 //!
