@@ -26,7 +26,9 @@ fn main() {
     if matches!(sizes.mode, harness::sizes::Mode::Full) {
         wait_for_the_last_run(&json);
     }
-    let report = harness::run(sizes);
+    let after_last_run = since_written(&json);
+    let mut report = harness::run(sizes);
+    report.after_last_run_secs = after_last_run.map(|d| d.as_secs_f64());
     print!("{}", report.table());
     match report.write_json(&json) {
         Ok(()) => println!("JSON: {}", json.display()),
@@ -45,13 +47,15 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"))
 }
 
-/// Waits until [`AFTER_THE_LAST_RUN`] has passed since the last run wrote `json`, which it does
-/// right after removing its files.
+/// Waits until [`AFTER_THE_LAST_RUN`] has passed since the last full run wrote `json`, which it
+/// does right after removing its files.
 fn wait_for_the_last_run(json: &Path) {
-    let Ok(since) = std::fs::metadata(json)
-        .and_then(|m| m.modified())
-        .map(|t| t.elapsed().unwrap_or_default())
-    else {
+    // A smoke run removes a few hundred files: only a full run's end counts.
+    let full = std::fs::read_to_string(json)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|last| last["sizes"]["mode"] != "smoke");
+    let Some(since) = since_written(json).filter(|_| full) else {
         return;
     };
     let wait = std::env::var("HOOKQ_BENCH_WAIT")
@@ -66,4 +70,10 @@ fn wait_for_the_last_run(json: &Path) {
         );
         std::thread::sleep(left);
     }
+}
+
+/// How long ago `path` was last written, if it exists.
+fn since_written(path: &Path) -> Option<Duration> {
+    let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
+    Some(modified.elapsed().unwrap_or_default())
 }

@@ -293,6 +293,10 @@ pub struct Report {
     /// /proc/loadavg when the run started and when it ended: other work on the machine skews
     /// every figure.
     pub loadavg: (String, String),
+    /// Seconds from the end of the run before (when `target/hookq-bench.json` was written) to
+    /// this run's start, when known: a run started within minutes of another creates its files
+    /// slowly (BENCHMARKS.md, "Running it").
+    pub after_last_run_secs: Option<f64>,
     /// The rows, floors first.
     pub rows: Vec<Row>,
 }
@@ -369,9 +373,12 @@ impl Report {
         for r in self.rows.iter().filter(|r| !r.note.is_empty()) {
             let _ = writeln!(out, "  {:<3} {}", r.id, r.note);
         }
+        let after = self.after_last_run_secs.map_or(String::new(), |s| {
+            format!(", {s:.0} s after the last run ended")
+        });
         let _ = writeln!(
             out,
-            "load average: {} at the start, {} at the end",
+            "load average: {} at the start{after}, {} at the end",
             self.loadavg.0, self.loadavg.1
         );
         let m = &self.machine;

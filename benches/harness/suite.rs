@@ -81,6 +81,7 @@ pub fn run(sizes: Sizes) -> Report {
         sizes,
         elapsed_secs: start.elapsed().as_secs_f64(),
         loadavg: (load_start, report::loadavg()),
+        after_last_run_secs: None,
         rows,
     }
 }
