@@ -104,6 +104,30 @@ struct WalFile {
     commit_page_next: bool,
 }
 
+impl WalFile {
+    /// Whether `len` bytes at `offset` may join what is collected: nothing is, or they follow
+    /// it and the whole stays within what the `unix` VFS writes at once.
+    fn continues(&self, offset: i64, len: usize) -> bool {
+        self.collected.is_empty()
+            || (offset == self.start + self.collected.len() as i64
+                && self.collected.len() + len <= MOST)
+    }
+
+    /// Collects `bytes`, to go at `offset`; true when they are a commit frame's page, which
+    /// must be written out now.
+    fn collect(&mut self, offset: i64, bytes: &[u8]) -> bool {
+        if self.collected.is_empty() {
+            self.start = offset;
+        }
+        self.collected.extend_from_slice(bytes);
+        let commit_page = std::mem::take(&mut self.commit_page_next);
+        if bytes.len() == FRAME_HEADER && bytes[4..8] != [0; 4] {
+            self.commit_page_next = true;
+        }
+        commit_page
+    }
+}
+
 const INNER_OFFSET: usize = std::mem::size_of::<WalFile>().next_multiple_of(16);
 
 #[cfg(test)]
@@ -244,15 +268,7 @@ unsafe extern "C" fn write(
     // SAFETY: SQLite passes `amount` readable bytes at `data`, on a file `open` made a WAL.
     // Each borrow of our header ends before `write_out` takes its own.
     unsafe {
-        let bytes = std::slice::from_raw_parts(data.cast::<u8>(), len);
-        let (elsewhere, full) = {
-            let (w, ..) = parts(file);
-            (
-                !w.collected.is_empty() && offset != w.start + w.collected.len() as i64,
-                w.collected.len() + len > MOST,
-            )
-        };
-        if elsewhere || full {
+        if !parts(file).0.continues(offset, len) {
             let rc = write_out(file);
             if rc != ffi::SQLITE_OK {
                 return rc;
@@ -263,19 +279,8 @@ unsafe extern "C" fn write(
             let (_, inner, m) = parts(file);
             return unix_write(m, inner, data, amount, offset);
         }
-        let due = {
-            let (w, ..) = parts(file);
-            if w.collected.is_empty() {
-                w.start = offset;
-            }
-            w.collected.extend_from_slice(bytes);
-            let commit_page = std::mem::take(&mut w.commit_page_next);
-            if len == FRAME_HEADER && bytes[4..8] != [0; 4] {
-                w.commit_page_next = true;
-            }
-            commit_page
-        };
-        if due {
+        let bytes = std::slice::from_raw_parts(data.cast::<u8>(), len);
+        if parts(file).0.collect(offset, bytes) {
             return write_out(file);
         }
     }
