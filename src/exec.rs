@@ -4,16 +4,18 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use rustix::process::{Pid, Signal, kill_process_group, pidfd_open, test_kill_process_group};
+use rustix::process::{Signal, kill_process_group, pidfd_open, test_kill_process_group};
+
+use crate::spawn::Shell;
 
 /// How often a running command checks for a stop request when nothing else wakes it.
 const TICK: Duration = Duration::from_millis(50);
@@ -77,7 +79,7 @@ pub struct Spec<'a> {
     pub line: &'a str,
     /// Working directory.
     pub cwd: &'a Path,
-    /// The whole environment the command gets (nothing else is inherited).
+    /// The whole environment the command gets (nothing else is inherited), each name once.
     pub env: &'a [(OsString, OsString)],
     /// SIGTERM to the group after this long.
     pub timeout: Duration,
@@ -167,22 +169,11 @@ pub fn run_while(
     let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
         .map_err(|e| ExecError::Os(e.into()))?;
     let start = Instant::now();
-    let child = {
-        let mut cmd = Command::new("/bin/sh");
-        cmd.arg("-c")
-            .arg(spec.line)
-            .current_dir(spec.cwd)
-            .env_clear()
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(writer.try_clone().map_err(ExecError::Os)?))
-            .stderr(Stdio::from(writer))
-            .process_group(0);
-        // `cmd` is dropped at the end of this block, closing our copies of the write end, so
-        // end-of-file arrives when the command and everything it started are done with it.
-        cmd.spawn()
-    };
-    let mut child = match child {
+    // Our copy of the write end closes once the child has its own, so end-of-file arrives when
+    // the command and everything it started are done with it.
+    let child = Shell::start(spec.line, spec.cwd, spec.env, writer.as_fd());
+    drop(writer);
+    let child = match child {
         Ok(c) => c,
         Err(e) => {
             let code = e.raw_os_error().unwrap_or(-1);
@@ -204,7 +195,7 @@ pub fn run_while(
         cap: spec.max_log_bytes,
     };
     let outcome = supervise(
-        &mut child,
+        &child,
         reader,
         spec,
         (stop, &mut meanwhile),
@@ -384,7 +375,7 @@ impl Copier<'_> {
 /// Copies output and waits for the child, enforcing the timeout and stop requests, and calling
 /// `meanwhile` before each wait.
 fn supervise(
-    child: &mut Child,
+    child: &Shell,
     reader: OwnedFd,
     spec: &Spec<'_>,
     (stop, meanwhile): (&Stop, &mut dyn FnMut()),
@@ -395,14 +386,16 @@ fn supervise(
     let mut reader = Some(File::from(reader));
     // A pidfd wakes the poll the moment the child exits, even while a grandchild keeps the pipe
     // open. Without one (old kernels), the tick bounds how late the exit is noticed.
-    let pidfd = pidfd_open(Pid::from_child(child), rustix::process::PidfdFlags::empty()).ok();
-    let mut buf = vec![0u8; 64 * 1024];
+    let pidfd = pidfd_open(child.pid(), rustix::process::PidfdFlags::empty()).ok();
+    let mut buf = [0u8; 16 * 1024];
+    // Without a pidfd, every wake-up looks; with one, only when it says the child exited.
+    let mut may_have_exited = pidfd.is_none();
     let deadline = start + spec.timeout;
     let mut timed_out_at: Option<Instant> = None;
     let mut interrupted = false;
     loop {
         meanwhile();
-        if let Some(status) = child.try_wait().map_err(ExecError::Os)? {
+        if may_have_exited && let Some(status) = child.try_wait().map_err(ExecError::Os)? {
             // Take what the child left in the pipe, but do not wait for descendants that keep
             // it open: they may live forever.
             if let Some(r) = reader.as_mut() {
@@ -458,6 +451,7 @@ fn supervise(
             Err(e) => return Err(ExecError::Os(e.into())),
         }
         let pipe_ready = reader.is_some() && !fds[0].revents().is_empty();
+        may_have_exited = pidfd.is_none() || fds.last().is_some_and(|p| !p.revents().is_empty());
         drop(fds);
         if pipe_ready {
             let r = reader.as_mut().expect("checked");
@@ -490,7 +484,7 @@ fn drain_available(
 /// After the leader was reaped: for a timed-out or interrupted command, make sure the whole
 /// group is gone (SIGKILL once the grace period is over).
 fn finish_group(
-    child: &Child,
+    child: &Shell,
     status: ExitStatus,
     timed_out_at: Option<Instant>,
     interrupted: bool,
@@ -521,18 +515,13 @@ fn finish_group(
     }
 }
 
-fn group_of(child: &Child) -> Option<Pid> {
-    Pid::from_raw(child.id() as i32)
+/// The child leads a process group of its own, whose id is its pid.
+fn signal_group(child: &Shell, sig: Signal) {
+    let _ = kill_process_group(child.pid(), sig);
 }
 
-fn signal_group(child: &Child, sig: Signal) {
-    if let Some(pgid) = group_of(child) {
-        let _ = kill_process_group(pgid, sig);
-    }
-}
-
-fn group_alive(child: &Child) -> bool {
-    group_of(child).is_some_and(|p| test_kill_process_group(p).is_ok())
+fn group_alive(child: &Shell) -> bool {
+    test_kill_process_group(child.pid()).is_ok()
 }
 
 #[cfg(test)]

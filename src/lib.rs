@@ -33,6 +33,7 @@ pub mod ids;
 pub mod lock;
 pub mod phase;
 pub mod record;
+mod spawn;
 pub mod starts;
 pub mod store;
 mod walvfs;
