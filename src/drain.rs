@@ -19,14 +19,13 @@
 //! and with starts in the log, about 8 KiB.)
 
 use std::collections::{HashSet, VecDeque};
-use std::ffi::OsString;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::config::{Config, ConfigError, ConfigSource};
-use crate::env::{HookVars, base_env, hook_env};
+use crate::env::{Environ, HookVars, base_env, hook_env};
 use crate::exec::{self, Ending, ExecError, Stop};
 use crate::ids::TaskId;
 use crate::lock::RunnerLock;
@@ -81,7 +80,7 @@ pub struct Drainer<'a> {
     ws: Workspace,
     /// Shared with a parallel pass's workers, which check it again as they start a point.
     config: Arc<Mutex<ConfigSource>>,
-    base_env: Vec<(OsString, OsString)>,
+    base_env: Environ,
     stop: &'a Stop,
     jobs: usize,
     /// Finished points not yet cleared in the store.
@@ -108,7 +107,7 @@ struct Job {
     point: Point,
     state: String,
     cfg: Arc<Config>,
-    env: Vec<(OsString, OsString)>,
+    env: Environ,
     /// The first command's log, if it was opened ahead (see [`exec::OpenedLog`]).
     first: Option<exec::OpenedLog>,
 }

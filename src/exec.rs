@@ -1,7 +1,6 @@
 //! Running one hook command (SPEC §5): `/bin/sh -c`, its own process group, a timeout that
 //! signals the whole group, output appended to a log with a cap. Knows nothing of SQLite.
 
-use std::ffi::OsString;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -15,6 +14,7 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::process::{Signal, kill_process_group, pidfd_open, test_kill_process_group};
 
+use crate::env::Environ;
 use crate::spawn::Shell;
 
 /// How often a running command checks for a stop request when nothing else wakes it.
@@ -80,7 +80,7 @@ pub struct Spec<'a> {
     /// Working directory.
     pub cwd: &'a Path,
     /// The whole environment the command gets (nothing else is inherited), each name once.
-    pub env: &'a [(OsString, OsString)],
+    pub env: &'a Environ,
     /// SIGTERM to the group after this long.
     pub timeout: Duration,
     /// SIGKILL to the group this long after SIGTERM.
@@ -528,7 +528,7 @@ fn group_alive(child: &Shell) -> bool {
 mod tests {
     use super::*;
 
-    fn spec<'a>(line: &'a str, log: &'a Path, env: &'a [(OsString, OsString)]) -> Spec<'a> {
+    fn spec<'a>(line: &'a str, log: &'a Path, env: &'a Environ) -> Spec<'a> {
         Spec {
             line,
             cwd: Path::new("/"),
@@ -542,8 +542,10 @@ mod tests {
         }
     }
 
-    fn path_env() -> Vec<(OsString, OsString)> {
-        vec![("PATH".into(), std::env::var_os("PATH").unwrap_or_default())]
+    fn path_env() -> Environ {
+        [("PATH", std::env::var_os("PATH").unwrap_or_default())]
+            .into_iter()
+            .collect()
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! Starting a hook command, `/bin/sh -c <line>`, with `posix_spawn` and the environment passed
-//! as given.
+//! as it was prepared ([`Environ`]).
 //!
 //! `std::process::Command` starts a child the same way (glibc's `posix_spawn`: a `clone` with
 //! `CLONE_VM | CLONE_VFORK`, then `execve`), but it first copies a cleared-and-set environment
 //! into a `BTreeMap`, one allocation per name and value, and builds a C string of each from that
 //! on every spawn. For the drain's many short commands that was the largest part of hookq's own
 //! CPU per command (a profile of `exec::run` on `true`: the environment 16 % of it, the spawn
-//! itself 19 %). Here the environment is laid out once per spawn in one buffer. Measured
+//! itself 19 %). Here the environment is already laid out as `execve` takes it. Measured
 //! (`getrusage` of the parent, blocks of 300 `true` into existing log files, interleaved):
 //! 0.15 ms of the parent's CPU a command against 0.21 ms through `Command`, where a bare
 //! `Command` spawn-and-wait with no environment changes takes 0.095 ms (`BENCHMARKS.md`).
@@ -18,7 +18,7 @@
 //! (Rust's, rustix's and SQLite's alike), so the child inherits nothing else. A failure to start
 //! (no `/bin/sh`, a missing working directory) is the `posix_spawn` error, as with `Command`.
 
-use std::ffi::{CString, OsString, c_char};
+use std::ffi::{CString, c_char};
 use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -29,6 +29,8 @@ use std::process::ExitStatus;
 use std::ptr;
 
 use rustix::process::{Pid, WaitOptions, waitpid};
+
+use crate::env::Environ;
 
 /// A started `/bin/sh`: wait for it with [`Shell::try_wait`] or [`Shell::wait`]. Like
 /// `std::process::Child`, dropping it neither kills nor reaps it.
@@ -43,18 +45,24 @@ impl Shell {
     pub(crate) fn start(
         line: &str,
         cwd: &Path,
-        env: &[(OsString, OsString)],
+        env: &Environ,
         out: BorrowedFd<'_>,
     ) -> io::Result<Shell> {
         debug_assert!(
             env.iter()
                 .enumerate()
-                .all(|(i, (k, _))| env[..i].iter().all(|(seen, _)| seen != k)),
+                .all(|(i, (k, _))| env.iter().take(i).all(|(seen, _)| seen != k)),
             "a name given twice is passed twice"
         );
         let line = c_string(line.as_bytes().to_vec())?;
         let cwd = c_string(cwd.as_os_str().as_bytes().to_vec())?;
-        let env = Environ::new(env)?;
+        let (bytes, starts) = env.raw().ok_or_else(nul_byte)?;
+        // `bytes` is not changed while the table is used: the pointers stay valid.
+        let envp: Vec<*const c_char> = starts
+            .iter()
+            .map(|&at| bytes[at..].as_ptr().cast())
+            .chain([ptr::null()])
+            .collect();
         // `dup2` onto 1 and 2 clears close-on-exec on the copies. Whether a `dup2` action onto
         // itself does was left open by POSIX until 2024 (glibc's does), so a descriptor that
         // already is 1 or 2 is moved above them first and the question does not come up.
@@ -106,7 +114,7 @@ impl Shell {
         ];
         let mut pid: libc::pid_t = 0;
         // SAFETY: every pointer handed over lives until `posix_spawn` returns: `argv`'s strings,
-        // `env`'s buffer and table, `cwd`, and the initialised actions and attributes. The
+        // `env`'s buffer and `envp`, `cwd`, and the initialised actions and attributes. The
         // argument and environment arrays end with a null pointer. glibc's `posix_spawn` does
         // not write through them despite their `*mut` types.
         let rc = unsafe {
@@ -116,7 +124,7 @@ impl Shell {
                 actions.as_ptr(),
                 attrs.as_ptr(),
                 argv.as_ptr().cast(),
-                env.as_ptr().cast(),
+                envp.as_ptr().cast(),
             )
         };
         check(rc)?;
@@ -174,47 +182,6 @@ fn check(rc: libc::c_int) -> io::Result<()> {
     }
 }
 
-/// `NAME=value` strings laid out in one buffer, and the null-terminated table of pointers into
-/// it that `execve` takes.
-struct Environ {
-    _bytes: Vec<u8>,
-    table: Vec<*const c_char>,
-}
-
-impl Environ {
-    fn new(env: &[(OsString, OsString)]) -> io::Result<Self> {
-        let len = env.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
-        let mut bytes = Vec::with_capacity(len);
-        let mut starts = Vec::with_capacity(env.len());
-        for (k, v) in env {
-            let (k, v) = (k.as_bytes(), v.as_bytes());
-            if k.contains(&0) || v.contains(&0) {
-                return Err(nul_byte());
-            }
-            starts.push(bytes.len());
-            bytes.extend_from_slice(k);
-            bytes.push(b'=');
-            bytes.extend_from_slice(v);
-            bytes.push(0);
-        }
-        // The buffer is complete and never grows again: the pointers stay valid while `bytes`
-        // lives, which is as long as `table` does.
-        let mut table: Vec<*const c_char> = starts
-            .into_iter()
-            .map(|s| bytes[s..].as_ptr().cast())
-            .collect();
-        table.push(ptr::null());
-        Ok(Environ {
-            _bytes: bytes,
-            table,
-        })
-    }
-
-    fn as_ptr(&self) -> *const *const c_char {
-        self.table.as_ptr()
-    }
-}
-
 /// A `posix_spawn_file_actions_t` or `posix_spawnattr_t`: set up by its `init` function,
 /// changed through [`Initialised::apply`], and given back to its `destroy` function on drop.
 struct Initialised<T> {
@@ -257,7 +224,7 @@ mod tests {
     use std::os::fd::AsFd;
 
     /// Runs `line` through `Shell::start` into a temp file and returns what it wrote.
-    fn output(line: &str, cwd: &Path, env: &[(OsString, OsString)]) -> (ExitStatus, String) {
+    fn output(line: &str, cwd: &Path, env: &Environ) -> (ExitStatus, String) {
         let out = tempfile::tempfile().unwrap();
         let shell = Shell::start(line, cwd, env, out.as_fd()).unwrap();
         let status = shell.wait().unwrap();
@@ -265,8 +232,8 @@ mod tests {
         (status, text)
     }
 
-    fn vars(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
-        pairs.iter().map(|(k, v)| (k.into(), v.into())).collect()
+    fn vars(pairs: &[(&str, &str)]) -> Environ {
+        pairs.iter().copied().collect()
     }
 
     /// The `Sig*` mask of `field` in a `/proc/<pid>/status` text.

@@ -235,9 +235,9 @@ fn every_hook_variable_and_stripped_variable_is_documented() {
         state: "done.merged",
         point: hookq::Point::AfterMerge,
     };
-    let env = hookq::env::hook_env(&[], &vars);
+    let env = hookq::env::hook_env(&hookq::env::Environ::new(), &vars);
     assert!(env.len() >= 9);
-    for (name, _) in env {
+    for (name, _) in env.iter() {
         let name = name.to_str().unwrap();
         assert!(
             section.contains(&format!("| `{name}` |")),

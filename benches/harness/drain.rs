@@ -153,7 +153,7 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> DrainFigures {
 /// are created beforehand, untimed, so only the log file is new, as in the floor loop.
 fn exec_only(
     ws: &Workspace,
-    base: &[(std::ffi::OsString, std::ffi::OsString)],
+    base: &hookq::env::Environ,
     stop: &Stop,
     prefix: &str,
     n: usize,
