@@ -102,7 +102,8 @@ impl Environ {
         self.starts.iter().map(|&at| {
             let end = at + self.bytes[at..].iter().position(|&b| b == 0).unwrap_or(0);
             let var = &self.bytes[at..end];
-            // Split at the first `=`; a name holds none (a NUL-poisoned one may, harmlessly).
+            // Split at the first `=`: a name holds none. A variable with a NUL byte in it reads
+            // back cut there; such an environment is never handed to a command (`raw`).
             let eq = var.iter().position(|&b| b == b'=').unwrap_or(var.len());
             let value = var.get(eq + 1..).unwrap_or_default();
             (OsStr::from_bytes(&var[..eq]), OsStr::from_bytes(value))
