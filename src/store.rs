@@ -1376,16 +1376,19 @@ mod tests {
         (dir, path, lock, store)
     }
 
+    /// How many passes each pending point was counted as started by, in recorded order.
+    fn passes(store: &Store) -> Vec<i64> {
+        store
+            .pending(0, 1000, None)
+            .unwrap()
+            .iter()
+            .map(|p| p.passes)
+            .collect()
+    }
+
     #[test]
     fn starts_are_counted_once_whether_folded_or_not() {
         let (_dir, path, lock, mut store) = with_failed_tasks(&["a", "b"]);
-        let passes = |s: &Store| -> Vec<i64> {
-            s.pending(0, 10, None)
-                .unwrap()
-                .iter()
-                .map(|p| p.passes)
-                .collect()
-        };
         let rows = store.pending(0, 10, None).unwrap();
         assert_eq!(passes(&store), [0, 0]);
 
@@ -1480,13 +1483,7 @@ mod tests {
         });
         store.clear_all(&[]).unwrap();
         assert_eq!(std::fs::metadata(&log).unwrap().len(), 0);
-        let passes: Vec<i64> = store
-            .pending(0, 300, None)
-            .unwrap()
-            .iter()
-            .map(|p| p.passes)
-            .collect();
-        assert_eq!(passes, vec![1; 300], "every start counted, once");
+        assert_eq!(passes(&store), vec![1; 300], "every start counted, once");
     }
 
     #[test]
