@@ -36,7 +36,6 @@ pub mod record;
 mod spawn;
 pub mod starts;
 pub mod store;
-mod walvfs;
 pub mod workspace;
 
 pub use config::Config;

@@ -425,11 +425,7 @@ fn connect(path: &Path, opts: StoreOptions) -> Result<Connection, StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_URI;
-    // WAL frames written with one `pwrite` a commit (see `walvfs`).
-    let c = match crate::walvfs::name() {
-        Some(vfs) => Connection::open_with_flags_and_vfs(path, flags, vfs)?,
-        None => Connection::open_with_flags(path, flags)?,
-    };
+    let c = Connection::open_with_flags(path, flags)?;
     c.busy_timeout(opts.busy_timeout)?;
     let ms: i64 = c.query_row("PRAGMA busy_timeout", [], |r| r.get(0))?;
     expect(
