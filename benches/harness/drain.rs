@@ -35,6 +35,9 @@ pub struct DrainFigures {
     /// CPU time (this process and its commands) over wall time during the jobs 1 and the jobs 2
     /// drains of new tasks: how many cores each kept busy, medians.
     pub cores_busy: (f64, f64),
+    /// The floor loop with SPEC's layout for new tasks: each log's two folders are new too, made
+    /// while the command before runs (the floor of 2b's ratio).
+    pub floor_new_tasks: f64,
     /// Each variant's per-point time in every round, in the order above.
     pub rounds: Vec<Vec<f64>>,
 }
@@ -93,9 +96,9 @@ impl Drained {
     }
 }
 
-/// Runs `sizes.drain_rounds` rounds of the seven variants, the order rotated each round.
+/// Runs `sizes.drain_rounds` rounds of the eight variants, the order rotated each round.
 pub fn measure(dir: &Path, sizes: &Sizes) -> DrainFigures {
-    const VARIANTS: usize = 7;
+    const VARIANTS: usize = 8;
     let n = sizes.drain_points;
     let mut with_true = Drained::new(dir, "drain", &["true"]);
     let mut empty = Drained::new(dir, "drain-empty", &[]);
@@ -127,10 +130,11 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> DrainFigures {
                 }
                 4 => exec_only(&with_true.ws, &base, &stop, &prefix, n, true),
                 5 => exec_only(&with_true.ws, &base, &stop, &prefix, n, false),
-                _ => {
+                6 => {
                     empty.record(&prefix, n, false);
                     empty.drain(1, n, 0).0
                 }
+                _ => floors::spawn_to_new_task_logs(&dir.join(format!("floor-new-{round}")), n),
             };
             per[which].push(ms / n as f64);
         }
@@ -144,6 +148,7 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> DrainFigures {
         exec_new_tasks: median(&per[5]),
         bookkeeping: median(&per[6]),
         cores_busy: (median(&busy_j1), median(&busy_j2)),
+        floor_new_tasks: median(&per[7]),
         rounds: per.to_vec(),
     }
 }
@@ -232,6 +237,7 @@ pub fn rows(d: &DrainFigures) -> Vec<Row> {
             .vs(floor, d.floor)
             .target(Target::ratio_at_most(1.15))
             .note("each point also creates runs/<task>/ and runs/<task>/hooks/: 3 new inodes per point against the floor's 1")
+            .note(format!("2b / 2f = {}: what hookq adds to the floor loop laid out as SPEC lays out a new task's log", num(d.drain_j1_new_tasks / d.floor_new_tasks)))
             .note(spread(2)),
         Row::new("2c", "  of which exec::run alone, folders exist (no SQLite)", d.exec_existing_dirs, "ms")
             .vs(floor, d.floor)
@@ -245,6 +251,10 @@ pub fn rows(d: &DrainFigures) -> Vec<Row> {
             .vs(floor, d.floor)
             .note("read per point, clears committed in batches of 64, no spawn, no mark_started")
             .note(spread(6)),
+        Row::new("2f", "  floor of 2b's ratio: the floor loop, each log in 2 new folders", d.floor_new_tasks, "ms")
+            .vs(floor, d.floor)
+            .note("F2's loop with SPEC's layout for a task's first point: <task>/ and <task>/hooks/ made with the file, while the command before runs, as the drain does")
+            .note(spread(7)),
         Row::new("6", "parallel drain: jobs 2, new tasks (per point)", d.drain_j2_new_tasks, "ms")
             .throughput_vs("jobs 1, new tasks (2b)", d.drain_j1_new_tasks)
             .target(Target::ratio_at_least(1.6))

@@ -47,17 +47,47 @@ pub fn spawn_to_new_logs(dir: &Path, n: usize) -> f64 {
     timed(|| {
         for path in &logs {
             let log = File::create(path).expect("create a log");
-            let status = Command::new("/bin/sh")
-                .args(["-c", "true"])
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().expect("dup the log"))
-                .stderr(log)
-                .status()
-                .expect("spawn /bin/sh");
+            let status = true_into(log).status().expect("spawn /bin/sh");
             assert!(status.success());
         }
     })
     .1
+}
+
+/// The floor loop for points of new tasks (figure 2b): as [`spawn_to_new_logs`], but each log's
+/// folders (`<dir>/<task>/` and `<dir>/<task>/hooks/`) are new too, as SPEC's layout makes them
+/// for a task's first point. They are made, with the file, while the command before runs: the
+/// most a runner that starts one command at a time can hide of them, and what the drain does.
+/// Total ms.
+pub fn spawn_to_new_task_logs(dir: &Path, n: usize) -> f64 {
+    std::fs::create_dir_all(dir).expect("create the floor's folder");
+    let create = |i: usize| {
+        let folder = dir.join(format!("t{i:07}")).join("hooks");
+        std::fs::create_dir_all(&folder).expect("create the floor's log folders");
+        File::create(folder.join("after_awaiting_human-01.log")).expect("create a log")
+    };
+    timed(|| {
+        let mut next = (n > 0).then(|| create(0));
+        for i in 0..n {
+            let log = next.take().expect("the log made ahead");
+            let mut child = true_into(log).spawn().expect("spawn /bin/sh");
+            if i + 1 < n {
+                next = Some(create(i + 1));
+            }
+            assert!(child.wait().expect("wait for /bin/sh").success());
+        }
+    })
+    .1
+}
+
+/// `/bin/sh -c true` with `/dev/null` as stdin and `log` as stdout and stderr.
+fn true_into(log: File) -> Command {
+    let mut sh = Command::new("/bin/sh");
+    sh.args(["-c", "true"])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("dup the log"))
+        .stderr(log);
+    sh
 }
 
 /// Overwrites a 4 KiB block of a preallocated file and `fdatasync`s it, `samples` times; the
