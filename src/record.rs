@@ -220,6 +220,13 @@ pub fn requeue(tx: &Transaction<'_>, history_id: i64) -> Result<Occurrence, Stor
         .query_row([history_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?
         .ok_or(StoreError::NoHistory(history_id))?;
+    if state.is_empty() {
+        // A point whose recorded state was missing was parked for it; run again, its hook would
+        // have no `ARC_STATE` either.
+        return Err(StoreError::Invalid(format!(
+            "history row {history_id} has no recorded state (its point was parked for that); it cannot be re-queued"
+        )));
+    }
     let bad =
         |e: &dyn std::fmt::Display| StoreError::BadRow(format!("history row {history_id}: {e}"));
     let task = TaskId::new(task).map_err(|e| bad(&e))?;
@@ -264,6 +271,33 @@ mod tests {
         }
         assert!(pending(&store).is_empty());
         assert!(store.task("t1").unwrap().is_none());
+    }
+
+    /// A point parked because its state row was missing leaves a history row with no state;
+    /// re-queueing it says why it cannot, instead of failing to parse "".
+    #[test]
+    fn requeue_without_a_recorded_state_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("arc.db")).unwrap();
+        let (t, p) = ids("t1", "p1");
+        store
+            .write(|tx| add_task(tx, &t, &p, &Phase::new("todo.ready").unwrap()))
+            .unwrap();
+        store
+            .conn()
+            .execute(
+                "INSERT INTO hook_history (occurrence, task, point, state, recorded_ms, passes, outcome, finished_ms)
+                 VALUES (1, 't1', 'after_fail', '', 0, 0, 'abandoned', 0)",
+                [],
+            )
+            .unwrap();
+        let id = store.conn().last_insert_rowid();
+        let err = store.write(|tx| requeue(tx, id)).unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Invalid(m) if m.contains("no recorded state")),
+            "{err}"
+        );
+        assert!(pending(&store).is_empty());
     }
 
     #[test]
