@@ -20,10 +20,14 @@ use crate::spawn::Shell;
 /// How often a running command checks for a stop request when nothing else wakes it.
 const TICK: Duration = Duration::from_millis(50);
 
-/// Why a command could not be run at all (the hook itself never ran).
+/// Why a command could not be run as hookq must run it: it could not start for a reason outside
+/// the hook (its log, the machine's limits), or its output could not be logged. The point it
+/// belongs to stays pending.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
-    /// The log file or its folder could not be created or written.
+    /// The log file or its folder could not be created or written. A command that had started
+    /// runs to its end first, its output discarded from the failed write on: a hook is never
+    /// killed halfway for its log.
     #[error("cannot write log {}: {source}", path.display())]
     Log {
         /// The log path.
@@ -175,6 +179,9 @@ pub fn run_while(
     drop(writer);
     let child = match child {
         Ok(c) => c,
+        // Out of processes, memory or descriptors: the machine's state, not the hook's. The
+        // point stays pending and runs when there is room again.
+        Err(e) if is_transient(&e) => return Err(ExecError::Os(e)),
         Err(e) => {
             let code = e.raw_os_error().unwrap_or(-1);
             writeln!(log, "--- hookq cannot start /bin/sh: {e}").map_err(log_err)?;
@@ -193,6 +200,7 @@ pub fn run_while(
         truncated: false,
         last: b'\n',
         cap: spec.max_log_bytes,
+        failed: None,
     };
     let outcome = supervise(
         &child,
@@ -212,6 +220,9 @@ pub fn run_while(
         }
     };
     let duration = start.elapsed();
+    if let Some(source) = copier.failed {
+        return Err(log_err(source));
+    }
     let (logged, truncated, last) = (copier.logged, copier.truncated, copier.last);
     let mut footer = Vec::new();
     if last != b'\n' {
@@ -232,6 +243,19 @@ pub fn run_while(
         logged,
         truncated,
     })
+}
+
+/// Whether a failure to start a command is the machine's state rather than the command's: no
+/// process, memory or descriptor to spare right now.
+fn is_transient(e: &std::io::Error) -> bool {
+    [
+        libc::EAGAIN,
+        libc::ENOMEM,
+        libc::EMFILE,
+        libc::ENFILE,
+        libc::EINTR,
+    ]
+    .contains(&e.raw_os_error().unwrap_or(0))
 }
 
 /// A human description of an ending, as the footer and warnings say it.
@@ -346,17 +370,24 @@ struct Copier<'a> {
     truncated: bool,
     last: u8,
     cap: u64,
+    /// The first failed write (a full disk): everything after it is read and discarded, so the
+    /// command is not blocked on a full pipe and runs to its end.
+    failed: Option<std::io::Error>,
 }
 
 impl Copier<'_> {
-    fn take(&mut self, bytes: &[u8], path: &Path) -> Result<(), ExecError> {
+    fn take(&mut self, bytes: &[u8]) {
+        if self.failed.is_none()
+            && let Err(e) = self.copy(bytes)
+        {
+            self.failed = Some(e);
+        }
+    }
+
+    fn copy(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         let keep = bytes.len().min(self.left as usize);
-        let log_err = |source| ExecError::Log {
-            path: path.to_path_buf(),
-            source,
-        };
         if keep > 0 {
-            self.log.write_all(&bytes[..keep]).map_err(log_err)?;
+            self.log.write_all(&bytes[..keep])?;
             self.left -= keep as u64;
             self.logged += keep as u64;
             self.last = bytes[keep - 1];
@@ -364,8 +395,11 @@ impl Copier<'_> {
         if keep < bytes.len() && !self.truncated {
             self.truncated = true;
             let nl = if self.last == b'\n' { "" } else { "\n" };
-            writeln!(self.log, "{nl}--- hookq output cut here: more than {} bytes (gate.max_log_bytes); the rest was discarded", self.cap)
-                .map_err(log_err)?;
+            writeln!(
+                self.log,
+                "{nl}--- hookq output cut here: more than {} bytes (gate.max_log_bytes); the rest was discarded",
+                self.cap
+            )?;
             self.last = b'\n';
         }
         Ok(())
@@ -399,14 +433,14 @@ fn supervise(
             // Take what the child left in the pipe, but do not wait for descendants that keep
             // it open: they may live forever.
             if let Some(r) = reader.as_mut() {
-                drain_available(r, &mut buf, copier, spec.log)?;
+                drain_available(r, &mut buf, copier)?;
             }
             return Ok(finish_group(
                 child,
                 status,
-                timed_out_at,
-                interrupted,
+                (timed_out_at, interrupted),
                 spec.kill_grace,
+                stop,
             ));
         }
         let now = Instant::now();
@@ -419,6 +453,9 @@ fn supervise(
             None if now >= deadline => {
                 timed_out_at = Some(now);
                 signal_group(child, Signal::TERM);
+                // A stopped process (one that read the terminal from the background, or stopped
+                // itself) only acts on SIGTERM once continued, as `timeout(1)` knows.
+                signal_group(child, Signal::CONT);
                 continue;
             }
             Some(t) if now >= t + spec.kill_grace => {
@@ -455,7 +492,7 @@ fn supervise(
         drop(fds);
         if pipe_ready {
             let r = reader.as_mut().expect("checked");
-            if drain_available(r, &mut buf, copier, spec.log)? {
+            if drain_available(r, &mut buf, copier)? {
                 // End of file: every writer closed it. Only the exit is left to wait for.
                 reader = None;
             }
@@ -468,12 +505,11 @@ fn drain_available(
     r: &mut File,
     buf: &mut [u8],
     copier: &mut Copier<'_>,
-    log: &Path,
 ) -> Result<bool, ExecError> {
     loop {
         match r.read(buf) {
             Ok(0) => return Ok(true),
-            Ok(n) => copier.take(&buf[..n], log)?,
+            Ok(n) => copier.take(&buf[..n]),
             Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(ExecError::Os(e)),
@@ -482,13 +518,13 @@ fn drain_available(
 }
 
 /// After the leader was reaped: for a timed-out or interrupted command, make sure the whole
-/// group is gone (SIGKILL once the grace period is over).
+/// group is gone (SIGKILL once the grace period is over, or at once on a stop that cannot wait).
 fn finish_group(
     child: &Shell,
     status: ExitStatus,
-    timed_out_at: Option<Instant>,
-    interrupted: bool,
+    (timed_out_at, interrupted): (Option<Instant>, bool),
     grace: Duration,
+    stop: &Stop,
 ) -> Ending {
     if interrupted {
         signal_group(child, Signal::KILL);
@@ -497,7 +533,7 @@ fn finish_group(
     if let Some(t) = timed_out_at {
         let mut killed = false;
         while group_alive(child) {
-            if Instant::now() >= t + grace {
+            if Instant::now() >= t + grace || stop.immediate() {
                 signal_group(child, Signal::KILL);
                 killed = true;
                 break;
@@ -643,6 +679,77 @@ mod tests {
         assert!(
             t.elapsed() < Duration::from_secs(20),
             "hung: {:?}",
+            t.elapsed()
+        );
+    }
+
+    /// Running out of processes, memory or descriptors keeps a point pending (an `ExecError`);
+    /// a command that cannot start for good is a failed command.
+    #[test]
+    fn transient_spawn_failures_are_told_apart() {
+        let errno = |e| std::io::Error::from_raw_os_error(e);
+        for e in [libc::EAGAIN, libc::ENOMEM, libc::EMFILE, libc::ENFILE] {
+            assert!(is_transient(&errno(e)), "{e}");
+        }
+        for e in [libc::ENOENT, libc::EACCES, libc::ENOEXEC, libc::E2BIG] {
+            assert!(!is_transient(&errno(e)), "{e}");
+        }
+        // A missing working directory is the command's, and reported like any failure.
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("t.log");
+        let env = path_env();
+        let gone = dir.path().join("gone");
+        let mut s = spec("true", &log, &env);
+        s.cwd = &gone;
+        let f = run(&s, &Stop::new()).unwrap();
+        assert_eq!(f.ending, Ending::SpawnFailed(libc::ENOENT));
+    }
+
+    /// A stopped command acts on the timeout's SIGTERM (its trap runs), not only on the SIGKILL
+    /// after the grace period: SIGCONT follows the SIGTERM.
+    #[test]
+    fn a_stopped_command_gets_its_sigterm() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("t.log");
+        let env = path_env();
+        let mut s = spec(
+            "trap 'echo got-term; exit 7' TERM; kill -STOP $$",
+            &log,
+            &env,
+        );
+        s.timeout = Duration::from_millis(300);
+        s.kill_grace = Duration::from_secs(60);
+        let f = run(&s, &Stop::new()).unwrap();
+        assert_eq!(f.ending, Ending::TimedOut { killed: false });
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains("\ngot-term\n"), "{text}");
+    }
+
+    /// After a timeout, a leader that exited leaves the rest of its group to the grace period;
+    /// a stop that cannot wait (a second SIGINT or SIGTERM) ends that wait with SIGKILL.
+    #[test]
+    fn an_immediate_stop_cuts_the_grace_period_short() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("t.log");
+        let env = path_env();
+        // The background sleep ignores SIGTERM and outlives the leader.
+        let mut s = spec("(trap '' TERM; exec sleep 120) & sleep 120", &log, &env);
+        s.timeout = Duration::from_millis(300);
+        s.kill_grace = Duration::from_secs(120);
+        let stop = Stop::new();
+        let t = Instant::now();
+        let f = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(1500));
+                stop.request();
+                stop.request();
+            });
+            run(&s, &stop).unwrap()
+        });
+        assert_eq!(f.ending, Ending::TimedOut { killed: true });
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "waited out the grace period: {:?}",
             t.elapsed()
         );
     }

@@ -9,6 +9,11 @@ fn main() -> ExitCode {
     // commands, which is what they expect.
     // SAFETY: the handler does nothing, which is async-signal-safe.
     let _ = unsafe { signal_hook::low_level::register(signal_hook::consts::SIGXFSZ, || {}) };
+    // An ignored SIGCHLD survives `execve`: a parent that ignores it would have the kernel reap
+    // hookq's hook commands itself, and hookq could not learn how they ended. Its default is
+    // what waiting for a child needs.
+    // SAFETY: called before any thread is started; SIG_DFL installs no handler.
+    unsafe { libc::signal(libc::SIGCHLD, libc::SIG_DFL) };
     let cli = hookq::cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(

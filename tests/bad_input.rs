@@ -320,6 +320,48 @@ fn a_full_disk_as_a_file_size_limit() {
     assert!(ws.pending().is_empty());
 }
 
+/// A disk that fills while a hook writes its log (a 1 MiB file-size limit, past which every
+/// write fails with EFBIG): the command is not killed halfway but runs to its end, its output
+/// from there on discarded; then the pass stops with the log's error, the point still pending.
+#[test]
+fn a_log_that_fills_the_disk_mid_command() {
+    const LIMIT: u64 = 1 << 20;
+    let ws = Ws::init();
+    ws.write_config("after_fail = ['head -c 3000000 /dev/zero; : > done']");
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
+        .ok();
+    let mut cmd = ws.command(HOOKQ);
+    cmd.arg("run").stdin(Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe; it runs in the child between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = rustix::process::Rlimit {
+                current: Some(LIMIT),
+                maximum: None,
+            };
+            rustix::process::setrlimit(rustix::process::Resource::Fsize, limit)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let log = ws.log_path("t1", "after_fail", 1);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: cannot write log {}: ", log.display())),
+        "{stderr}"
+    );
+    assert!(ws.root().join("done").exists(), "the hook was cut short");
+    assert_eq!(std::fs::metadata(&log).unwrap().len(), LIMIT);
+    assert_eq!(ws.pending().len(), 1);
+    // With room again, the point runs and is cleared.
+    std::fs::remove_file(ws.root().join("done")).unwrap();
+    ws.hookq(&["run"]).ok();
+    assert!(ws.root().join("done").exists());
+    assert!(ws.pending().is_empty());
+}
+
 /// A really full file system, where the machine lets the test mount a small tmpfs: recording
 /// fails cleanly, nothing pending is lost, and after space is freed the point runs.
 #[test]

@@ -877,3 +877,34 @@ after_fail = ['kill -KILL $PPID']"#,
         "{outcomes:?}"
     );
 }
+
+/// A parent that ignores SIGCHLD passes that on through `execve`; hookq sets it back to its
+/// default, or the kernel would reap every hook command itself, hookq could not learn how it
+/// ended, and each pass would run the point again until it was parked.
+#[test]
+fn an_inherited_ignored_sigchld_does_not_lose_the_outcome() {
+    use std::os::unix::process::CommandExt;
+    let ws = Ws::init();
+    ws.write_config("after_fail = ['echo ran >> ran.out']");
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
+        .ok();
+    let mut cmd = ws.command(common::HOOKQ);
+    cmd.arg("run").stdin(std::process::Stdio::null());
+    // SAFETY: signal() is async-signal-safe; it runs in the child between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGCHLD, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(ws.lines("ran.out"), ["ran"]);
+    assert!(ws.pending().is_empty());
+    assert_eq!(ws.history()[0].outcome, "ok");
+}

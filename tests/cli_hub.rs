@@ -1,5 +1,5 @@
 //! `hookq hub` as a child process: it runs points that other processes commit, and stops
-//! cleanly on SIGTERM (a second SIGTERM stops it at once).
+//! cleanly on SIGTERM, SIGINT or SIGHUP (a second one stops it at once).
 
 mod common;
 
@@ -82,6 +82,17 @@ fn an_idle_hub_stops_on_sigterm() {
 
 #[test]
 fn first_sigterm_lets_the_running_command_finish() {
+    first_stop_signal_lets_the_running_command_finish(Signal::TERM);
+}
+
+/// A closed terminal: without a handler, SIGHUP would end the hub at once and leave its hook
+/// command (a process group of its own) running with the lock free.
+#[test]
+fn sighup_lets_the_running_command_finish() {
+    first_stop_signal_lets_the_running_command_finish(Signal::HUP);
+}
+
+fn first_stop_signal_lets_the_running_command_finish(stop: Signal) {
     let ws = Ws::init();
     ws.write_config(
         r#"after_awaiting_human = [
@@ -104,7 +115,7 @@ fn first_sigterm_lets_the_running_command_finish() {
     assert_eq!(listing["lock"]["alive"], true);
     assert_eq!(listing["pending"][0]["passes"], 1);
 
-    hub.signal(Signal::TERM);
+    hub.signal(stop);
     let out = hub.wait_within(STOP);
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     assert_eq!(ws.read("f"), "done\n", "the running command finished");

@@ -114,11 +114,18 @@ pub fn run(cli: Cli) -> Result<(), Error> {
     }
 }
 
-/// A stop token that SIGINT and SIGTERM bump: the first asks to stop after the current command,
-/// the second to stop at once.
+/// A stop token that SIGINT, SIGTERM and SIGHUP bump: the first asks to stop after the current
+/// command, the second to stop at once. SIGHUP (the terminal of a `hookq hub` closed) would
+/// otherwise end hookq at once, leaving its running hook command, which has a process group of
+/// its own, running without a runner: the lock free, the next runner could start the same point
+/// beside it.
 pub(super) fn stop_on_signals() -> &'static Stop {
     static STOP: Stop = Stop::new();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
         // SAFETY: the handler only updates an atomic, which is async-signal-safe.
         let registered = unsafe { signal_hook::low_level::register(sig, || STOP.request()) };
         if let Err(e) = registered {
