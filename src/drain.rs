@@ -191,6 +191,21 @@ impl<'a> Drainer<'a> {
         store: &mut Store,
         lock: &RunnerLock,
     ) -> Result<PassReport, DrainError> {
+        for left in lock.left_behind() {
+            let runner = left.holder.map_or_else(
+                || "an earlier runner".to_owned(),
+                |pid| format!("runner pid {pid}"),
+            );
+            let how = if left.killed {
+                "SIGTERM, then SIGKILL"
+            } else {
+                "SIGTERM"
+            };
+            (self.warn)(&format!(
+                "warning: {runner} died while a hook command ran; the command was still running (process group {}) and was ended ({how}) before its point runs again",
+                left.group.pgid
+            ));
+        }
         // Read once up front so an invalid config fails the pass even when nothing is pending.
         self.config()?;
         store.with_relaxed_sync(|store| {
@@ -238,7 +253,7 @@ impl<'a> Drainer<'a> {
                         let next = job_rx.lock().map(|rx| rx.recv());
                         let Ok(Ok(job)) = next else { break };
                         if done_tx
-                            .send(start(ws, job, stop, &mut marker, config))
+                            .send(start(ws, lock, job, stop, &mut marker, config))
                             .is_err()
                         {
                             break;
@@ -313,7 +328,7 @@ impl<'a> Drainer<'a> {
                                     window.front().and_then(|e| self.first_log(e, &job.cfg));
                                 let mut flushed = Ok(());
                                 let mut done =
-                                    execute(&self.ws, job, self.stop, next_log, &mut || {
+                                    execute(&self.ws, lock, job, self.stop, next_log, &mut || {
                                         if flushed.is_ok() && self.clears.due() {
                                             flushed = self.clears.flush(store);
                                         }
@@ -541,6 +556,7 @@ impl Clears {
 /// point was dropped; marks it started first, then runs it.
 fn start(
     ws: &Workspace,
+    lock: &RunnerLock,
     mut job: Job,
     stop: &Stop,
     marker: &mut StartMarker,
@@ -556,7 +572,7 @@ fn start(
     match marker.mark_started(&job.entry) {
         Ok(true) => {
             job.entry.passes += 1;
-            execute(ws, job, stop, None, &mut || {})
+            execute(ws, lock, job, stop, None, &mut || {})
         }
         Ok(false) => Done::unrun(job, Ran::Dropped),
         Err(e) => Done::unrun(job, Ran::Failed(e.into())),
@@ -569,6 +585,7 @@ fn start(
 /// [`Done::ahead`]. Touches no database.
 fn execute(
     ws: &Workspace,
+    lock: &RunnerLock,
     mut job: Job,
     stop: &Stop,
     mut after: Option<std::path::PathBuf>,
@@ -611,6 +628,7 @@ fn execute(
             log: &log,
             opened: opened.as_ref(),
             header: &header,
+            owner: Some(lock),
         };
         let started_ms = now_ms();
         let done = exec::run_while(&spec, stop, || {

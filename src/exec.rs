@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use rustix::process::{Signal, kill_process_group, pidfd_open, test_kill_process_group};
+use rustix::process::{Pid, Signal, kill_process_group, pidfd_open, test_kill_process_group};
 
 use crate::env::Environ;
+use crate::lock::{Group, RunnerLock};
 use crate::spawn::Shell;
 
 /// How often a running command checks for a stop request when nothing else wakes it.
@@ -98,6 +99,10 @@ pub struct Spec<'a> {
     pub opened: Option<&'a OpenedLog>,
     /// The header line's text after the time stamp (no newline).
     pub header: &'a str,
+    /// The runner lock the command runs under, if any: its file names the command's process
+    /// group while it runs, so that if hookq is killed meanwhile, the next holder ends the
+    /// command before it runs the point again (see [`crate::lock`]).
+    pub owner: Option<&'a RunnerLock>,
 }
 
 /// How a command ended.
@@ -193,6 +198,8 @@ pub fn run_while(
             });
         }
     };
+    // Named in the lock file from now until it is reaped, whichever way this function returns.
+    let _tracked = spec.owner.and_then(|lock| Tracked::new(lock, child.pid()));
     let mut copier = Copier {
         log,
         left: spec.max_log_bytes,
@@ -256,6 +263,30 @@ fn is_transient(e: &std::io::Error) -> bool {
         libc::EINTR,
     ]
     .contains(&e.raw_os_error().unwrap_or(0))
+}
+
+/// A command's process group, named in the runner lock's file while it lives (see
+/// [`Spec::owner`]).
+struct Tracked<'a> {
+    lock: &'a RunnerLock,
+    pgid: i32,
+}
+
+impl<'a> Tracked<'a> {
+    fn new(lock: &'a RunnerLock, leader: Pid) -> Option<Self> {
+        let group = Group::of(leader.as_raw_nonzero().get())?;
+        lock.track(group);
+        Some(Self {
+            lock,
+            pgid: group.pgid,
+        })
+    }
+}
+
+impl Drop for Tracked<'_> {
+    fn drop(&mut self) {
+        self.lock.untrack(self.pgid);
+    }
 }
 
 /// A human description of an ending, as the footer and warnings say it.
@@ -575,6 +606,7 @@ mod tests {
             log,
             opened: None,
             header: "test",
+            owner: None,
         }
     }
 

@@ -2,10 +2,20 @@
 //!
 //! An exclusive advisory lock (`flock`) on a file that is never deleted. The holder writes its
 //! pid and start time into the file so `queue` can name it; reading that never takes the lock.
+//!
+//! While a hook command runs, the file also names its process group (`group <pgid> <start>`).
+//! A command has a group of its own, so a runner killed with SIGKILL (which it cannot catch)
+//! leaves it running, and the lock goes with the runner: the next holder would run the same
+//! point again beside it. So the next holder, as it takes the lock, ends every group the file
+//! still names (SIGTERM and SIGCONT, then SIGKILL after [`LEFT_BEHIND_GRACE`]) before it runs
+//! anything. A group is named with its leader's start time, so a pid since given to another
+//! process is left alone.
 
 use std::fs::File;
-use std::io::{Read, Seek, Write};
+use std::io::Read;
+use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use fs2::FileExt;
@@ -32,11 +42,53 @@ pub enum Wait {
     Forever,
 }
 
+/// How long a command a killed runner left running gets between SIGTERM and SIGKILL when the
+/// next holder takes the lock (the default `gate.kill_grace_secs`).
+pub const LEFT_BEHIND_GRACE: Duration = Duration::from_secs(5);
+
 /// Proof of holding `runner.lock`. Running hooks takes a `&RunnerLock`.
 #[derive(Debug)]
 pub struct RunnerLock {
     file: File,
     path: PathBuf,
+    /// The holder's lines, as written when the lock was taken.
+    holder: String,
+    /// The process groups of the hook commands running now, as the file names them.
+    running: Mutex<Vec<Group>>,
+    /// What taking the lock found of an earlier holder's commands, and ended.
+    left_behind: Vec<LeftBehind>,
+}
+
+/// A hook command's process group: its leader's pid (the group's id) and the leader's start
+/// time in clock ticks after boot (`/proc/<pid>/stat`), which tells the leader from a later
+/// process given the same pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Group {
+    /// The process group id, the leader's pid.
+    pub pgid: i32,
+    /// The leader's start time, clock ticks after boot.
+    pub started: u64,
+}
+
+impl Group {
+    /// The group led by `pid`, if that process exists.
+    pub fn of(pid: i32) -> Option<Self> {
+        Some(Self {
+            pgid: pid,
+            started: start_ticks(pid)?,
+        })
+    }
+}
+
+/// A hook command an earlier holder of the lock left running, ended when the lock was taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftBehind {
+    /// The earlier holder's pid, as its line said.
+    pub holder: Option<u32>,
+    /// The command's process group.
+    pub group: Group,
+    /// Whether SIGTERM was not enough and SIGKILL went too.
+    pub killed: bool,
 }
 
 impl RunnerLock {
@@ -81,21 +133,63 @@ impl RunnerLock {
             std::thread::sleep(nap);
             nap = (nap * 2).min(Duration::from_millis(25));
         }
-        let mut lock = Self {
+        // Commands an earlier holder left running go before anything runs under this lock.
+        let mut earlier = String::new();
+        let _ = (&file).read_to_string(&mut earlier);
+        let (holder, groups) = parse_lines(&earlier);
+        let left_behind = groups
+            .into_iter()
+            .filter_map(|group| {
+                end_left_behind(group, LEFT_BEHIND_GRACE).map(|killed| LeftBehind {
+                    holder,
+                    group,
+                    killed,
+                })
+            })
+            .collect();
+        let started = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let lock = Self {
             file,
             path: path.to_path_buf(),
+            holder: format!("pid {}\nstarted {started}\n", std::process::id()),
+            running: Mutex::new(Vec::new()),
+            left_behind,
         };
-        lock.write_holder()
+        lock.write_out(&[])
             .map_err(|e| err("cannot write holder into", e))?;
         Ok(Some(lock))
     }
 
-    fn write_holder(&mut self) -> std::io::Result<()> {
-        let started = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        self.file.set_len(0)?;
-        self.file.rewind()?;
-        self.file
-            .write_all(format!("pid {}\nstarted {started}\n", std::process::id()).as_bytes())
+    /// Commands an earlier holder left running (it was killed), ended as the lock was taken.
+    pub fn left_behind(&self) -> &[LeftBehind] {
+        &self.left_behind
+    }
+
+    /// Names `group` in the file while its command runs; [`RunnerLock::untrack`] when it ended.
+    /// A file that cannot be written only loses the naming.
+    pub(crate) fn track(&self, group: Group) {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        running.push(group);
+        let _ = self.write_out(&running);
+    }
+
+    /// The command of group `pgid` ended: the file stops naming it.
+    pub(crate) fn untrack(&self, pgid: i32) {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        running.retain(|g| g.pgid != pgid);
+        let _ = self.write_out(&running);
+    }
+
+    /// Writes the holder's lines and a line per running group over the file's content. Cut
+    /// short, it can leave an earlier line behind: a group line that outlived its command names
+    /// a group that is gone or led by another process, and is passed over.
+    fn write_out(&self, groups: &[Group]) -> std::io::Result<()> {
+        let mut text = self.holder.clone();
+        for g in groups {
+            text.push_str(&format!("group {} {}\n", g.pgid, g.started));
+        }
+        self.file.write_all_at(text.as_bytes(), 0)?;
+        self.file.set_len(text.len() as u64)
     }
 
     /// The lock file.
@@ -123,6 +217,87 @@ pub struct Holder {
     /// Whether a process with that pid is alive now. A holder killed with SIGKILL leaves its
     /// line behind; the lock itself went with it.
     pub alive: bool,
+}
+
+/// The holder's pid and the groups a lock file's text names.
+fn parse_lines(text: &str) -> (Option<u32>, Vec<Group>) {
+    let mut pid = None;
+    let mut groups = Vec::new();
+    for line in text.lines() {
+        match line.split_once(' ') {
+            Some(("pid", v)) => pid = v.trim().parse::<u32>().ok(),
+            Some(("group", v)) => {
+                let mut f = v.split_whitespace().map(str::parse::<u64>);
+                if let (Some(Ok(pgid)), Some(Ok(started))) = (f.next(), f.next())
+                    && let Ok(pgid) = i32::try_from(pgid)
+                    && pgid > 1
+                {
+                    groups.push(Group { pgid, started });
+                }
+            }
+            _ => {}
+        }
+    }
+    (pid, groups)
+}
+
+/// The start time of process `pid` in clock ticks after boot (field 22 of `/proc/<pid>/stat`).
+fn start_ticks(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces and parentheses.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Ends the process group `group` names if it is still the one named: SIGTERM and SIGCONT, then
+/// SIGKILL once `grace` is over. `None` when there was nothing of it to end; else whether
+/// SIGKILL went.
+///
+/// A group's id stays taken while any member lives, so a group that exists without its leader
+/// is the named one; one whose leader started at another time is another process's.
+fn end_left_behind(group: Group, grace: Duration) -> Option<bool> {
+    use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+    let pgid = Pid::from_raw(group.pgid)?;
+    // Not only its zombies: an orphan's parent is whoever reaps orphans here, perhaps late.
+    let alive = || test_kill_process_group(pgid).is_ok() && has_live_member(group.pgid);
+    if !alive() || start_ticks(group.pgid).is_some_and(|t| t != group.started) {
+        return None;
+    }
+    let _ = kill_process_group(pgid, Signal::TERM);
+    let _ = kill_process_group(pgid, Signal::CONT);
+    let deadline = Instant::now() + grace;
+    while alive() {
+        if Instant::now() >= deadline {
+            let _ = kill_process_group(pgid, Signal::KILL);
+            return Some(true);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Some(false)
+}
+
+/// Whether a process of group `pgid` is alive, not a zombie (a scan of `/proc`).
+fn has_live_member(pgid: i32) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    dir.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .any(|stat| {
+            // After the command name: state (field 3), ppid, pgrp (field 5).
+            let Some(close) = stat.rfind(')') else {
+                return false;
+            };
+            let mut f = stat[close + 1..].split_whitespace();
+            let state = f.next();
+            let pgrp = f.nth(1).and_then(|v| v.parse::<i32>().ok());
+            pgrp == Some(pgid) && state != Some("Z") && state != Some("X")
+        })
 }
 
 /// Reads the holder line from the lock file at `path`; `None` when nobody holds it.
@@ -211,6 +386,85 @@ mod tests {
             RunnerLock::acquire(&path, Wait::No, &yes)
                 .unwrap()
                 .is_some()
+        );
+    }
+
+    /// Starts `sleep 60` as an orphan leading a process group of its own (its parent shell
+    /// exits), as a killed runner's command is; its pid.
+    fn orphan_group() -> i32 {
+        let out = std::process::Command::new("/bin/sh")
+            .args(["-c", "setsid sleep 60 >/dev/null 2>&1 & echo $!"])
+            .output()
+            .unwrap();
+        let pid: i32 = String::from_utf8(out.stdout)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // `setsid` makes it a leader, then becomes `sleep`.
+        while !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.contains("(sleep)"))
+        {
+            assert!(Instant::now() < deadline, "sleep did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        pid
+    }
+
+    #[test]
+    fn a_command_an_earlier_holder_left_running_is_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runner.lock");
+        let left = orphan_group();
+        let other = orphan_group();
+        let group = Group::of(left).unwrap();
+        // `other` is named with another start time: a pid since given to another process.
+        let stale = Group {
+            pgid: other,
+            started: Group::of(other).unwrap().started + 1,
+        };
+        std::fs::write(
+            &path,
+            format!(
+                "pid 4194000\nstarted 2026-01-01T00:00:00Z\ngroup {} {}\ngroup {} {}\n",
+                group.pgid, group.started, stale.pgid, stale.started
+            ),
+        )
+        .unwrap();
+        let lock = RunnerLock::acquire(&path, Wait::No, &|| true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            lock.left_behind(),
+            [LeftBehind {
+                holder: Some(4194000),
+                group,
+                killed: false
+            }]
+        );
+        assert!(!has_live_member(left), "ended");
+        assert!(
+            has_live_member(other),
+            "another process's group is left alone"
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("group"), "{text}");
+
+        // While a command runs, the file names its group; once it ended, not any more.
+        let g = Group::of(other).unwrap();
+        lock.track(g);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains(&format!("\ngroup {} {}\n", g.pgid, g.started)),
+            "{text}"
+        );
+        assert_eq!(holder(&path).unwrap().pid, std::process::id());
+        lock.untrack(g.pgid);
+        assert!(!std::fs::read_to_string(&path).unwrap().contains("group"));
+        let _ = rustix::process::kill_process_group(
+            rustix::process::Pid::from_raw(other).unwrap(),
+            rustix::process::Signal::KILL,
         );
     }
 

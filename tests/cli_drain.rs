@@ -908,3 +908,46 @@ fn an_inherited_ignored_sigchld_does_not_lose_the_outcome() {
     assert!(ws.pending().is_empty());
     assert_eq!(ws.history()[0].outcome, "ok");
 }
+
+/// A runner killed with SIGKILL, which it cannot catch, leaves its hook command running in a
+/// process group of its own, and the lock goes with the runner. The next runner ends that
+/// command, with a warning, before it runs the point again: the two never run side by side.
+#[test]
+fn a_killed_runners_command_is_ended_before_its_point_runs_again() {
+    let ws = Ws::init();
+    ws.write_config("after_fail = ['echo start $$ >> trace; sleep 60; echo end $$ >> trace']");
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
+        .ok();
+    let runner = ws.spawn(&["run"]);
+    ws.eventually("the command to start", || ws.lines("trace").len() == 1);
+    let first: i32 = ws.lines("trace")[0]
+        .strip_prefix("start ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    runner.signal(rustix::process::Signal::KILL);
+    runner.wait_within(Duration::from_secs(60));
+    assert!(!process_gone(first), "the command outlives its runner");
+
+    // Quick this time, so the test does not wait for a sleep.
+    ws.write_config("after_fail = ['echo again $$ >> trace']");
+    let out = ws.hookq(&["run"]);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    assert!(
+        process_gone(first),
+        "the command the killed runner left was ended"
+    );
+    let warnings = out.warnings();
+    assert_eq!(warnings.len(), 1, "{}", out.describe());
+    assert!(
+        warnings[0].contains("died while a hook command ran")
+            && warnings[0].contains(&format!("(process group {first})")),
+        "{}",
+        out.describe()
+    );
+    let trace = ws.lines("trace");
+    assert_eq!(trace.len(), 2, "{trace:?}");
+    assert!(trace[1].starts_with("again "), "{trace:?}");
+    assert!(ws.pending().is_empty());
+}

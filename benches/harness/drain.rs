@@ -204,6 +204,7 @@ fn exec_only(
                 log: &log,
                 opened: None,
                 header: &header,
+                owner: None,
             };
             let done = exec::run(&spec, stop).expect("exec::run");
             assert_eq!(done.ending, Ending::Exited(0));
