@@ -199,7 +199,7 @@ pub fn run_while(
         }
     };
     // Named in the lock file from now until it is reaped, whichever way this function returns.
-    let _tracked = spec.owner.and_then(|lock| Tracked::new(lock, child.pid()));
+    let _tracked = spec.owner.map(|lock| Tracked::new(lock, child.pid()));
     let mut copier = Copier {
         log,
         left: spec.max_log_bytes,
@@ -273,13 +273,16 @@ struct Tracked<'a> {
 }
 
 impl<'a> Tracked<'a> {
-    fn new(lock: &'a RunnerLock, leader: Pid) -> Option<Self> {
-        let group = Group::of(leader.as_raw_nonzero().get())?;
+    fn new(lock: &'a RunnerLock, leader: Pid) -> Self {
+        let group = Group {
+            pgid: leader.as_raw_nonzero().get(),
+            started_ms: chrono::Utc::now().timestamp_millis(),
+        };
         lock.track(group);
-        Some(Self {
+        Self {
             lock,
             pgid: group.pgid,
-        })
+        }
     }
 }
 

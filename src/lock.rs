@@ -8,8 +8,8 @@
 //! leaves it running, and the lock goes with the runner: the next holder would run the same
 //! point again beside it. So the next holder, as it takes the lock, ends every group the file
 //! still names (SIGTERM and SIGCONT, then SIGKILL after [`LEFT_BEHIND_GRACE`]) before it runs
-//! anything. A group is named with its leader's start time, so a pid since given to another
-//! process is left alone.
+//! anything. A group is named with the time its command started, so a pid since given to a
+//! process started at another time is left alone.
 
 use std::fs::File;
 use std::io::Read;
@@ -53,32 +53,29 @@ pub struct RunnerLock {
     path: PathBuf,
     /// The holder's lines, as written when the lock was taken.
     holder: String,
-    /// The process groups of the hook commands running now, as the file names them.
-    running: Mutex<Vec<Group>>,
+    /// The process groups of the hook commands running now, as the file names them, and the
+    /// longest text written to the file so far.
+    running: Mutex<(Vec<Group>, usize)>,
     /// What taking the lock found of an earlier holder's commands, and ended.
     left_behind: Vec<LeftBehind>,
 }
 
-/// A hook command's process group: its leader's pid (the group's id) and the leader's start
-/// time in clock ticks after boot (`/proc/<pid>/stat`), which tells the leader from a later
-/// process given the same pid.
+/// A hook command's process group: its leader's pid (the group's id) and when it started
+/// (unix ms), which tells the leader from a process given the same pid at another time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Group {
     /// The process group id, the leader's pid.
     pub pgid: i32,
-    /// The leader's start time, clock ticks after boot.
-    pub started: u64,
+    /// When the leader started, unix ms, as hookq saw it start.
+    pub started_ms: i64,
 }
 
-impl Group {
-    /// The group led by `pid`, if that process exists.
-    pub fn of(pid: i32) -> Option<Self> {
-        Some(Self {
-            pgid: pid,
-            started: start_ticks(pid)?,
-        })
-    }
-}
+/// How far apart the start time a group is named with and the one the kernel gives its leader
+/// may be for it to count as the same process: the kernel's is at 10 ms ticks after a boot time
+/// known to the second, and the wall clock may have been stepped since boot by a little. A pid
+/// given to another process within this long after a command started would need the pid space
+/// to wrap in that time.
+const SAME_START_MS: i64 = 2_000;
 
 /// A hook command an earlier holder of the lock left running, ended when the lock was taken.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,10 +149,10 @@ impl RunnerLock {
             file,
             path: path.to_path_buf(),
             holder: format!("pid {}\nstarted {started}\n", std::process::id()),
-            running: Mutex::new(Vec::new()),
+            running: Mutex::new((Vec::new(), 0)),
             left_behind,
         };
-        lock.write_out(&[])
+        lock.write_out(&[], &mut 0)
             .map_err(|e| err("cannot write holder into", e))?;
         Ok(Some(lock))
     }
@@ -169,27 +166,38 @@ impl RunnerLock {
     /// A file that cannot be written only loses the naming.
     pub(crate) fn track(&self, group: Group) {
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        running.push(group);
-        let _ = self.write_out(&running);
+        let (groups, longest) = &mut *running;
+        groups.push(group);
+        let _ = self.write_out(groups, longest);
     }
 
     /// The command of group `pgid` ended: the file stops naming it.
     pub(crate) fn untrack(&self, pgid: i32) {
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        running.retain(|g| g.pgid != pgid);
-        let _ = self.write_out(&running);
+        let (groups, longest) = &mut *running;
+        groups.retain(|g| g.pgid != pgid);
+        let _ = self.write_out(groups, longest);
     }
 
-    /// Writes the holder's lines and a line per running group over the file's content. Cut
-    /// short, it can leave an earlier line behind: a group line that outlived its command names
-    /// a group that is gone or led by another process, and is passed over.
-    fn write_out(&self, groups: &[Group]) -> std::io::Result<()> {
+    /// Writes the holder's lines and a line per running group over the file's content, in one
+    /// `pwrite`: text shorter than the `longest` written before is padded with empty lines
+    /// rather than the file truncated, which costs more than the write (a command starts and
+    /// ends with one each). Cut short, it can leave an earlier line behind: a group line that
+    /// outlived its command names a group that is gone or led by another process, and is
+    /// passed over.
+    fn write_out(&self, groups: &[Group], longest: &mut usize) -> std::io::Result<()> {
         let mut text = self.holder.clone();
         for g in groups {
-            text.push_str(&format!("group {} {}\n", g.pgid, g.started));
+            text.push_str(&format!("group {} {}\n", g.pgid, g.started_ms));
         }
+        let len = text.len();
+        text.extend(std::iter::repeat_n('\n', longest.saturating_sub(len)));
         self.file.write_all_at(text.as_bytes(), 0)?;
-        self.file.set_len(text.len() as u64)
+        if *longest == 0 {
+            self.file.set_len(len as u64)?;
+        }
+        *longest = (*longest).max(len);
+        Ok(())
     }
 
     /// The lock file.
@@ -227,12 +235,12 @@ fn parse_lines(text: &str) -> (Option<u32>, Vec<Group>) {
         match line.split_once(' ') {
             Some(("pid", v)) => pid = v.trim().parse::<u32>().ok(),
             Some(("group", v)) => {
-                let mut f = v.split_whitespace().map(str::parse::<u64>);
-                if let (Some(Ok(pgid)), Some(Ok(started))) = (f.next(), f.next())
+                let mut f = v.split_whitespace().map(str::parse::<i64>);
+                if let (Some(Ok(pgid)), Some(Ok(started_ms))) = (f.next(), f.next())
                     && let Ok(pgid) = i32::try_from(pgid)
                     && pgid > 1
                 {
-                    groups.push(Group { pgid, started });
+                    groups.push(Group { pgid, started_ms });
                 }
             }
             _ => {}
@@ -241,12 +249,23 @@ fn parse_lines(text: &str) -> (Option<u32>, Vec<Group>) {
     (pid, groups)
 }
 
-/// The start time of process `pid` in clock ticks after boot (field 22 of `/proc/<pid>/stat`).
-fn start_ticks(pid: i32) -> Option<u64> {
+/// When process `pid` started, unix ms: its start in clock ticks after boot (field 22 of
+/// `/proc/<pid>/stat`) after the boot time (`btime` in `/proc/stat`, whole seconds).
+fn started_ms(pid: i32) -> Option<i64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces and parentheses.
     let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    let ticks: i64 = after.split_whitespace().nth(19)?.parse().ok()?;
+    let boot: i64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = i64::from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as i32).max(1);
+    Some(boot * 1000 + ticks * 1000 / hz)
 }
 
 /// Ends the process group `group` names if it is still the one named: SIGTERM and SIGCONT, then
@@ -254,13 +273,15 @@ fn start_ticks(pid: i32) -> Option<u64> {
 /// SIGKILL went.
 ///
 /// A group's id stays taken while any member lives, so a group that exists without its leader
-/// is the named one; one whose leader started at another time is another process's.
+/// is the named one; one whose leader started at another time ([`SAME_START_MS`]) is another
+/// process's.
 fn end_left_behind(group: Group, grace: Duration) -> Option<bool> {
     use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
     let pgid = Pid::from_raw(group.pgid)?;
     // Not only its zombies: an orphan's parent is whoever reaps orphans here, perhaps late.
     let alive = || test_kill_process_group(pgid).is_ok() && has_live_member(group.pgid);
-    if !alive() || start_ticks(group.pgid).is_some_and(|t| t != group.started) {
+    let another = |ms: i64| (ms - group.started_ms).abs() > SAME_START_MS;
+    if !alive() || started_ms(group.pgid).is_some_and(another) {
         return None;
     }
     let _ = kill_process_group(pgid, Signal::TERM);
@@ -418,17 +439,20 @@ mod tests {
         let path = dir.path().join("runner.lock");
         let left = orphan_group();
         let other = orphan_group();
-        let group = Group::of(left).unwrap();
+        let group = Group {
+            pgid: left,
+            started_ms: started_ms(left).unwrap(),
+        };
         // `other` is named with another start time: a pid since given to another process.
         let stale = Group {
             pgid: other,
-            started: Group::of(other).unwrap().started + 1,
+            started_ms: started_ms(other).unwrap() - 60_000,
         };
         std::fs::write(
             &path,
             format!(
                 "pid 4194000\nstarted 2026-01-01T00:00:00Z\ngroup {} {}\ngroup {} {}\n",
-                group.pgid, group.started, stale.pgid, stale.started
+                group.pgid, group.started_ms, stale.pgid, stale.started_ms
             ),
         )
         .unwrap();
@@ -452,16 +476,21 @@ mod tests {
         assert!(!text.contains("group"), "{text}");
 
         // While a command runs, the file names its group; once it ended, not any more.
-        let g = Group::of(other).unwrap();
+        let g = Group {
+            pgid: other,
+            started_ms: 1,
+        };
         lock.track(g);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
-            text.contains(&format!("\ngroup {} {}\n", g.pgid, g.started)),
+            text.contains(&format!("\ngroup {} {}\n", g.pgid, g.started_ms)),
             "{text}"
         );
         assert_eq!(holder(&path).unwrap().pid, std::process::id());
         lock.untrack(g.pgid);
-        assert!(!std::fs::read_to_string(&path).unwrap().contains("group"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("group"), "{text}");
+        assert_eq!(holder(&path).unwrap().pid, std::process::id());
         let _ = rustix::process::kill_process_group(
             rustix::process::Pid::from_raw(other).unwrap(),
             rustix::process::Signal::KILL,
