@@ -250,6 +250,16 @@ mod tests {
         (TaskId::new(t).unwrap(), PlanId::new(p).unwrap())
     }
 
+    /// A store in `dir` with task `t1` of plan `p1` in `todo.ready`.
+    fn with_ready_task(dir: &std::path::Path) -> Store {
+        let mut store = Store::open(&dir.join("arc.db")).unwrap();
+        let (t, p) = ids("t1", "p1");
+        store
+            .write(|tx| add_task(tx, &t, &p, &Phase::new("todo.ready").unwrap()))
+            .unwrap();
+        store
+    }
+
     fn pending(store: &Store) -> Vec<(String, String, Option<String>)> {
         store
             .pending(0, 100, None)
@@ -278,11 +288,7 @@ mod tests {
     #[test]
     fn requeue_without_a_recorded_state_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("arc.db")).unwrap();
-        let (t, p) = ids("t1", "p1");
-        store
-            .write(|tx| add_task(tx, &t, &p, &Phase::new("todo.ready").unwrap()))
-            .unwrap();
+        let mut store = with_ready_task(dir.path());
         store
             .conn()
             .execute(
@@ -387,11 +393,8 @@ mod tests {
     #[test]
     fn bad_facts_write_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("arc.db")).unwrap();
-        let (t, p) = ids("t1", "p1");
-        store
-            .write(|tx| add_task(tx, &t, &p, &Phase::new("todo.ready").unwrap()))
-            .unwrap();
+        let mut store = with_ready_task(dir.path());
+        let (t, _) = ids("t1", "p1");
         let facts = MoveFacts {
             merged_sha: Some("xyz; rm -rf /".into()),
             attempt: None,

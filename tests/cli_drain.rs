@@ -878,17 +878,23 @@ after_fail = ['kill -KILL $PPID']"#,
     );
 }
 
+/// A workspace with `hooks` configured and one `after_fail` point pending, task `t1`'s.
+fn one_failed_point(hooks: &str) -> Ws {
+    let ws = Ws::init();
+    ws.write_config(hooks);
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
+        .ok();
+    ws
+}
+
 /// A parent that ignores SIGCHLD passes that on through `execve`; hookq sets it back to its
 /// default, or the kernel would reap every hook command itself, hookq could not learn how it
 /// ended, and each pass would run the point again until it was parked.
 #[test]
 fn an_inherited_ignored_sigchld_does_not_lose_the_outcome() {
     use std::os::unix::process::CommandExt;
-    let ws = Ws::init();
-    ws.write_config("after_fail = ['echo ran >> ran.out']");
-    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
-    ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
-        .ok();
+    let ws = one_failed_point("after_fail = ['echo ran >> ran.out']");
     let mut cmd = ws.command(common::HOOKQ);
     cmd.arg("run").stdin(std::process::Stdio::null());
     // SAFETY: signal() is async-signal-safe; it runs in the child between fork and exec.
@@ -914,11 +920,8 @@ fn an_inherited_ignored_sigchld_does_not_lose_the_outcome() {
 /// command, with a warning, before it runs the point again: the two never run side by side.
 #[test]
 fn a_killed_runners_command_is_ended_before_its_point_runs_again() {
-    let ws = Ws::init();
-    ws.write_config("after_fail = ['echo start $$ >> trace; sleep 60; echo end $$ >> trace']");
-    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
-    ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
-        .ok();
+    let ws =
+        one_failed_point("after_fail = ['echo start $$ >> trace; sleep 60; echo end $$ >> trace']");
     let runner = ws.spawn(&["run"]);
     ws.eventually("the command to start", || ws.lines("trace").len() == 1);
     let first: i32 = ws.lines("trace")[0]
