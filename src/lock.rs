@@ -53,11 +53,17 @@ pub struct RunnerLock {
     path: PathBuf,
     /// The holder's lines, as written when the lock was taken.
     holder: String,
-    /// The process groups of the hook commands running now, as the file names them, and the
-    /// longest text written to the file so far.
-    running: Mutex<(Vec<Group>, usize)>,
+    /// The process groups of the hook commands running now, as the file names them.
+    running: Mutex<Running>,
     /// What taking the lock found of an earlier holder's commands, and ended.
     left_behind: Vec<LeftBehind>,
+}
+
+/// The groups the lock file names, and the longest text written to it while held.
+#[derive(Debug, Default)]
+struct Running {
+    groups: Vec<Group>,
+    longest: usize,
 }
 
 /// A hook command's process group: its leader's pid (the group's id) and when it started
@@ -133,12 +139,13 @@ impl RunnerLock {
         // Commands an earlier holder left running go before anything runs under this lock.
         let mut earlier = String::new();
         let _ = (&file).read_to_string(&mut earlier);
-        let (holder, groups) = parse_lines(&earlier);
-        let left_behind = groups
+        let earlier = Lines::parse(&earlier);
+        let left_behind = earlier
+            .groups
             .into_iter()
             .filter_map(|group| {
                 end_left_behind(group, LEFT_BEHIND_GRACE).map(|killed| LeftBehind {
-                    holder,
+                    holder: earlier.pid,
                     group,
                     killed,
                 })
@@ -149,10 +156,10 @@ impl RunnerLock {
             file,
             path: path.to_path_buf(),
             holder: format!("pid {}\nstarted {started}\n", std::process::id()),
-            running: Mutex::new((Vec::new(), 0)),
+            running: Mutex::new(Running::default()),
             left_behind,
         };
-        lock.write_out(&[], &mut 0)
+        lock.write_out(&mut lock.running())
             .map_err(|e| err("cannot write holder into", e))?;
         Ok(Some(lock))
     }
@@ -165,38 +172,43 @@ impl RunnerLock {
     /// Names `group` in the file while its command runs; [`RunnerLock::untrack`] when it ended.
     /// A file that cannot be written only loses the naming.
     pub(crate) fn track(&self, group: Group) {
-        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        let (groups, longest) = &mut *running;
-        groups.push(group);
-        let _ = self.write_out(groups, longest);
+        let mut running = self.running();
+        running.groups.push(group);
+        let _ = self.write_out(&mut running);
     }
 
     /// The command of group `pgid` ended: the file stops naming it.
     pub(crate) fn untrack(&self, pgid: i32) {
-        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        let (groups, longest) = &mut *running;
-        groups.retain(|g| g.pgid != pgid);
-        let _ = self.write_out(groups, longest);
+        let mut running = self.running();
+        running.groups.retain(|g| g.pgid != pgid);
+        let _ = self.write_out(&mut running);
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, Running> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Writes the holder's lines and a line per running group over the file's content, in one
-    /// `pwrite`: text shorter than the `longest` written before is padded with empty lines
-    /// rather than the file truncated, which costs more than the write (a command starts and
-    /// ends with one each). Cut short, it can leave an earlier line behind: a group line that
-    /// outlived its command names a group that is gone or led by another process, and is
-    /// passed over.
-    fn write_out(&self, groups: &[Group], longest: &mut usize) -> std::io::Result<()> {
+    /// `pwrite`. The first write (as the lock is taken) cuts the file to its text; later text
+    /// shorter than the longest written is padded with empty lines instead, as truncating costs
+    /// more than the write (a command starts and ends with one each). Cut short, a write can
+    /// leave an earlier line behind: a group line that outlived its command names a group that
+    /// is gone or led by another process, and is passed over.
+    fn write_out(&self, running: &mut Running) -> std::io::Result<()> {
         let mut text = self.holder.clone();
-        for g in groups {
+        for g in &running.groups {
             text.push_str(&format!("group {} {}\n", g.pgid, g.started_ms));
         }
         let len = text.len();
-        text.extend(std::iter::repeat_n('\n', longest.saturating_sub(len)));
+        text.extend(std::iter::repeat_n(
+            '\n',
+            running.longest.saturating_sub(len),
+        ));
         self.file.write_all_at(text.as_bytes(), 0)?;
-        if *longest == 0 {
+        if running.longest == 0 {
             self.file.set_len(len as u64)?;
         }
-        *longest = (*longest).max(len);
+        running.longest = running.longest.max(len);
         Ok(())
     }
 
@@ -227,35 +239,54 @@ pub struct Holder {
     pub alive: bool,
 }
 
-/// The holder's pid and the groups a lock file's text names.
-fn parse_lines(text: &str) -> (Option<u32>, Vec<Group>) {
-    let mut pid = None;
-    let mut groups = Vec::new();
-    for line in text.lines() {
-        match line.split_once(' ') {
-            Some(("pid", v)) => pid = v.trim().parse::<u32>().ok(),
-            Some(("group", v)) => {
-                let mut f = v.split_whitespace().map(str::parse::<i64>);
-                if let (Some(Ok(pgid)), Some(Ok(started_ms))) = (f.next(), f.next())
-                    && let Ok(pgid) = i32::try_from(pgid)
-                    && pgid > 1
-                {
-                    groups.push(Group { pgid, started_ms });
+/// What a lock file's text says: the holder's `pid` and `started` lines and a `group` line per
+/// command it was running. Lines it does not know (and the empty padding) are skipped.
+#[derive(Debug, Default)]
+struct Lines {
+    pid: Option<u32>,
+    started: Option<String>,
+    groups: Vec<Group>,
+}
+
+impl Lines {
+    fn parse(text: &str) -> Self {
+        let mut lines = Self::default();
+        for line in text.lines() {
+            match line.split_once(' ') {
+                Some(("pid", v)) => lines.pid = v.trim().parse::<u32>().ok(),
+                Some(("started", v)) => lines.started = Some(v.trim().to_owned()),
+                Some(("group", v)) => {
+                    let mut f = v.split_whitespace().map(str::parse::<i64>);
+                    if let (Some(Ok(pgid)), Some(Ok(started_ms))) = (f.next(), f.next())
+                        && let Ok(pgid) = i32::try_from(pgid)
+                        && pgid > 1
+                    {
+                        lines.groups.push(Group { pgid, started_ms });
+                    }
                 }
+                _ => {}
             }
-            _ => {}
         }
+        lines
     }
-    (pid, groups)
+}
+
+/// The fields of `/proc/<pid>/stat` (or of the `stat` file at `path`) after the command name,
+/// which is in parentheses and may hold spaces and parentheses: the first is the state (field
+/// 3 of proc(5)).
+fn stat_fields(path: &Path) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    Some(after.split_whitespace().map(str::to_owned).collect())
 }
 
 /// When process `pid` started, unix ms: its start in clock ticks after boot (field 22 of
 /// `/proc/<pid>/stat`) after the boot time (`btime` in `/proc/stat`, whole seconds).
 fn started_ms(pid: i32) -> Option<i64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces and parentheses.
-    let after = &stat[stat.rfind(')')? + 1..];
-    let ticks: i64 = after.split_whitespace().nth(19)?.parse().ok()?;
+    let ticks: i64 = stat_fields(Path::new(&format!("/proc/{pid}/stat")))?
+        .get(19)?
+        .parse()
+        .ok()?;
     let boot: i64 = std::fs::read_to_string("/proc/stat")
         .ok()?
         .lines()
@@ -308,16 +339,11 @@ fn has_live_member(pgid: i32) -> bool {
                 .to_str()
                 .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
         })
-        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-        .any(|stat| {
-            // After the command name: state (field 3), ppid, pgrp (field 5).
-            let Some(close) = stat.rfind(')') else {
-                return false;
-            };
-            let mut f = stat[close + 1..].split_whitespace();
-            let state = f.next();
-            let pgrp = f.nth(1).and_then(|v| v.parse::<i32>().ok());
-            pgrp == Some(pgid) && state != Some("Z") && state != Some("X")
+        .filter_map(|e| stat_fields(&e.path().join("stat")))
+        .any(|f| {
+            // State (field 3), ppid, pgrp (field 5).
+            let pgrp = f.get(2).and_then(|v| v.parse::<i32>().ok());
+            pgrp == Some(pgid) && f.first().is_some_and(|s| s != "Z" && s != "X")
         })
 }
 
@@ -325,15 +351,7 @@ fn has_live_member(pgid: i32) -> bool {
 pub fn holder(path: &Path) -> Option<Holder> {
     let mut text = String::new();
     File::open(path).ok()?.read_to_string(&mut text).ok()?;
-    let mut pid = None;
-    let mut started = None;
-    for line in text.lines() {
-        match line.split_once(' ') {
-            Some(("pid", v)) => pid = v.trim().parse::<u32>().ok(),
-            Some(("started", v)) => started = Some(v.trim().to_owned()),
-            _ => {}
-        }
-    }
+    let Lines { pid, started, .. } = Lines::parse(&text);
     let pid = pid?;
     let alive = match flock_holders(path) {
         Some(pids) => pids.contains(&pid),
