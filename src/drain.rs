@@ -10,7 +10,8 @@
 //! A point is marked started before its first command starts by a line in the start log
 //! ([`crate::starts`]), not a commit: a pass first folds the lines a killed runner left there.
 //! Finished points are cleared in batches, committed while a command runs (so the commit costs
-//! the pass no time of its own), with the starts of the points still running folded in: once
+//! the pass no time of its own, and, not waiting for another writer there, never holds up the
+//! command's timeout), with the starts of the points still running folded in: once
 //! [`CLEAR_BATCH`] points are waiting, or the first of them finished [`CLEAR_AFTER`] ago; and
 //! before a point that an earlier pass started (it may be one that kills the runner, and the
 //! points before it must not be run again with it); and when the pass ends. A pass killed in
@@ -330,7 +331,7 @@ impl<'a> Drainer<'a> {
                                 let mut done =
                                     execute(&self.ws, lock, job, self.stop, next_log, &mut || {
                                         if flushed.is_ok() && self.clears.due() {
-                                            flushed = self.clears.flush(store);
+                                            flushed = self.clears.try_flush(store);
                                         }
                                     });
                                 self.ahead = done.ahead.take();
@@ -368,7 +369,7 @@ impl<'a> Drainer<'a> {
             let (_, rx) = pool.expect("running jobs only exist with a pool");
             let done = loop {
                 if self.clears.due()
-                    && let Err(e) = self.clears.flush(store)
+                    && let Err(e) = self.clears.try_flush(store)
                 {
                     failure.get_or_insert(e.into());
                 }
@@ -528,6 +529,9 @@ struct Clears {
     points: Vec<Cleared>,
     /// When the first of them was queued.
     since: Option<Instant>,
+    /// Another writer held the database at the last [`Clears::try_flush`]: not due again
+    /// before this.
+    busy_until: Option<Instant>,
 }
 
 impl Clears {
@@ -538,16 +542,45 @@ impl Clears {
 
     /// Whether the batch should be committed now.
     fn due(&self) -> bool {
+        if self.busy_until.is_some_and(|t| Instant::now() < t) {
+            return false;
+        }
         self.points.len() >= CLEAR_BATCH || self.since.is_some_and(|t| t.elapsed() >= CLEAR_AFTER)
     }
 
-    /// Commits every queued clear in one transaction.
+    /// Commits every queued clear in one transaction, waiting up to the store's busy timeout
+    /// for another writer.
     fn flush(&mut self, store: &mut Store) -> Result<(), StoreError> {
         // Taken even when the commit fails: those points stay pending, and the next pass reads
         // them again and runs them again.
         let points = std::mem::take(&mut self.points);
         self.since = None;
+        self.busy_until = None;
         store.clear_all(&points)
+    }
+
+    /// [`Clears::flush`] while a command runs: when another writer holds the database, keeps
+    /// the batch and tries again [`CLEAR_AFTER`] later, rather than leave the command's timeout,
+    /// stop requests and output unserved for as long as that writer holds on.
+    fn try_flush(&mut self, store: &mut Store) -> Result<(), StoreError> {
+        match store.try_clear_all(&self.points) {
+            Ok(true) => {
+                self.points.clear();
+                self.since = None;
+                self.busy_until = None;
+                Ok(())
+            }
+            Ok(false) => {
+                self.busy_until = Some(Instant::now() + CLEAR_AFTER);
+                Ok(())
+            }
+            Err(e) => {
+                self.points.clear();
+                self.since = None;
+                self.busy_until = None;
+                Err(e)
+            }
+        }
     }
 }
 
@@ -735,6 +768,7 @@ mod tests {
     use crate::lock::Wait;
     use crate::phase::Phase;
     use crate::record::{self, MoveFacts};
+    use crate::store::StoreOptions;
 
     fn workspace(hooks: &str) -> (tempfile::TempDir, Workspace, Store) {
         let dir = tempfile::tempdir().unwrap();
@@ -950,6 +984,69 @@ mod tests {
             (1, "c", 0),
             "c is left pending, not counted as started"
         );
+    }
+
+    /// Polls for `path` every 5 ms until it exists or `limit` passed; whether it exists.
+    fn appears(path: &std::path::Path, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while !path.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        path.exists()
+    }
+
+    #[test]
+    fn a_busy_database_never_holds_up_a_running_commands_timeout() {
+        // a's clear falls due while b runs. Another writer holds the database from a's start
+        // until b's TERM trap has run: the batch must wait for the database without making b's
+        // one-second timeout wait with it. (The store waits a minute for a busy database, longer
+        // than the writer holds it at most: without that, the trap would run only after it let
+        // go.)
+        let (dir, ws, _) = workspace("");
+        std::fs::write(
+            ws.config_path(),
+            r#"[gate]
+command_timeout_secs = 1
+[hooks]
+after_fail = ['touch "$ARC_TASK.started"; if [ "$ARC_TASK" = a ]; then sleep 0.5; else trap "touch b.termed; exit 1" TERM; sleep 30 & wait; fi']
+"#,
+        )
+        .unwrap();
+        let opts = StoreOptions {
+            busy_timeout: Duration::from_secs(60),
+            ..StoreOptions::default()
+        };
+        let mut store = Store::open_with(&ws.db_path(), opts).unwrap();
+        let (root, db) = (dir.path().to_owned(), ws.db_path());
+        let writer = std::thread::spawn(move || {
+            assert!(appears(&root.join("a.started"), Duration::from_secs(30)));
+            let conn = rusqlite::Connection::open(&db).unwrap();
+            conn.busy_timeout(Duration::from_secs(10)).unwrap();
+            conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+            let termed = appears(&root.join("b.termed"), Duration::from_secs(40));
+            conn.execute_batch("ROLLBACK").unwrap();
+            termed
+        });
+        let stop = Stop::new();
+        let lock = runner_lock(&ws);
+        let report = Drainer::new(ws, &stop).drain(&mut store, &lock).unwrap();
+        assert!(
+            writer.join().unwrap(),
+            "b's timeout was served while another writer held the database"
+        );
+        assert_eq!((report.cleared, report.commands, report.failed), (2, 2, 1));
+        let mut outcomes: Vec<(String, String)> = store
+            .history(None, None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.task, h.outcome))
+            .collect();
+        outcomes.sort();
+        assert_eq!(
+            outcomes,
+            [("a".into(), "ok".into()), ("b".into(), "timed_out".into())]
+        );
+        assert!(store.pending(0, 10, None).unwrap().is_empty());
     }
 
     #[test]

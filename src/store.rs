@@ -357,7 +357,12 @@ impl Store {
     /// until its timeout runs out (seen here: four writers, one starved for 10 s). Trying often
     /// gives every waiter its fair chance.
     pub fn transaction(&mut self) -> Result<Transaction<'_>, StoreError> {
-        let deadline = Instant::now() + self.busy_timeout;
+        self.transaction_within(self.busy_timeout)
+    }
+
+    /// [`Store::transaction`], waiting at most `patience` for another writer.
+    fn transaction_within(&mut self, patience: Duration) -> Result<Transaction<'_>, StoreError> {
+        let deadline = Instant::now() + patience;
         let busy = |e: &rusqlite::Error| {
             matches!(
                 e.sqlite_error_code(),
@@ -390,8 +395,17 @@ impl Store {
         &mut self,
         f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        self.write_within(self.busy_timeout, f)
+    }
+
+    /// [`Store::write`], waiting at most `patience` for another writer to begin.
+    fn write_within<T>(
+        &mut self,
+        patience: Duration,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let busy = self.busy_timeout;
-        let tx = self.transaction()?;
+        let tx = self.transaction_within(patience)?;
         let out = f(&tx)?;
         tx.commit().map_err(|e| match StoreError::from(e) {
             StoreError::Busy(_) => StoreError::Busy(busy),
@@ -1001,6 +1015,25 @@ impl Store {
     /// points it finished together. The starts this store recorded for points still pending
     /// (running, or stopped) are folded in the same transaction.
     pub fn clear_all(&mut self, points: &[Cleared]) -> Result<(), StoreError> {
+        self.clear_all_within(points, self.busy_timeout)
+    }
+
+    /// [`Store::clear_all`], unless another writer holds the database: then it returns
+    /// `Ok(false)` at once (after a millisecond or two) and clears nothing. The drain clears this
+    /// way while a command runs, whose timeout and output must not wait on another writer.
+    pub fn try_clear_all(&mut self, points: &[Cleared]) -> Result<bool, StoreError> {
+        match self.clear_all_within(points, Duration::ZERO) {
+            Ok(()) => Ok(true),
+            Err(StoreError::Busy(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn clear_all_within(
+        &mut self,
+        points: &[Cleared],
+        patience: Duration,
+    ) -> Result<(), StoreError> {
         let cleared: HashSet<i64> = points.iter().map(|p| p.entry.id).collect();
         // Held until the file is emptied: a parallel pass's worker marking a start meanwhile
         // waits for this commit rather than append a line the emptying would lose.
@@ -1015,7 +1048,7 @@ impl Store {
         if points.is_empty() && still.is_empty() {
             return Ok(());
         }
-        self.write(|tx| {
+        self.write_within(patience, |tx| {
             fold_in(tx, &still)?;
             points
                 .iter()
