@@ -220,9 +220,14 @@ impl RunnerLock {
 
 impl Drop for RunnerLock {
     fn drop(&mut self) {
-        // Empty the file first so a reader never names a holder that has gone; the lock itself
-        // goes with the descriptor.
-        let _ = self.file.set_len(0);
+        // Blank the file first so a reader never names a holder that has gone; the lock itself
+        // goes with the descriptor. Empty lines over the text, not an empty file: the file keeps
+        // its block, so the next holder's write needs none, on a full disk too (where a hub
+        // taking the lock for its next pass would otherwise end).
+        let longest = self.running().longest;
+        if self.file.write_all_at(&vec![b'\n'; longest], 0).is_err() {
+            let _ = self.file.set_len(0);
+        }
         let _ = FileExt::unlock(&self.file);
     }
 }
@@ -421,6 +426,11 @@ mod tests {
         drop(held);
         assert!(holder(&path).is_none());
         assert!(path.exists(), "the lock file is never deleted");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.is_empty() && text.bytes().all(|b| b == b'\n'),
+            "blanked, keeping its length (and block): {text:?}"
+        );
         assert!(
             RunnerLock::acquire(&path, Wait::No, &yes)
                 .unwrap()

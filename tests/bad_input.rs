@@ -362,31 +362,43 @@ fn a_log_that_fills_the_disk_mid_command() {
     assert!(ws.pending().is_empty());
 }
 
-/// A really full file system, where the machine lets the test mount a small tmpfs: recording
-/// fails cleanly, nothing pending is lost, and after space is freed the point runs.
-#[test]
-fn a_full_tmpfs() {
-    let mnt = tempfile::tempdir().unwrap();
+/// A 4 MiB tmpfs mounted over `dir`, where the machine lets the test mount one (root, as in CI);
+/// unmounted when dropped. `None`, with a note on stderr, elsewhere:
+/// `a_full_disk_as_a_file_size_limit` covers the failure there.
+fn small_tmpfs(dir: &Path) -> Option<Unmount> {
     let mounted = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
-        .arg(mnt.path())
+        .arg(dir)
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
     if !mounted {
         eprintln!("cannot mount a tmpfs here; a_full_disk_as_a_file_size_limit covers the failure");
+        return None;
+    }
+    Some(Unmount(dir.to_path_buf()))
+}
+
+/// A mount, lazily unmounted when dropped.
+struct Unmount(std::path::PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// A really full file system, where the machine lets the test mount a small tmpfs: recording
+/// fails cleanly, nothing pending is lost, and after space is freed the point runs.
+#[test]
+fn a_full_tmpfs() {
+    let mnt = tempfile::tempdir().unwrap();
+    let Some(_mounted) = small_tmpfs(mnt.path()) else {
         return;
-    }
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount")
-                .arg("-l")
-                .arg(self.0)
-                .status();
-        }
-    }
-    let _guard = Unmount(mnt.path());
+    };
     let root = mnt.path();
     let hookq = |args: &[&str]| {
         std::process::Command::new(HOOKQ)
@@ -446,4 +458,54 @@ fn a_full_tmpfs() {
     let out = hookq(&["queue", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["pending"].as_array().unwrap().len(), 0);
+}
+
+/// A hub meets a full disk: its pass fails with an `error:` line, the hub keeps running, and once
+/// space is freed the next commit wakes it and the point runs. (Taking the runner lock writes the
+/// holder into `runner.lock`; a file emptied on release would need a new block for that.)
+#[test]
+fn a_hub_outlives_a_full_disk() {
+    let ws = Ws::new();
+    let Some(_mounted) = small_tmpfs(ws.root()) else {
+        return;
+    };
+    ws.hookq(&["init"]).ok();
+    ws.write_config("after_fail = ['echo ran']");
+    ws.hookq(&["task", "add", "t0", "--plan", "p"]).ok();
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    ws.hookq(&["task", "move", "t0", "failed.x", "--no-run"])
+        .ok();
+    let mut hub = ws.spawn(&["hub"]);
+    ws.eventually("the hub's first pass to end", || {
+        ws.pending().is_empty() && !ws.read(ws.lock_path()).contains("pid ")
+    });
+    // The disk fills while the hub waits; a point recorded just before wakes it.
+    hub.signal(rustix::process::Signal::STOP);
+    ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
+        .ok();
+    let filler = ws.root().join("filler");
+    let _ = std::fs::write(&filler, vec![0u8; 8 << 20]);
+    hub.signal(rustix::process::Signal::CONT);
+    ws.eventually("the hub's pass to fail on the full disk", || {
+        hub.stderr_so_far().contains("error: ")
+    });
+    assert_eq!(ws.pending().len(), 1, "{}", hub.stderr_so_far());
+    std::fs::remove_file(&filler).unwrap();
+    ws.hookq(&["task", "add", "t2", "--plan", "p"]).ok();
+    ws.eventually("the hub to run the point once space was freed", || {
+        hub.exited() || ws.pending().is_empty()
+    });
+    assert!(!hub.exited(), "the hub ended:\n{}", hub.stderr_so_far());
+    assert!(
+        ws.read(ws.log_path("t1", "after_fail", 1))
+            .contains("\nran\n"),
+        "{}",
+        hub.stderr_so_far()
+    );
+    hub.signal(rustix::process::Signal::TERM);
+    let out = hub.wait_within(std::time::Duration::from_secs(30));
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let errors = out.errors();
+    assert_eq!(errors.len(), 1, "one failed pass: {}", out.describe());
+    assert!(errors[0].contains("No space left"), "{}", out.describe());
 }
