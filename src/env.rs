@@ -50,14 +50,13 @@ pub struct HookVars<'a> {
 }
 
 fn stripped(name: &OsStr) -> bool {
-    let Some(name) = name.to_str() else {
-        return false;
-    };
-    name.starts_with("ARC_")
-        || GIT_LOCAL_ENV_VARS.contains(&name)
+    // By bytes: a name that is not UTF-8 after its prefix (`ARC_\xff`) goes too.
+    let name = name.as_bytes();
+    name.starts_with(b"ARC_")
+        || GIT_LOCAL_ENV_VARS.iter().any(|v| v.as_bytes() == name)
         // Only meaningful with GIT_CONFIG_COUNT, which goes: drop the pairs with it.
-        || name.starts_with("GIT_CONFIG_KEY_")
-        || name.starts_with("GIT_CONFIG_VALUE_")
+        || name.starts_with(b"GIT_CONFIG_KEY_")
+        || name.starts_with(b"GIT_CONFIG_VALUE_")
 }
 
 /// A command's whole environment, laid out as `execve` takes it: `NAME=value` strings, each
@@ -209,6 +208,22 @@ mod tests {
             get(&hook_env(&base, &vars), "ARC_MERGED_SHA"),
             Some("abc123")
         );
+    }
+
+    #[test]
+    fn overrides_whose_names_are_not_utf8_go_too() {
+        use std::os::unix::ffi::OsStringExt;
+        let name = |b: &[u8]| OsString::from_vec(b.to_vec());
+        let base = base_env(
+            [
+                (name(b"ARC_\xffEVIL"), OsString::from("leaked")),
+                (name(b"GIT_CONFIG_KEY_\xff"), OsString::from("leaked")),
+                (name(b"KEPT_\xff"), OsString::from("kept")),
+            ]
+            .into_iter(),
+        );
+        let names: Vec<&[u8]> = base.iter().map(|(k, _)| k.as_bytes()).collect();
+        assert_eq!(names, [b"KEPT_\xff".as_slice()]);
     }
 
     #[test]

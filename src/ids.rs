@@ -26,18 +26,19 @@ fn validate(kind: &'static str, s: &str) -> Result<(), IdError> {
     if s.is_empty() {
         return refuse("must not be empty");
     }
-    if s.len() > MAX_LEN {
-        return refuse("longer than 128 characters");
-    }
     if s == "." || s == ".." {
         return refuse("must not be `.` or `..`");
     }
+    // The characters first: a long id of other characters is told what is wrong with them.
     let mut bytes = s.bytes();
     if !bytes.next().is_some_and(|b| b.is_ascii_alphanumeric()) {
         return refuse("must start with an ASCII letter or digit");
     }
     if !bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
         return refuse("may only hold ASCII letters, digits, `.`, `_` and `-`");
+    }
+    if s.len() > MAX_LEN {
+        return refuse("longer than 128 characters");
     }
     Ok(())
 }
@@ -135,5 +136,12 @@ mod tests {
         assert!(text.contains("(cut)"));
         let err = TaskId::new("a\nb").unwrap_err().to_string();
         assert!(err.contains(r#""a\nb""#), "{err}");
+        // 65 two-byte characters: what is wrong is the characters, not the length.
+        let err = TaskId::new("é".repeat(65)).unwrap_err().to_string();
+        assert!(err.contains("must start with an ASCII letter"), "{err}");
+        let err = TaskId::new(format!("a{}", "é".repeat(64)))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("may only hold ASCII"), "{err}");
     }
 }
