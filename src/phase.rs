@@ -27,8 +27,9 @@ impl Phase {
     pub fn new(s: &str) -> Result<Self, PhaseError> {
         let refuse = |why| {
             let cut: String = s.chars().take(40).collect();
+            let more = if cut.len() < s.len() { " (cut)" } else { "" };
             Err(PhaseError {
-                shown: format!("{cut:?}"),
+                shown: format!("{cut:?}{more}"),
                 why,
             })
         };
@@ -217,7 +218,11 @@ mod tests {
         ] {
             assert!(Phase::new(bad).is_err(), "{bad:?}");
         }
-        assert!(Phase::new(&format!("a.{}", "b".repeat(65))).is_err());
+        let err = Phase::new(&format!("a.{}", "b".repeat(65)))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("(cut)") && err.contains("1 to 64"), "{err}");
+        assert!(Phase::new(&format!("a.{}", "b".repeat(64))).is_ok());
     }
 
     #[test]

@@ -17,6 +17,15 @@ pub enum NotFound {
         /// Where the search started.
         start: PathBuf,
     },
+    /// The directory to start from does not exist or cannot be resolved.
+    #[error("cannot use {} as the directory to start from: {source}", path.display())]
+    Start {
+        /// The directory as given.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A `.radian/arc` exists on the way up but cannot be looked at.
     #[error("cannot access {}: {source}", path.display())]
     Access {
@@ -43,10 +52,21 @@ impl Workspace {
         Self { root, state }
     }
 
-    /// Finds the workspace like git finds `.git`: from `start` upward.
+    /// Finds the workspace like git finds `.git`: from `start` upward, through the directories
+    /// that really hold it (`start` with symlinks and `..` resolved, as `git -C` does). A task's
+    /// worktree (`.radian/arc/worktrees/<task>`) is a checkout of the repository: where the
+    /// repository tracks `.radian/arc/config.toml`, the checkout has a `.radian/arc` of its own,
+    /// which is passed over for the workspace that holds the worktree.
     pub fn discover(start: &Path) -> Result<Self, NotFound> {
-        let start = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
+        let start = std::fs::canonicalize(start).map_err(|source| NotFound::Start {
+            path: start.to_path_buf(),
+            source,
+        })?;
+        let worktrees = Path::new(STATE_DIR).join("worktrees");
         for dir in start.ancestors() {
+            if dir.ancestors().skip(1).any(|a| a.ends_with(&worktrees)) {
+                continue;
+            }
             let state = dir.join(STATE_DIR);
             match std::fs::metadata(&state) {
                 Ok(m) if m.is_dir() => return Ok(Self::at(dir)),
@@ -130,5 +150,44 @@ mod tests {
         assert_eq!(ws.root(), dir.path());
         let none = tempfile::tempdir().unwrap();
         assert!(Workspace::discover(none.path()).is_err());
+    }
+
+    #[test]
+    fn discovers_through_the_real_directories_as_git_does() {
+        let base = tempfile::tempdir().unwrap();
+        let base = base.path().canonicalize().unwrap();
+        let ws = base.join("ws");
+        std::fs::create_dir_all(ws.join(".radian/arc")).unwrap();
+        std::fs::create_dir_all(base.join("other/sub")).unwrap();
+        // `..` is resolved first: ws/../other is not inside ws.
+        let err = Workspace::discover(&ws.join("../other")).unwrap_err();
+        assert!(matches!(err, NotFound::Missing { .. }), "{err}");
+        // A directory that does not exist is not searched from its would-be parents.
+        let err = Workspace::discover(&ws.join("no/such/dir")).unwrap_err();
+        assert!(matches!(err, NotFound::Start { .. }), "{err}");
+        // A symlink leads where it points, in both directions.
+        std::os::unix::fs::symlink(base.join("other"), ws.join("ext")).unwrap();
+        let err = Workspace::discover(&ws.join("ext")).unwrap_err();
+        assert!(matches!(err, NotFound::Missing { .. }), "{err}");
+        std::os::unix::fs::symlink(ws.join(".radian"), base.join("other/sub/lnk")).unwrap();
+        assert_eq!(
+            Workspace::discover(&base.join("other/sub/lnk/arc"))
+                .unwrap()
+                .root(),
+            ws
+        );
+    }
+
+    #[test]
+    fn a_worktrees_own_state_dir_is_passed_over() {
+        // The repository tracks .radian/arc/config.toml, so the task's checkout has one too.
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let tree = root.join(".radian/arc/worktrees/t1");
+        std::fs::create_dir_all(tree.join(".radian/arc")).unwrap();
+        std::fs::create_dir_all(tree.join("src")).unwrap();
+        for start in [tree.clone(), tree.join("src"), tree.join(".radian/arc")] {
+            assert_eq!(Workspace::discover(&start).unwrap().root(), root);
+        }
     }
 }

@@ -450,6 +450,15 @@ fn unknown_names_exit_not_found() {
         !elsewhere.root().join(".radian").exists(),
         "reading never creates a workspace"
     );
+
+    // `-C` to a directory that does not exist, inside a workspace: an error, as with `git -C`,
+    // not that workspace; nothing written.
+    refuses(
+        &ws,
+        &["-C", "no/such/dir", "task", "add", "t9", "--plan", "p"],
+        NOT_FOUND,
+        "cannot use no/such/dir as the directory to start from",
+    );
 }
 
 #[test]

@@ -55,7 +55,7 @@ impl Ctx {
     /// The workspace found from the start directory upward.
     pub(super) fn workspace(&self) -> Result<Workspace, Error> {
         Workspace::discover(&self.start).map_err(|e| match e {
-            NotFound::Missing { .. } => Error::NotFound(e.to_string()),
+            NotFound::Missing { .. } | NotFound::Start { .. } => Error::NotFound(e.to_string()),
             NotFound::Access { path, source } => Error::Io {
                 what: "cannot access",
                 path,

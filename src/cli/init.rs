@@ -59,14 +59,11 @@ fn check_branch(name: &str) -> Result<(), Error> {
 pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     check_remote(&args.remote)?;
     check_branch(&args.main_branch)?;
-    let root = std::path::absolute(ctx.start()).map_err(|source| Error::Io {
-        what: "cannot resolve",
-        path: ctx.start().to_path_buf(),
-        source,
-    })?;
-    if !root.is_dir() {
-        return Err(Error::NotFound(format!("no directory {}", root.display())));
-    }
+    // The directory itself, symlinks and `..` resolved, as every other command finds it.
+    let root = std::fs::canonicalize(ctx.start())
+        .ok()
+        .filter(|r| r.is_dir())
+        .ok_or_else(|| Error::NotFound(format!("no directory {}", ctx.start().display())))?;
     let ws = Workspace::at(root);
     let io = |what, path: &std::path::Path| {
         let path = path.to_path_buf();
