@@ -214,14 +214,11 @@ mod tests {
     fn overrides_whose_names_are_not_utf8_go_too() {
         use std::os::unix::ffi::OsStringExt;
         let name = |b: &[u8]| OsString::from_vec(b.to_vec());
-        let base = base_env(
-            [
-                (name(b"ARC_\xffEVIL"), OsString::from("leaked")),
-                (name(b"GIT_CONFIG_KEY_\xff"), OsString::from("leaked")),
-                (name(b"KEPT_\xff"), OsString::from("kept")),
-            ]
-            .into_iter(),
-        );
+        let base = base_env([
+            (name(b"ARC_\xffEVIL"), OsString::from("leaked")),
+            (name(b"GIT_CONFIG_KEY_\xff"), OsString::from("leaked")),
+            (name(b"KEPT_\xff"), OsString::from("kept")),
+        ]);
         let names: Vec<&[u8]> = base.iter().map(|(k, _)| k.as_bytes()).collect();
         assert_eq!(names, [b"KEPT_\xff".as_slice()]);
     }
