@@ -3,7 +3,7 @@
 //! `[repository]`, `[integration]` and `[gate]` are shared with the arc task runner, which keeps
 //! keys of its own there, so unknown keys in them are ignored; the keys hookq reads are checked.
 //! `[hooks]` and `[queue]` belong to hookq: an unknown key there is an error. Unknown top-level
-//! tables are left to their owners.
+//! tables are left to their owners, except one a typo away from hookq's.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -169,6 +169,33 @@ struct Parser<'a> {
 
 type Table<'i> = DeTable<'i>;
 
+/// The top-level tables hookq reads.
+const TABLES: [&str; 5] = ["repository", "integration", "gate", "queue", "hooks"];
+
+/// Whether `name` is `table` but for case, or one letter added, dropped or changed, or two
+/// neighbours swapped.
+fn near(name: &str, table: &str) -> bool {
+    let (a, b) = (name.to_lowercase(), table);
+    if a == b {
+        return true;
+    }
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if long.len() - short.len() > 1 {
+        return false;
+    }
+    let head = short.iter().zip(long).take_while(|(x, y)| x == y).count();
+    if short.len() == long.len() {
+        let swapped = head + 1 < short.len()
+            && short[head] == long[head + 1]
+            && short[head + 1] == long[head]
+            && short[head + 2..] == long[head + 2..];
+        swapped || short[head + 1..] == long[head + 1..]
+    } else {
+        short[head..] == long[head + 1..]
+    }
+}
+
 impl<'a> Parser<'a> {
     fn err(
         &self,
@@ -187,7 +214,9 @@ impl<'a> Parser<'a> {
         ConfigError::Invalid {
             path: self.path.to_path_buf(),
             line,
-            key: key.map(str::to_owned),
+            // Escaped: a key holding a newline must not print a second line (a forged
+            // `warning:` one, say).
+            key: key.map(|k| k.escape_debug().to_string()),
             message: message.into(),
         }
     }
@@ -225,6 +254,19 @@ impl<'a> Parser<'a> {
             self.err(e.span(), key, msg)
         })?;
         let doc = doc.get_ref();
+        // Other tables belong to the arc runner, but one a letter or a capital away from one of
+        // hookq's is a typo: read as absent, a misspelt `[hooks]` would clear every point
+        // without running it.
+        for (k, _) in doc.iter() {
+            let name = k.get_ref().as_ref();
+            if let Some(meant) = TABLES.iter().find(|t| **t != name && near(name, t)) {
+                return Err(self.err(
+                    Some(k.span()),
+                    Some(name),
+                    format!("unknown table, did you mean [{meant}]?"),
+                ));
+            }
+        }
         let mut cfg = Config::default();
 
         if let Some(t) = self.table(doc, "repository")? {
@@ -714,6 +756,66 @@ mod tests {
         let e =
             Config::parse(Path::new("c.toml"), b"[hooks]\nafter_merge = ['\xff']\n").unwrap_err();
         assert_eq!(e.to_string(), "c.toml:2: not valid UTF-8 (byte 24)");
+    }
+
+    #[test]
+    fn a_table_a_typo_away_from_hookqs_is_an_error() {
+        for (text, line) in [
+            (
+                "[hook]\nafter_fail = ['x']\n",
+                "/ws/config.toml:1: hook: unknown table, did you mean [hooks]?",
+            ),
+            (
+                "[gate]\n[Hooks]\nafter_fail = ['x']\n",
+                "/ws/config.toml:2: Hooks: unknown table, did you mean [hooks]?",
+            ),
+            (
+                "[hoks]\n",
+                "/ws/config.toml:1: hoks: unknown table, did you mean [hooks]?",
+            ),
+            (
+                "[hooks_]\n",
+                "/ws/config.toml:1: hooks_: unknown table, did you mean [hooks]?",
+            ),
+            (
+                "[queu]\n",
+                "/ws/config.toml:1: queu: unknown table, did you mean [queue]?",
+            ),
+            (
+                "[hoosk]\n",
+                "/ws/config.toml:1: hoosk: unknown table, did you mean [hooks]?",
+            ),
+            (
+                "[gates]\n",
+                "/ws/config.toml:1: gates: unknown table, did you mean [gate]?",
+            ),
+            (
+                "[Repository]\n",
+                "/ws/config.toml:1: Repository: unknown table, did you mean [repository]?",
+            ),
+        ] {
+            let got = parse(text).map_err(|e| e.to_string()).err();
+            assert_eq!(got.as_deref(), Some(line), "{text}");
+        }
+        // Tables further from hookq's are the arc runner's.
+        for text in [
+            "[agent]\n",
+            "[hooks_extra]\n",
+            "[arc.hooks]\nx = 1\n",
+            "[stage]\n",
+        ] {
+            assert!(parse(text).is_ok(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_key_is_shown_on_one_line() {
+        let e = err("[hooks]\n\"after_fail\\nwarning: forged\" = []\n");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(
+            e.contains(r"hooks.after_fail\nwarning: forged: unknown key"),
+            "{e}"
+        );
     }
 
     #[test]
