@@ -275,6 +275,56 @@ fn a_database_held_by_another_writer_beyond_busy_timeout() {
     assert!(ws.pending().is_empty());
 }
 
+/// `hookq ARGS` with no file allowed to grow past `bytes` (RLIMIT_FSIZE): a full disk as one
+/// process sees it, every write past the limit failing with EFBIG.
+fn hookq_with_file_size_limit(ws: &Ws, args: &[&str], bytes: u64) -> std::process::Output {
+    let mut cmd = ws.command(HOOKQ);
+    cmd.args(args).stdin(Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe; it runs in the child between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = rustix::process::Rlimit {
+                current: Some(bytes),
+                maximum: None,
+            };
+            rustix::process::setrlimit(rustix::process::Resource::Fsize, limit)
+                .map_err(std::io::Error::from)
+        });
+    }
+    cmd.output().unwrap()
+}
+
+/// `hookq init` on a disk that fills while it writes `config.toml` leaves no config rather than
+/// a short one: a short or empty config, which the next `init` would keep, clears every point
+/// without running it.
+#[test]
+fn init_never_leaves_a_short_config() {
+    let ws = Ws::new();
+    let out = hookq_with_file_size_limit(&ws, &["init"], 100);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "error: cannot write {}",
+            ws.config_path().display()
+        )),
+        "{stderr}"
+    );
+    let left: Vec<_> = std::fs::read_dir(ws.state_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "nothing left behind: {left:?}");
+    let out = ws.hookq(&["init"]).ok();
+    assert!(out.stdout().contains("wrote"), "{}", out.describe());
+    let check = ws.hookq(&["check"]).ok();
+    assert!(
+        check.stdout().contains("after_merge: 3 command(s)"),
+        "{}",
+        check.describe()
+    );
+}
+
 /// A full disk, as a file-size limit: every write past one byte fails with EFBIG. Before hookq
 /// handled SIGXFSZ, the limit killed it mid-write instead of giving an error.
 #[test]
@@ -286,20 +336,7 @@ fn a_full_disk_as_a_file_size_limit() {
         .unwrap();
     let before = ws.snapshot();
     for args in [&["task", "move", "t1", "failed.y"][..], &["run"]] {
-        let mut cmd = ws.command(HOOKQ);
-        cmd.args(args).stdin(Stdio::null());
-        // SAFETY: setrlimit is async-signal-safe; it runs in the child between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                let limit = rustix::process::Rlimit {
-                    current: Some(1),
-                    maximum: None,
-                };
-                rustix::process::setrlimit(rustix::process::Resource::Fsize, limit)
-                    .map_err(std::io::Error::from)
-            });
-        }
-        let out = cmd.output().unwrap();
+        let out = hookq_with_file_size_limit(&ws, args, 1);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(
             out.status.code(),

@@ -75,7 +75,7 @@ impl Ctx {
 
 /// Store options, with `HOOKQ_BUSY_TIMEOUT_MS` overriding how long a write waits for another
 /// writer.
-fn store_options() -> Result<StoreOptions, Error> {
+pub(super) fn store_options() -> Result<StoreOptions, Error> {
     let mut opts = StoreOptions::default();
     if let Some(v) = std::env::var_os("HOOKQ_BUSY_TIMEOUT_MS") {
         let ms: u64 = v

@@ -2,13 +2,14 @@
 
 use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
+use std::path::Path;
 
 use crate::config::initial_config;
 use crate::error::Error;
 use crate::store::Store;
 use crate::workspace::Workspace;
 
-use super::app::Ctx;
+use super::app::{Ctx, store_options};
 
 /// Create the state dir, database and config.toml in DIR (default: the current directory).
 #[derive(Debug, clap::Args)]
@@ -75,22 +76,10 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         .create(ws.state_dir())
         .map_err(io("cannot create", ws.state_dir()))?;
     let config = ws.config_path();
-    let wrote = match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&config)
-    {
-        Ok(mut f) => {
-            f.write_all(initial_config(&args.remote, &args.main_branch).as_bytes())
-                .and_then(|()| f.sync_all())
-                .map_err(io("cannot write", &config))?;
-            true
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
-        Err(e) => return Err(io("cannot create", &config)(e)),
-    };
+    let text = initial_config(&args.remote, &args.main_branch);
+    let wrote = write_new(&config, text.as_bytes()).map_err(io("cannot write", &config))?;
     let db = ws.db_path();
-    Store::open(&db).map_err(|e| Error::store(&db, e))?;
+    Store::open_with(&db, store_options()?).map_err(|e| Error::store(&db, e))?;
     let lock = ws.lock_path();
     std::fs::OpenOptions::new()
         .write(true)
@@ -109,6 +98,38 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     }
     outln!("database {}", db.display());
     Ok(())
+}
+
+/// Writes `bytes` to `path` unless it exists, whole or not at all: into a file of its own
+/// beside it first, synced, then linked into place, which fails if `path` appeared meanwhile.
+/// Whether it wrote. (Written in place, a full disk or a file-size limit left a short or empty
+/// `config.toml`, which the next `init` kept and which cleared every point without running it.)
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    if path.symlink_metadata().is_ok() {
+        return Ok(false);
+    }
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.new-{}", std::process::id()));
+    let linked = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        })
+        .and_then(|()| match std::fs::hard_link(&tmp, path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(e),
+        });
+    let _ = std::fs::remove_file(&tmp);
+    if linked? {
+        // The new name is durable once its folder is.
+        std::fs::File::open(path.parent().unwrap_or(Path::new(".")))?.sync_all()?;
+        return Ok(true);
+    }
+    Ok(false)
 }
 
 #[cfg(test)]
