@@ -6,11 +6,12 @@
 //! the guarantees and for embedding.
 #![warn(missing_docs)]
 
-/// `println!` that ignores a closed stdout (`hookq queue | head -1`) instead of panicking.
+/// `println!` that ignores a closed stdout (`hookq queue | head -1`) instead of panicking, and
+/// keeps any other failure (`> /dev/full`) for the command's exit status.
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        $crate::cli::output::stdout_wrote(writeln!(std::io::stdout().lock(), $($arg)*));
     }};
 }
 

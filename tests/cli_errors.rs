@@ -545,3 +545,30 @@ fn a_closed_stdout_or_stderr_is_not_a_panic() {
         .unwrap();
     assert_eq!(out.status.code(), Some(USAGE));
 }
+
+/// A stdout that takes nothing (`hookq queue --json > /dev/full`) is not a closed pipe: the
+/// listing was lost, and the exit status says so.
+#[test]
+fn output_that_cannot_be_written_is_an_error() {
+    let ws = ws_with_pending();
+    for args in [&["queue", "--json"][..], &["queue", "stats"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = ws
+            .command(common::HOOKQ)
+            .args(args)
+            .stdout(full)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error: cannot write to stdout: No space left on device"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert_eq!(ws.pending().len(), 1, "reading changed nothing");
+}

@@ -111,7 +111,8 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Command::Hub(a) => super::hub::run(&ctx, a),
         Command::Queue(a) => super::queue::run(&ctx, a),
         Command::Check(a) => super::check::run(&ctx, a),
-    }
+    }?;
+    super::output::stdout_written()
 }
 
 /// A stop token that SIGINT, SIGTERM and SIGHUP bump: the first asks to stop after the current

@@ -1,8 +1,43 @@
 //! Printing: aligned tables for people, JSON for programs, times as ages or RFC 3339.
 
+use std::io::Write as _;
+use std::sync::{Mutex, PoisonError};
+
 use serde::Serialize;
 
 use crate::error::Error;
+
+/// The first failure writing stdout other than a closed pipe.
+static STDOUT_FAILED: Mutex<Option<std::io::Error>> = Mutex::new(None);
+
+/// Keeps a failed write to stdout for [`stdout_written`]. A closed pipe is not a failure: the
+/// reader had what it wanted (`hookq queue | head -1`).
+pub(crate) fn stdout_wrote(r: std::io::Result<()>) {
+    if let Err(e) = r
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        let mut failed = STDOUT_FAILED.lock().unwrap_or_else(PoisonError::into_inner);
+        failed.get_or_insert(e);
+    }
+}
+
+/// Flushes stdout; an error if anything the command printed could not be written
+/// (`hookq queue --json > /dev/full`), so the exit status says the output was lost.
+pub(super) fn stdout_written() -> Result<(), Error> {
+    stdout_wrote(std::io::stdout().flush());
+    let failed = STDOUT_FAILED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    match failed {
+        Some(source) => Err(Error::Io {
+            what: "cannot write to",
+            path: "stdout".into(),
+            source,
+        }),
+        None => Ok(()),
+    }
+}
 
 /// Prints `value` as pretty JSON on stdout.
 pub(super) fn json<T: Serialize + ?Sized>(value: &T) -> Result<(), Error> {
