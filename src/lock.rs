@@ -119,7 +119,8 @@ impl RunnerLock {
             .map_err(|e| err("cannot open lock file", e))?;
         let deadline = match wait {
             Wait::No => Some(Instant::now()),
-            Wait::For(d) => Some(Instant::now() + d),
+            // Beyond what the clock can count: as long as it takes.
+            Wait::For(d) => Instant::now().checked_add(d),
             Wait::Forever => None,
         };
         let mut nap = Duration::from_millis(1);

@@ -58,10 +58,14 @@ impl Workspace {
     /// repository tracks `.radian/arc/config.toml`, the checkout has a `.radian/arc` of its own,
     /// which is passed over for the workspace that holds the worktree.
     pub fn discover(start: &Path) -> Result<Self, NotFound> {
-        let start = std::fs::canonicalize(start).map_err(|source| NotFound::Start {
+        let not_start = |source| NotFound::Start {
             path: start.to_path_buf(),
             source,
-        })?;
+        };
+        let start = std::fs::canonicalize(start).map_err(not_start)?;
+        if !start.is_dir() {
+            return Err(not_start(std::io::ErrorKind::NotADirectory.into()));
+        }
         let worktrees = Path::new(STATE_DIR).join("worktrees");
         for dir in start.ancestors() {
             if dir.ancestors().skip(1).any(|a| a.ends_with(&worktrees)) {
@@ -165,6 +169,10 @@ mod tests {
         // A directory that does not exist is not searched from its would-be parents.
         let err = Workspace::discover(&ws.join("no/such/dir")).unwrap_err();
         assert!(matches!(err, NotFound::Start { .. }), "{err}");
+        // Nor is a file.
+        std::fs::write(ws.join("afile"), "").unwrap();
+        let err = Workspace::discover(&ws.join("afile")).unwrap_err();
+        assert!(err.to_string().ends_with("not a directory"), "{err}");
         // A symlink leads where it points, in both directions.
         std::os::unix::fs::symlink(base.join("other"), ws.join("ext")).unwrap();
         let err = Workspace::discover(&ws.join("ext")).unwrap_err();

@@ -180,6 +180,39 @@ fn task_move_runs_pending_hooks_when_the_lock_is_free() {
 }
 
 #[test]
+fn every_owner_transition_drains_and_reports_as_run_does() {
+    let ws = ws_with(&every_point("true"));
+    ws.write(&Config {
+        max_interrupted_runs: 1,
+        ..Config::hooks(&every_point("true"))
+    });
+    ws.hookq(&["task", "add", "t2", "--plan", "done"]).ok();
+    ws.hookq(&["task", "move", "t2", "done.merged", "--no-run"])
+        .ok();
+    ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
+        .ok();
+    // t1's point was started once before and not cleared: the next pass parks it.
+    ws.db()
+        .execute("UPDATE pending_hooks SET passes = 1 WHERE task = 't1'", [])
+        .unwrap();
+    // A plan with no unfinished task: nothing ends, what is pending runs all the same.
+    let out = ws.hookq(&["plan", "cancel", "done"]).expect_code(0);
+    assert_eq!(
+        out.warnings().len(),
+        1,
+        "the parked point: {}",
+        out.describe()
+    );
+    assert!(
+        out.stdout()
+            .contains("ran 2 point(s): 1 command(s), 0 failed, 1 parked"),
+        "{}",
+        out.describe()
+    );
+    assert!(ws.pending().is_empty());
+}
+
+#[test]
 fn no_run_leaves_the_point_pending() {
     let ws = ws_with("after_awaiting_human = ['echo ran >> out']");
     ws.hookq(&["task", "move", "t1", "review.awaiting_human", "--no-run"])

@@ -572,3 +572,25 @@ fn output_that_cannot_be_written_is_an_error() {
     }
     assert_eq!(ws.pending().len(), 1, "reading changed nothing");
 }
+
+/// Values clap takes that the command cannot honour are usage errors, not a panic or a listing
+/// that says nothing is pending.
+#[test]
+fn out_of_range_values_are_refused_or_honoured() {
+    let ws = ws_with_pending();
+    for args in [
+        &["queue", "--limit", "0"][..],
+        &["queue", "history", "--limit", "0"],
+        &["queue", "history", "--task", "../x"],
+    ] {
+        let out = ws.hookq(args).expect_code(USAGE);
+        assert!(out.stderr().starts_with("error: "), "{}", out.describe());
+    }
+    // A wait beyond what the clock can count is a wait as long as it takes.
+    let out = ws.hookq(&["run", "--wait", "18446744073709551615"]).ok();
+    assert!(
+        out.stdout().contains("ran 1 point(s)"),
+        "{}",
+        out.describe()
+    );
+}

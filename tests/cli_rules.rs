@@ -299,3 +299,39 @@ fn plan_cancel_is_one_transaction() {
     );
     assert!(fired(&ws).is_empty(), "--no-run only records");
 }
+
+/// `task show` lists the task's pending points, and says so when there are more than it lists
+/// rather than give a count that is short.
+#[test]
+fn task_show_lists_the_pending_points_and_says_when_there_are_more() {
+    let ws = ws();
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    let out = ws.hookq(&["task", "show", "t1"]).ok();
+    assert!(out.stdout().contains("pending: 0"), "{}", out.describe());
+    // 1,001 entries into failed.x, recorded in one transaction through the library.
+    let mut store = hookq::Store::open(&ws.db_path()).unwrap();
+    let t1 = hookq::TaskId::new("t1").unwrap();
+    let facts = hookq::MoveFacts::default();
+    store
+        .write(|tx| {
+            for _ in 0..1001 {
+                for phase in ["failed.x", "todo.ready"] {
+                    let phase = hookq::Phase::new(phase).unwrap();
+                    hookq::record::move_task(tx, &t1, &phase, &facts)?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    let out = ws.hookq(&["task", "show", "t1"]).ok();
+    assert!(
+        out.stdout()
+            .contains("pending: more than 1000, the first 1000 below"),
+        "{}",
+        out.describe()
+    );
+    let out = ws.hookq(&["task", "show", "t1", "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
+    assert_eq!(v["pending"].as_array().unwrap().len(), 1000);
+    assert_eq!(v["more_pending"], true);
+}

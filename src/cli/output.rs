@@ -50,6 +50,21 @@ pub(super) fn json<T: Serialize + ?Sized>(value: &T) -> Result<(), Error> {
     Ok(())
 }
 
+/// The line a pass that did something ends with: `ran 3 point(s): 2 command(s), 1 failed,
+/// 1 parked`. `None` when the pass found nothing to do.
+pub(super) fn ran(r: &crate::drain::PassReport) -> Option<String> {
+    (r.cleared + r.parked > 0 || r.stopped).then(|| {
+        format!(
+            "ran {} point(s): {} command(s), {} failed, {} parked{}",
+            r.cleared + r.parked,
+            r.commands,
+            r.failed,
+            r.parked,
+            if r.stopped { "; stopped early" } else { "" }
+        )
+    })
+}
+
 /// Prints rows under a header, each column as wide as its widest cell.
 pub(super) fn table(header: &[&str], rows: &[Vec<String>]) {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();

@@ -28,7 +28,8 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
         .write(|tx| record::cancel_plan(tx, &plan))
         .map_err(|e| Error::store(ws.db_path(), e))?;
     outln!("plan {plan}: cancelled {} task(s)", moved.len());
-    if !no_run && !moved.is_empty() {
+    // Like every owner transition, even one that ended no task: what is pending runs.
+    if !no_run {
         drain_if_free(&ws, &mut store);
     }
     Ok(())

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::ids::TaskId;
 use crate::lock::{self, Holder};
 use crate::phase::Point;
 use crate::record;
@@ -19,9 +20,9 @@ use super::output::{self, or_dash};
 pub(super) struct Args {
     #[command(subcommand)]
     cmd: Option<Sub>,
-    /// Show at most N entries.
-    #[arg(long, value_name = "N", default_value_t = 50)]
-    limit: usize,
+    /// Show at most N entries (at least 1).
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    limit: u32,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -42,9 +43,9 @@ enum Sub {
         /// Only this task's.
         #[arg(long, value_name = "TASK")]
         task: Option<String>,
-        /// At most N rows.
-        #[arg(long, value_name = "N", default_value_t = 20)]
-        limit: usize,
+        /// At most N rows (at least 1).
+        #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+        limit: u32,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -81,11 +82,10 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let now = now_ms();
     match args.cmd {
         None => {
-            let mut pending = store
-                .pending(0, args.limit.saturating_add(1), None)
-                .map_err(dberr)?;
-            let more = pending.len() > args.limit;
-            pending.truncate(args.limit);
+            let limit = args.limit as usize;
+            let mut pending = store.pending(0, limit + 1, None).map_err(dberr)?;
+            let more = pending.len() > limit;
+            pending.truncate(limit);
             let holder = lock::holder(&ws.lock_path());
             if args.json {
                 return output::json(&Listing {
@@ -126,7 +126,13 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         }
         Some(Sub::Show { id, json }) => show(&ws, &store, id, json || args.json),
         Some(Sub::History { task, limit, json }) => {
-            let rows = store.history(task.as_deref(), None, limit).map_err(dberr)?;
+            let task = task
+                .map(TaskId::new)
+                .transpose()
+                .map_err(|e| Error::Usage(e.to_string()))?;
+            let rows = store
+                .history(task.as_ref().map(TaskId::as_str), None, limit as usize)
+                .map_err(dberr)?;
             if json || args.json {
                 return output::json(&rows);
             }

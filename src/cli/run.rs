@@ -45,19 +45,8 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let report = drainer
         .drain(&mut store, &lock)
         .map_err(|e| Error::drain(ws.db_path(), e))?;
-    if report.cleared + report.parked > 0 || report.stopped {
-        outln!(
-            "ran {} point(s): {} command(s), {} failed, {} parked{}",
-            report.cleared + report.parked,
-            report.commands,
-            report.failed,
-            report.parked,
-            if report.stopped {
-                "; stopped early"
-            } else {
-                ""
-            }
-        );
+    if let Some(line) = super::output::ran(&report) {
+        outln!("{line}");
     }
     Ok(())
 }

@@ -142,9 +142,21 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
                 .task(task.as_str())
                 .map_err(db)?
                 .ok_or_else(|| Error::NotFound(format!("no task {task}")))?;
-            let pending = store.pending(0, 1000, Some(task.as_str())).map_err(db)?;
+            let mut pending = store
+                .pending(0, SHOWN_PENDING + 1, Some(task.as_str()))
+                .map_err(db)?;
+            let more_pending = pending.len() > SHOWN_PENDING;
+            pending.truncate(SHOWN_PENDING);
             let history = store.history(Some(task.as_str()), None, 20).map_err(db)?;
-            show(row, pending, history, json)
+            show(
+                Shown {
+                    task: row,
+                    pending,
+                    more_pending,
+                    history,
+                },
+                json,
+            )
         }
     }
 }
@@ -181,13 +193,11 @@ pub(super) fn drain_if_free(ws: &Workspace, store: &mut Store) {
     };
     let mut drainer = Drainer::new(ws.clone(), stop);
     match drainer.drain(store, &lock) {
-        Ok(r) if r.cleared + r.parked > 0 => outln!(
-            "ran {} point(s): {} command(s), {} failed",
-            r.cleared + r.parked,
-            r.commands,
-            r.failed
-        ),
-        Ok(_) => {}
+        Ok(r) => {
+            if let Some(line) = output::ran(&r) {
+                outln!("{line}");
+            }
+        }
         Err(e) => errln!(
             "warning: hooks left pending: {}",
             Error::drain(ws.db_path(), e)
@@ -195,26 +205,28 @@ pub(super) fn drain_if_free(ws: &Workspace, store: &mut Store) {
     }
 }
 
+/// The most pending points `task show` lists; `queue` lists the rest.
+const SHOWN_PENDING: usize = 1000;
+
 #[derive(Serialize)]
 struct Shown {
     task: TaskRow,
     pending: Vec<PendingRow>,
+    /// More of the task's points are pending than `pending` lists.
+    more_pending: bool,
     history: Vec<HistoryRow>,
 }
 
-fn show(
-    task: TaskRow,
-    pending: Vec<PendingRow>,
-    history: Vec<HistoryRow>,
-    json: bool,
-) -> Result<(), Error> {
+fn show(shown: Shown, json: bool) -> Result<(), Error> {
     if json {
-        return output::json(&Shown {
-            task,
-            pending,
-            history,
-        });
+        return output::json(&shown);
     }
+    let Shown {
+        task,
+        pending,
+        more_pending,
+        history,
+    } = shown;
     outln!("task     {}", task.id);
     outln!("plan     {}", task.plan);
     outln!("phase    {}", task.phase);
@@ -223,7 +235,13 @@ fn show(
     outln!("created  {}", output::time(task.created_ms));
     outln!("changed  {}", output::time(task.updated_ms));
     outln!();
-    outln!("pending: {}", pending.len());
+    if more_pending {
+        outln!(
+            "pending: more than {SHOWN_PENDING}, the first {SHOWN_PENDING} below (hookq queue lists them all)"
+        );
+    } else {
+        outln!("pending: {}", pending.len());
+    }
     for p in &pending {
         outln!(
             "  {} {} {} recorded {} passes {}",
