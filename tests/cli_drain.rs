@@ -987,3 +987,43 @@ fn a_killed_runners_command_is_ended_before_its_point_runs_again() {
     assert!(trace[1].starts_with("again "), "{trace:?}");
     assert!(ws.pending().is_empty());
 }
+
+/// `queue drop` of a point a runner has started says so: the command that started finishes and
+/// its run is kept in history beside the drop. A point no runner started is dropped quietly.
+#[test]
+fn dropping_a_started_point_says_its_commands_may_still_run() {
+    let ws = ws_with("after_fail = ['touch started; while [ ! -e go ]; do sleep 0.02; done']");
+    ws.hookq(&["task", "add", "t2", "--plan", "p"]).ok();
+    for t in ["t1", "t2"] {
+        ws.hookq(&["task", "move", t, "failed.x", "--no-run"]).ok();
+    }
+    let run = ws.spawn(&["run"]);
+    ws.eventually("t1's command to start", || {
+        ws.root().join("started").exists()
+    });
+    let out = ws.hookq(&["queue", "drop", "1"]).ok();
+    assert!(
+        out.stdout()
+            .contains(&format!("note: runner pid {} started it", run.pid())),
+        "{}",
+        out.describe()
+    );
+    let out = ws.hookq(&["queue", "drop", "2"]).ok();
+    assert!(!out.stdout().contains("note:"), "{}", out.describe());
+    std::fs::write(ws.root().join("go"), "").unwrap();
+    run.wait_within(Duration::from_secs(60)).ok();
+    let mut outcomes: Vec<(i64, String)> = ws
+        .history()
+        .into_iter()
+        .map(|h| (h.occurrence, h.outcome))
+        .collect();
+    outcomes.sort();
+    assert_eq!(
+        outcomes,
+        [
+            (1, "dropped".to_owned()),
+            (1, "ok".to_owned()),
+            (2, "dropped".to_owned())
+        ]
+    );
+}

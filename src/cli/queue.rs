@@ -146,6 +146,19 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
                 e.point,
                 e.task
             );
+            // Started by the runner holding the lock now, and not cleared: it may be running.
+            // The drop cannot take back a command that started, so say what happens to it.
+            let holder = lock::holder(&ws.lock_path()).filter(|h| h.alive);
+            if let (Some(h), Some(started)) = (holder, e.last_started_ms)
+                && chrono::DateTime::parse_from_rfc3339(&h.started)
+                    .is_ok_and(|t| started >= t.timestamp_millis())
+            {
+                outln!(
+                    "note: runner pid {} started it at {} and has not cleared it; if its commands are running, they finish and their runs are kept in history too",
+                    h.pid,
+                    output::time(started)
+                );
+            }
             Ok(())
         }
         Some(Sub::Retry { history_id }) => {
