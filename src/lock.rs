@@ -245,6 +245,17 @@ pub struct Holder {
     pub alive: bool,
 }
 
+impl std::fmt::Display for Holder {
+    /// `pid 42 since <time>`, or `pid 42 (no holder line)` for one that wrote none.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.started.is_empty() {
+            write!(f, "pid {} (no holder line)", self.pid)
+        } else {
+            write!(f, "pid {} since {}", self.pid, self.started)
+        }
+    }
+}
+
 /// What a lock file's text says: the holder's `pid` and `started` lines and a `group` line per
 /// command it was running. Lines it does not know (and the empty padding) are skipped.
 #[derive(Debug, Default)]
@@ -353,22 +364,39 @@ fn has_live_member(pgid: i32) -> bool {
         })
 }
 
-/// Reads the holder line from the lock file at `path`; `None` when nobody holds it.
+/// Who holds the lock at `path`, or last held it: the file's holder line, checked against
+/// `/proc/locks`. A process holding the lock without a holder line of its own (one that could
+/// not write it, or another program's `flock`) is named from `/proc/locks`, with `started`
+/// empty. `None` when the file names no one and no one holds it.
 pub fn holder(path: &Path) -> Option<Holder> {
     let mut text = String::new();
     File::open(path).ok()?.read_to_string(&mut text).ok()?;
     let Lines { pid, started, .. } = Lines::parse(&text);
-    let pid = pid?;
-    let alive = match flock_holders(path) {
-        Some(pids) => pids.contains(&pid),
-        None => rustix::process::Pid::from_raw(pid as i32)
-            .is_some_and(|p| rustix::process::test_kill_process(p).is_ok()),
-    };
-    Some(Holder {
-        pid,
-        started: started.unwrap_or_default(),
-        alive,
-    })
+    let started = started.unwrap_or_default();
+    match (pid, flock_holders(path)) {
+        (Some(pid), Some(pids)) if pids.contains(&pid) => Some(Holder {
+            pid,
+            started,
+            alive: true,
+        }),
+        (_, Some(pids)) if !pids.is_empty() => Some(Holder {
+            pid: pids[0],
+            started: String::new(),
+            alive: true,
+        }),
+        (Some(pid), Some(_)) => Some(Holder {
+            pid,
+            started,
+            alive: false,
+        }),
+        (Some(pid), None) => Some(Holder {
+            pid,
+            started,
+            alive: rustix::process::Pid::from_raw(pid as i32)
+                .is_some_and(|p| rustix::process::test_kill_process(p).is_ok()),
+        }),
+        (None, _) => None,
+    }
 }
 
 /// The pids holding an exclusive `flock` on the file at `path`, from `/proc/locks`: exact even
@@ -524,6 +552,24 @@ mod tests {
             rustix::process::Pid::from_raw(other).unwrap(),
             rustix::process::Signal::KILL,
         );
+    }
+
+    #[test]
+    fn a_holder_without_a_holder_line_is_named_from_proc_locks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runner.lock");
+        // A stale line of a holder that is gone, and the lock held by a plain flock that wrote
+        // nothing (another program, or a holder whose write failed).
+        std::fs::write(&path, "pid 4194001\nstarted 2026-01-01T00:00:00Z\n").unwrap();
+        let file = File::open(&path).unwrap();
+        file.try_lock_exclusive().unwrap();
+        let h = holder(&path).unwrap();
+        assert_eq!((h.pid, h.alive), (std::process::id(), true));
+        assert_eq!(h.to_string(), format!("pid {} (no holder line)", h.pid));
+        std::fs::write(&path, "").unwrap();
+        assert_eq!(holder(&path).unwrap().pid, std::process::id());
+        FileExt::unlock(&file).unwrap();
+        assert!(holder(&path).is_none());
     }
 
     #[test]

@@ -96,7 +96,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
             }
             match &holder {
                 Some(h) if h.alive => {
-                    outln!("runner lock: held by pid {} since {}", h.pid, h.started)
+                    outln!("runner lock: held by {h}")
                 }
                 Some(h) => outln!("runner lock: free (last holder pid {} is gone)", h.pid),
                 None => outln!("runner lock: free"),

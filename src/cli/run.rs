@@ -37,7 +37,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
             )));
         }
         let holder = lock::holder(&path)
-            .map(|h| format!(" by pid {} since {}", h.pid, h.started))
+            .map(|h| format!(" by {h}"))
             .unwrap_or_default();
         return Err(Error::Locked { path, holder });
     };
