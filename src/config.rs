@@ -16,6 +16,9 @@ use toml::de::{DeTable, DeValue};
 
 use crate::phase::Point;
 
+/// The most command lines one point may have: its logs are numbered with two digits.
+pub const MAX_COMMANDS: usize = 99;
+
 /// The largest config file read; anything bigger is refused rather than parsed.
 pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 
@@ -430,6 +433,17 @@ impl<'a> Parser<'a> {
                 ),
             ));
         };
+        if items.len() > MAX_COMMANDS {
+            // Each command's log is `<point>-NN.log`, NN two digits (SPEC §5).
+            return Err(self.err(
+                Some(v.span()),
+                Some(&key),
+                format!(
+                    "{} command lines; a point runs at most {MAX_COMMANDS} (its logs are numbered 01 to 99)",
+                    items.len()
+                ),
+            ));
+        }
         let mut out = Vec::new();
         for (i, item) in items.iter().enumerate() {
             let key = format!("{key}[{i}]");
@@ -806,6 +820,17 @@ mod tests {
         ] {
             assert!(parse(text).is_ok(), "{text}");
         }
+    }
+
+    #[test]
+    fn a_point_has_at_most_99_commands() {
+        let lines =
+            |n: usize| format!("[hooks]\nafter_fail = [{}]\n", vec!["'true'"; n].join(", "));
+        assert_eq!(parse(&lines(99)).unwrap().hooks(Point::AfterFail).len(), 99);
+        assert_eq!(
+            err(&lines(100)),
+            "/ws/config.toml:2: hooks.after_fail: 100 command lines; a point runs at most 99 (its logs are numbered 01 to 99)"
+        );
     }
 
     #[test]
