@@ -590,8 +590,13 @@ fn signal_group(child: &Shell, sig: Signal) {
     let _ = kill_process_group(child.pid(), sig);
 }
 
+/// Whether a process of the command's group is still running. A group of zombies has ended: its
+/// orphans wait for init to collect them, which may take a second or two, and waiting for that
+/// would SIGKILL a group that SIGTERM already ended. The `/proc` scan runs only while `kill`
+/// finds the group, after a timeout.
 fn group_alive(child: &Shell) -> bool {
     test_kill_process_group(child.pid()).is_ok()
+        && crate::lock::has_live_member(child.pid().as_raw_nonzero().get())
 }
 
 #[cfg(test)]

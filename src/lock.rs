@@ -345,8 +345,9 @@ fn end_left_behind(group: Group, grace: Duration) -> Option<bool> {
     Some(false)
 }
 
-/// Whether a process of group `pgid` is alive, not a zombie (a scan of `/proc`).
-fn has_live_member(pgid: i32) -> bool {
+/// Whether a process of group `pgid` is alive, not a zombie (a scan of `/proc`). A zombie has
+/// exited and waits to be collected: an orphan's by init, late on some machines.
+pub(crate) fn has_live_member(pgid: i32) -> bool {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return true;
     };
