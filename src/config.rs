@@ -172,8 +172,9 @@ struct Parser<'a> {
 
 type Table<'i> = DeTable<'i>;
 
-/// The top-level tables hookq reads.
-const TABLES: [&str; 5] = ["repository", "integration", "gate", "queue", "hooks"];
+/// The top-level tables hookq owns (`[repository]`, `[integration]` and `[gate]` it shares with
+/// the arc runner).
+const OWN_TABLES: [&str; 2] = ["queue", "hooks"];
 
 /// Whether `name` is `table` but for case, or one letter added, dropped or changed, or two
 /// neighbours swapped.
@@ -257,12 +258,12 @@ impl<'a> Parser<'a> {
             self.err(e.span(), key, msg)
         })?;
         let doc = doc.get_ref();
-        // Other tables belong to the arc runner, but one a letter or a capital away from one of
-        // hookq's is a typo: read as absent, a misspelt `[hooks]` would clear every point
-        // without running it.
+        // Other tables belong to the arc runner, but one a letter or a capital away from one
+        // hookq owns is a typo: read as absent, a misspelt `[hooks]` would clear every point
+        // without running it. (Near the shared tables, a name may well be one of arc's.)
         for (k, _) in doc.iter() {
             let name = k.get_ref().as_ref();
-            if let Some(meant) = TABLES.iter().find(|t| **t != name && near(name, t)) {
+            if let Some(meant) = OWN_TABLES.iter().find(|t| **t != name && near(name, t)) {
                 return Err(self.err(
                     Some(k.span()),
                     Some(name),
@@ -800,19 +801,19 @@ mod tests {
                 "/ws/config.toml:1: hoosk: unknown table, did you mean [hooks]?",
             ),
             (
-                "[gates]\n",
-                "/ws/config.toml:1: gates: unknown table, did you mean [gate]?",
-            ),
-            (
-                "[Repository]\n",
-                "/ws/config.toml:1: Repository: unknown table, did you mean [repository]?",
+                "[Queue]\n",
+                "/ws/config.toml:1: Queue: unknown table, did you mean [queue]?",
             ),
         ] {
             let got = parse(text).map_err(|e| e.to_string()).err();
             assert_eq!(got.as_deref(), Some(line), "{text}");
         }
-        // Tables further from hookq's are the arc runner's.
+        // Tables further from hookq's are the arc runner's, and so may be names near the tables
+        // hookq shares with it.
         for text in [
+            "[gates]\n",
+            "[integrations]\n",
+            "[Repository]\n",
             "[agent]\n",
             "[hooks_extra]\n",
             "[arc.hooks]\nx = 1\n",
