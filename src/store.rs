@@ -1319,7 +1319,7 @@ mod tests {
              INSERT INTO queue_counts (kind, name, n) VALUES ('pending', 'after_fail', 2);",
         );
         let mut store = Store::open(&path).unwrap();
-        assert_eq!(store.applied_version().unwrap(), Some(5));
+        assert_eq!(store.applied_version().unwrap(), Some(6));
         type Row = (i64, String, String, i64, i64, Option<i64>, String);
         let rows: Vec<Row> = store
             .conn()
@@ -1355,7 +1355,8 @@ mod tests {
             })
             .unwrap();
         assert_eq!(moved.occurrence.unwrap().id, 4);
-        // The rule of the old CHECK holds, foreign keys are enforced, clearing still cascades.
+        // The rule of the old CHECK holds, the task's foreign key is enforced, clearing a point
+        // still deletes its state (V6: a trigger, where V1's foreign key did it).
         let bad = store.conn().execute(
             "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('a', 'after_lunch', 0)",
             [],
@@ -1372,6 +1373,11 @@ mod tests {
             .unwrap();
         let one = |sql: &str| -> i64 { store.conn().query_row(sql, [], |r| r.get(0)).unwrap() };
         assert_eq!(one("SELECT COUNT(*) FROM pending_hook_states"), 2);
+        assert_eq!(
+            one("SELECT COUNT(*) FROM pragma_foreign_key_list('pending_hook_states')"),
+            0,
+            "V6 dropped the states' key"
+        );
         assert_eq!(
             one("SELECT COUNT(*) FROM sqlite_master WHERE name = 'pending_hooks_interrupted'"),
             1

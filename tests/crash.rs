@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{assert_pending_counts_match, figures, stress};
+use common::{assert_outbox_consistent, figures, stress};
 use hookq::record::{self, MoveFacts};
 use hookq::store::Store;
 use hookq::{Phase, PlanId, TaskId, Workspace};
@@ -164,7 +164,7 @@ fn log(
 fn check_outbox(db: &Path) -> (usize, usize) {
     let store = Store::open(db).unwrap();
     assert_eq!(store.integrity_check().unwrap(), "ok");
-    assert_pending_counts_match(&store);
+    assert_outbox_consistent(&store);
     let c = store.conn();
     let has_log: bool = c
         .query_row(
@@ -385,7 +385,7 @@ fn killed_runners(name: &str, jobs: usize) {
         store.pending(0, 10, None).unwrap().is_empty(),
         "points left pending"
     );
-    assert_pending_counts_match(&store);
+    assert_outbox_consistent(&store);
     let text = std::fs::read_to_string(&out).unwrap();
     let mut seen: BTreeMap<(String, String, String), usize> = BTreeMap::new();
     let mut first_order: HashMap<String, Vec<String>> = HashMap::new();

@@ -787,8 +787,19 @@ pub fn figures(name: &str, value: serde_json::Value) {
     .unwrap();
 }
 
-/// Asserts that the pending counters `queue stats` reads agree with the pending table.
-pub fn assert_pending_counts_match(store: &hookq::Store) {
+/// Asserts that the outbox holds together: the pending counters `queue stats` reads agree with
+/// the pending table, and no point's state outlived its point (since V6 no foreign key keeps
+/// them together; the transactions and a trigger do).
+pub fn assert_outbox_consistent(store: &hookq::Store) {
+    let stray: i64 = store
+        .conn()
+        .query_row(
+            "SELECT COUNT(*) FROM pending_hook_states WHERE hook_id NOT IN (SELECT id FROM pending_hooks)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stray, 0, "states without their point");
     let counted = store.stats().unwrap().pending_by_point;
     let actual: Vec<(String, i64)> = store
         .conn()
