@@ -82,11 +82,12 @@ pub enum Error {
 }
 
 impl Error {
-    /// A store error, located at the database `path`.
+    /// A store error, located at the database `path`. What was not found is named with the
+    /// database it was looked for in: with `-C` in a cron line, which workspace matters.
     pub fn store(path: impl Into<PathBuf>, source: StoreError) -> Self {
         match source {
             StoreError::NoTask(_) | StoreError::NoEntry(_) | StoreError::NoHistory(_) => {
-                Error::NotFound(source.to_string())
+                Error::NotFound(format!("{source} in {}", path.into().display()))
             }
             StoreError::TaskExists(_) | StoreError::Invalid(_) => Error::Usage(source.to_string()),
             source => Error::Store {

@@ -403,36 +403,24 @@ fn bad_move_facts_are_refused_before_any_write() {
 #[test]
 fn unknown_names_exit_not_found() {
     let ws = ws_with_pending();
-    refuses(
-        &ws,
-        &["task", "move", "nosuch", "done.merged"],
-        NOT_FOUND,
-        "no task nosuch",
-    );
-    refuses(
-        &ws,
-        &["task", "show", "nosuch"],
-        NOT_FOUND,
-        "no task nosuch",
-    );
-    refuses(
-        &ws,
-        &["queue", "drop", "999"],
-        NOT_FOUND,
-        "no pending entry 999",
-    );
-    refuses(
-        &ws,
-        &["queue", "retry", "999"],
-        NOT_FOUND,
-        "no history row 999",
-    );
-    refuses(
-        &ws,
-        &["queue", "show", "999"],
-        NOT_FOUND,
-        "no occurrence 999",
-    );
+    // What was not found is named with the database it was looked for in.
+    let db = ws.db_path();
+    let db = db.display();
+    for (args, start) in [
+        (
+            &["task", "move", "nosuch", "done.merged"][..],
+            "no task nosuch in",
+        ),
+        (&["task", "show", "nosuch"], "no task nosuch in"),
+        (&["queue", "drop", "999"], "no pending entry 999 in"),
+        (&["queue", "retry", "999"], "no history row 999 in"),
+        (
+            &["queue", "show", "999"],
+            "no occurrence 999, pending or in history, in",
+        ),
+    ] {
+        refuses(&ws, args, NOT_FOUND, &format!("{start} {db}"));
+    }
 
     let elsewhere = Ws::new();
     let out = elsewhere.hookq(&["queue"]).expect_code(NOT_FOUND);

@@ -200,7 +200,8 @@ fn show(
     let history = store.history(None, Some(id), 1000).map_err(dberr)?;
     if pending.is_none() && history.is_empty() {
         return Err(Error::NotFound(format!(
-            "no occurrence {id}, pending or in history"
+            "no occurrence {id}, pending or in history, in {}",
+            ws.db_path().display()
         )));
     }
     let (commands, config_error) = match pending.as_ref().map(|p| p.point.parse::<Point>()) {

@@ -138,10 +138,9 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
             let task = TaskId::new(task).map_err(usage)?;
             let (ws, store) = ctx.open()?;
             let db = |e| Error::store(ws.db_path(), e);
-            let row = store
-                .task(task.as_str())
-                .map_err(db)?
-                .ok_or_else(|| Error::NotFound(format!("no task {task}")))?;
+            let row = store.task(task.as_str()).map_err(db)?.ok_or_else(|| {
+                Error::NotFound(format!("no task {task} in {}", ws.db_path().display()))
+            })?;
             let mut pending = store
                 .pending(0, SHOWN_PENDING + 1, Some(task.as_str()))
                 .map_err(db)?;
