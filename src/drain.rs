@@ -548,14 +548,18 @@ impl Clears {
         self.points.len() >= CLEAR_BATCH || self.since.is_some_and(|t| t.elapsed() >= CLEAR_AFTER)
     }
 
+    /// Empties the batch once a commit was tried, whatever came of it: a commit that failed
+    /// leaves those points pending, and the next pass reads them again and runs them again.
+    fn take(&mut self) -> Vec<Cleared> {
+        self.since = None;
+        self.busy_until = None;
+        std::mem::take(&mut self.points)
+    }
+
     /// Commits every queued clear in one transaction, waiting up to the store's busy timeout
     /// for another writer.
     fn flush(&mut self, store: &mut Store) -> Result<(), StoreError> {
-        // Taken even when the commit fails: those points stay pending, and the next pass reads
-        // them again and runs them again.
-        let points = std::mem::take(&mut self.points);
-        self.since = None;
-        self.busy_until = None;
+        let points = self.take();
         store.clear_all(&points)
     }
 
@@ -563,24 +567,13 @@ impl Clears {
     /// the batch and tries again [`CLEAR_AFTER`] later, rather than leave the command's timeout,
     /// stop requests and output unserved for as long as that writer holds on.
     fn try_flush(&mut self, store: &mut Store) -> Result<(), StoreError> {
-        match store.try_clear_all(&self.points) {
-            Ok(true) => {
-                self.points.clear();
-                self.since = None;
-                self.busy_until = None;
-                Ok(())
-            }
-            Ok(false) => {
-                self.busy_until = Some(Instant::now() + CLEAR_AFTER);
-                Ok(())
-            }
-            Err(e) => {
-                self.points.clear();
-                self.since = None;
-                self.busy_until = None;
-                Err(e)
-            }
+        let tried = store.try_clear_all(&self.points);
+        if let Ok(false) = tried {
+            self.busy_until = Some(Instant::now() + CLEAR_AFTER);
+        } else {
+            self.take();
         }
+        tried.map(drop)
     }
 }
 

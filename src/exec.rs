@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use rustix::process::{Pid, Signal, kill_process_group, pidfd_open, test_kill_process_group};
+use rustix::process::{Pid, Signal, kill_process_group, pidfd_open};
 
 use crate::env::Environ;
 use crate::lock::{Group, RunnerLock};
@@ -590,13 +590,10 @@ fn signal_group(child: &Shell, sig: Signal) {
     let _ = kill_process_group(child.pid(), sig);
 }
 
-/// Whether a process of the command's group is still running. A group of zombies has ended: its
-/// orphans wait for init to collect them, which may take a second or two, and waiting for that
-/// would SIGKILL a group that SIGTERM already ended. The `/proc` scan runs only while `kill`
-/// finds the group, after a timeout.
+/// Whether a process of the command's group still runs (zombies, its orphans waiting for init,
+/// do not count: waiting for them would SIGKILL a group that SIGTERM already ended).
 fn group_alive(child: &Shell) -> bool {
-    test_kill_process_group(child.pid()).is_ok()
-        && crate::lock::has_live_member(child.pid().as_raw_nonzero().get())
+    crate::lock::group_running(child.pid())
 }
 
 #[cfg(test)]

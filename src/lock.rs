@@ -324,10 +324,9 @@ fn started_ms(pid: i32) -> Option<i64> {
 /// is the named one; one whose leader started at another time ([`SAME_START_MS`]) is another
 /// process's.
 fn end_left_behind(group: Group, grace: Duration) -> Option<bool> {
-    use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+    use rustix::process::{Pid, Signal, kill_process_group};
     let pgid = Pid::from_raw(group.pgid)?;
-    // Not only its zombies: an orphan's parent is whoever reaps orphans here, perhaps late.
-    let alive = || test_kill_process_group(pgid).is_ok() && has_live_member(group.pgid);
+    let alive = || group_running(pgid);
     let another = |ms: i64| (ms - group.started_ms).abs() > SAME_START_MS;
     if !alive() || started_ms(group.pgid).is_some_and(another) {
         return None;
@@ -345,9 +344,18 @@ fn end_left_behind(group: Group, grace: Duration) -> Option<bool> {
     Some(false)
 }
 
-/// Whether a process of group `pgid` is alive, not a zombie (a scan of `/proc`). A zombie has
-/// exited and waits to be collected: an orphan's by init, late on some machines.
-pub(crate) fn has_live_member(pgid: i32) -> bool {
+/// Whether a process of group `pgid` still runs. A group of zombies has ended: a zombie has
+/// exited and waits to be collected, an orphan's by init, which some machines (this one's PID 1)
+/// do a second or two late. `kill(-pgid, 0)` counts zombies, so the `/proc` scan confirms what
+/// it finds; a group `kill` does not find costs no scan. Both ending a timed-out command
+/// ([`crate::exec`]) and ending what a killed runner left ([`RunnerLock::acquire`]) wait on this.
+pub(crate) fn group_running(pgid: rustix::process::Pid) -> bool {
+    rustix::process::test_kill_process_group(pgid).is_ok()
+        && has_live_member(pgid.as_raw_nonzero().get())
+}
+
+/// Whether a process of group `pgid` is alive, not a zombie (a scan of `/proc`).
+fn has_live_member(pgid: i32) -> bool {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return true;
     };
