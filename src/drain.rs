@@ -421,6 +421,24 @@ impl<'a> Drainer<'a> {
         Ok(())
     }
 
+    /// Parks `entry` as `abandoned`, with one warning line saying `why`, then `hint`.
+    fn park(
+        &mut self,
+        store: &mut Store,
+        entry: PendingRow,
+        report: &mut PassReport,
+        why: &str,
+        hint: &str,
+    ) -> Result<Option<Job>, DrainError> {
+        (self.warn)(&format!(
+            "warning: {} for task {} (occurrence {}): {why}; parked as abandoned{hint}",
+            entry.point, entry.task, entry.id
+        ));
+        self.clear_later(store, entry, NewHistory::bare(Outcome::Abandoned))?;
+        report.parked += 1;
+        Ok(None)
+    }
+
     /// Reads the config for this point and either clears it (no commands, parked) or returns
     /// the job to run, marked started when `mark` (a worker marks its own).
     fn prepare(
@@ -435,14 +453,13 @@ impl<'a> Drainer<'a> {
         let task = entry.task_id()?;
         // The config as it is at the moment this point runs.
         let cfg = self.config()?;
+        // No path of hookq's records a point for a missing task, and a task with a pending
+        // point cannot be deleted (migration V7): only SQL written by hand gets here.
+        let (Some(plan), Some(attempt)) = (entry.plan.clone(), entry.attempt) else {
+            return self.park(store, entry, report, "the task does not exist", "");
+        };
         let Some(state) = entry.state.clone() else {
-            (self.warn)(&format!(
-                "warning: {point} for task {task} (occurrence {}): its recorded state is missing; parked as abandoned",
-                entry.id
-            ));
-            self.clear_later(store, entry, NewHistory::bare(Outcome::Abandoned))?;
-            report.parked += 1;
-            return Ok(None);
+            return self.park(store, entry, report, "its recorded state is missing", "");
         };
         if cfg.hooks(point).is_empty() {
             self.clear_later(store, entry, NewHistory::bare(Outcome::Empty))?;
@@ -450,13 +467,9 @@ impl<'a> Drainer<'a> {
             return Ok(None);
         }
         if entry.passes >= i64::from(cfg.queue.max_interrupted_runs) {
-            (self.warn)(&format!(
-                "warning: {point} for task {task} (occurrence {}): {} passes started it without finishing; parked as abandoned (hookq queue retry re-queues it)",
-                entry.id, entry.passes
-            ));
-            self.clear_later(store, entry, NewHistory::bare(Outcome::Abandoned))?;
-            report.parked += 1;
-            return Ok(None);
+            let why = format!("{} passes started it without finishing", entry.passes);
+            let hint = " (hookq queue retry re-queues it)";
+            return self.park(store, entry, report, &why, hint);
         }
         if entry.passes > 0 {
             // Interrupted before, perhaps by its own command killing the runner: what finished
@@ -476,8 +489,8 @@ impl<'a> Drainer<'a> {
             &self.base_env,
             &HookVars {
                 task: task.as_str(),
-                plan: &entry.plan,
-                attempt: entry.attempt,
+                plan: &plan,
+                attempt,
                 worktree: &worktree,
                 target_branch: cfg.target_branch(),
                 merged_sha: entry.merged_sha.as_deref(),
@@ -821,6 +834,65 @@ mod tests {
             [1, 1],
             "each point counted as started once"
         );
+    }
+
+    #[test]
+    fn a_point_missing_its_task_or_its_state_is_parked_with_a_warning() {
+        // Only SQL written by hand makes either: a point of a task deleted with the triggers
+        // out of the way, and a state row deleted. Both are listed, parked as abandoned with
+        // one warning each, and the point between them runs.
+        let (_dir, ws, mut store) = workspace("after_fail = ['true']");
+        walk(&mut store, &["c"], true, &["failed.x"]);
+        store
+            .conn()
+            .execute_batch(
+                "DROP TRIGGER tasks_delete_kept_for_points;
+                 DELETE FROM tasks WHERE id = 'a';
+                 DELETE FROM pending_hook_states WHERE hook_id = (SELECT id FROM pending_hooks WHERE task = 'c');",
+            )
+            .unwrap();
+        let listed = store.pending(0, 10, None).unwrap();
+        let shape: Vec<_> = listed
+            .iter()
+            .map(|p| (p.task.as_str(), p.plan.as_deref(), p.state.as_deref()))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                ("a", None, Some("failed.x")),
+                ("b", Some("p"), Some("failed.x")),
+                ("c", Some("p"), None)
+            ]
+        );
+        let stop = Stop::new();
+        let lock = runner_lock(&ws);
+        let mut warnings = Vec::new();
+        let report = Drainer::with_warnings(ws, &stop, |w| warnings.push(w.to_owned()))
+            .drain(&mut store, &lock)
+            .unwrap();
+        assert_eq!((report.parked, report.cleared, report.commands), (2, 1, 1));
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].starts_with("warning: after_fail for task a "));
+        assert!(warnings[0].contains("the task does not exist; parked as abandoned"));
+        assert!(warnings[1].starts_with("warning: after_fail for task c "));
+        assert!(warnings[1].contains("its recorded state is missing; parked as abandoned"));
+        let outcomes: Vec<_> = store
+            .history(None, None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.task, h.outcome))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("c".into(), "abandoned".into()),
+                ("b".into(), "ok".into()),
+                ("a".into(), "abandoned".into())
+            ],
+            "newest first"
+        );
+        assert!(store.pending(0, 10, None).unwrap().is_empty());
+        assert_eq!(store.stats().unwrap().pending_by_point, []);
     }
 
     #[test]

@@ -573,8 +573,8 @@ pub struct PendingRow {
     pub id: i64,
     /// Task id.
     pub task: String,
-    /// Plan id of the task.
-    pub plan: String,
+    /// Plan id of the task (`None` if the task is missing).
+    pub plan: Option<String>,
     /// Point name.
     pub point: String,
     /// The `<state>.<phase>` recorded with the point (`None` if its state row is missing).
@@ -585,8 +585,8 @@ pub struct PendingRow {
     pub passes: i64,
     /// When a pass last started it, unix ms.
     pub last_started_ms: Option<i64>,
-    /// The task's current attempt.
-    pub attempt: i64,
+    /// The task's current attempt (`None` if the task is missing).
+    pub attempt: Option<i64>,
     /// The task's merged sha.
     pub merged_sha: Option<String>,
 }
@@ -596,7 +596,7 @@ impl PendingRow {
         SELECT h.id, h.task, t.plan, h.point, s.state, h.recorded_ms, h.passes, h.last_started_ms,
                t.attempt, t.merged_sha
         FROM pending_hooks h
-        JOIN tasks t ON t.id = h.task
+        LEFT JOIN tasks t ON t.id = h.task
         LEFT JOIN pending_hook_states s ON s.hook_id = h.id"#;
 
     fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
@@ -1319,7 +1319,7 @@ mod tests {
              INSERT INTO queue_counts (kind, name, n) VALUES ('pending', 'after_fail', 2);",
         );
         let mut store = Store::open(&path).unwrap();
-        assert_eq!(store.applied_version().unwrap(), Some(6));
+        assert_eq!(store.applied_version().unwrap(), Some(schema_version()));
         type Row = (i64, String, String, i64, i64, Option<i64>, String);
         let rows: Vec<Row> = store
             .conn()
@@ -1355,23 +1355,47 @@ mod tests {
             })
             .unwrap();
         assert_eq!(moved.occurrence.unwrap().id, 4);
-        // The rule of the old CHECK holds, the task's foreign key is enforced, clearing a point
-        // still deletes its state (V6: a trigger, where V1's foreign key did it).
+        // The rule of the old CHECK holds.
         let bad = store.conn().execute(
             "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('a', 'after_lunch', 0)",
             [],
         );
         assert!(bad.unwrap_err().to_string().contains("CHECK"));
-        let orphan = store.conn().execute(
-            "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('nobody', 'after_fail', 0)",
-            [],
+        // V7: the task's key is gone; a task with a pending point still cannot be deleted or
+        // renamed, also on a connection with foreign keys off. A task without one can.
+        let refused = |sql: &str| {
+            for fk in ["OFF", "ON"] {
+                store
+                    .conn()
+                    .execute_batch(&format!("PRAGMA foreign_keys={fk}"))
+                    .unwrap();
+                let err = store.conn().execute(sql, []).unwrap_err().to_string();
+                assert!(err.contains("pending hook points"), "{sql}: {err}");
+            }
+        };
+        refused("DELETE FROM tasks WHERE id = 'a'");
+        refused("UPDATE tasks SET id = 'a2' WHERE id = 'a'");
+        store
+            .conn()
+            .execute_batch(
+                "INSERT INTO tasks (id, plan, phase, created_ms, updated_ms) VALUES ('c', 'p', 'todo.ready', 0, 0);
+                 UPDATE tasks SET id = 'c2' WHERE id = 'c';
+                 UPDATE tasks SET phase = 'todo.blocked' WHERE id = 'a';
+                 DELETE FROM tasks WHERE id = 'c2';",
+            )
+            .unwrap();
+        let one = |sql: &str| -> i64 { store.conn().query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(
+            one("SELECT COUNT(*) FROM pragma_foreign_key_list('pending_hooks')"),
+            0,
+            "V7 dropped the task's key"
         );
-        assert!(orphan.unwrap_err().to_string().contains("FOREIGN KEY"));
+        // Clearing a point still deletes its state (V6: a trigger, where V1's key did it; V7
+        // rebuilt the table and made the trigger again).
         store
             .conn()
             .execute("DELETE FROM pending_hooks WHERE id = 1", [])
             .unwrap();
-        let one = |sql: &str| -> i64 { store.conn().query_row(sql, [], |r| r.get(0)).unwrap() };
         assert_eq!(one("SELECT COUNT(*) FROM pending_hook_states"), 2);
         assert_eq!(
             one("SELECT COUNT(*) FROM pragma_foreign_key_list('pending_hook_states')"),
@@ -1383,6 +1407,27 @@ mod tests {
             1
         );
         assert_eq!(store.integrity_check().unwrap(), "ok");
+    }
+
+    #[test]
+    fn v7_makes_a_lost_state_trigger_again_and_removes_the_states_it_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arc.db");
+        // A database at V6 that lost the trigger (a second run of V5 dropped it): a point
+        // cleared there left its state behind.
+        db_at_version(&path, 6, "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('a', 'after_fail', 1), ('a', 'after_fail', 2);
+             INSERT INTO pending_hook_states (hook_id, state) VALUES (1, 'failed.x'), (2, 'failed.x');
+             DROP TRIGGER pending_hooks_state_cleared;
+             DELETE FROM pending_hooks WHERE id = 1;",
+        );
+        let store = Store::open(&path).unwrap();
+        let one = |sql: &str| -> i64 { store.conn().query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(one("SELECT COUNT(*) FROM pending_hook_states"), 1);
+        store
+            .conn()
+            .execute("DELETE FROM pending_hooks WHERE id = 2", [])
+            .unwrap();
+        assert_eq!(one("SELECT COUNT(*) FROM pending_hook_states"), 0);
     }
 
     /// A new store whose `tasks` were each created in `failed.x` (one pending point each), and

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{figures, stress};
+use common::{count, figures, stress};
 use hookq::record::{self, MoveFacts};
 use hookq::store::Store;
 use hookq::{Phase, PlanId, TaskId, Workspace};
@@ -246,14 +246,10 @@ fn concurrent_writers_while_a_hub_drains() {
     assert!(terminate(&mut hub).success());
 
     let store = Store::open(&ws.db_path()).unwrap();
-    let transitions: i64 = store
-        .conn()
-        .query_row(
-            "SELECT COUNT(*) FROM hook_history WHERE outcome = 'ok'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let transitions = count(
+        &store,
+        "SELECT COUNT(*) FROM hook_history WHERE outcome = 'ok'",
+    );
     assert_eq!(
         transitions, total,
         "every recorded point ran and was cleared"

@@ -228,7 +228,11 @@ fn show(
     }
     outln!("occurrence {id}: {}", shown.status);
     if let Some(p) = &shown.pending {
-        outln!("task      {} (plan {})", p.task, p.plan);
+        outln!(
+            "task      {} (plan {})",
+            p.task,
+            p.plan.as_deref().unwrap_or("-, the task does not exist")
+        );
         outln!("point     {}", p.point);
         outln!("state     {}", or_dash(p.state.as_deref()));
         outln!("recorded  {}", output::time(p.recorded_ms));

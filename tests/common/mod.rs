@@ -787,19 +787,28 @@ pub fn figures(name: &str, value: serde_json::Value) {
     .unwrap();
 }
 
-/// Asserts that the outbox holds together: the pending counters `queue stats` reads agree with
-/// the pending table, and no point's state outlived its point (since V6 no foreign key keeps
-/// them together; the transactions and a trigger do).
-pub fn assert_outbox_consistent(store: &hookq::Store) {
-    let stray: i64 = store
+/// The one number `sql` (a `SELECT COUNT(*) ...`) gives in `store`.
+pub fn count(store: &hookq::Store, sql: &str) -> i64 {
+    store
         .conn()
-        .query_row(
-            "SELECT COUNT(*) FROM pending_hook_states WHERE hook_id NOT IN (SELECT id FROM pending_hooks)",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+        .query_row(sql, [], |r| r.get(0))
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// Asserts that the outbox holds together: the pending counters `queue stats` reads agree with
+/// the pending table, no point's state outlived its point and no point names a missing task
+/// (since V6 and V7 no foreign key keeps them together; the transactions and triggers do).
+pub fn assert_outbox_consistent(store: &hookq::Store) {
+    let stray = count(
+        store,
+        "SELECT COUNT(*) FROM pending_hook_states WHERE hook_id NOT IN (SELECT id FROM pending_hooks)",
+    );
     assert_eq!(stray, 0, "states without their point");
+    let orphaned = count(
+        store,
+        "SELECT COUNT(*) FROM pending_hooks WHERE task NOT IN (SELECT id FROM tasks)",
+    );
+    assert_eq!(orphaned, 0, "points without their task");
     let counted = store.stats().unwrap().pending_by_point;
     let actual: Vec<(String, i64)> = store
         .conn()
