@@ -220,6 +220,14 @@ impl Store {
     /// Opens (creating when absent) the database at `path`: sets and reads back the pragmas,
     /// refuses a newer schema, runs the embedded migrations.
     pub fn open_with(path: &Path, opts: StoreOptions) -> Result<Self, StoreError> {
+        // SQLite takes the timeout in milliseconds as a C `int`.
+        let longest = Duration::from_millis(i32::MAX as u64);
+        if opts.busy_timeout > longest {
+            return Err(StoreError::Invalid(format!(
+                "busy timeout {:?} is longer than SQLite takes ({longest:?})",
+                opts.busy_timeout
+            )));
+        }
         create_private(path)?;
         let timed = |e| match e {
             StoreError::Busy(_) => StoreError::Busy(opts.busy_timeout),
@@ -252,10 +260,13 @@ impl Store {
         f: impl FnOnce(&mut Self) -> Result<T, E>,
     ) -> Result<T, E> {
         set_synchronous(&self.conn, Synchronous::Normal)?;
-        let cache: i64 = self
-            .conn
-            .query_row("PRAGMA cache_size", [], |r| r.get(0))
-            .map_err(StoreError::from)?;
+        // Restored as they were: a host embedding the store may have set its own.
+        let read = |pragma: &str| -> Result<i64, StoreError> {
+            Ok(self
+                .conn
+                .query_row(&format!("PRAGMA {pragma}"), [], |r| r.get(0))?)
+        };
+        let (cache, checkpoint) = (read("cache_size")?, read("wal_autocheckpoint")?);
         self.conn
             .execute_batch(&format!(
                 "PRAGMA wal_autocheckpoint={DRAIN_AUTOCHECKPOINT}; PRAGMA cache_size={DRAIN_CACHE_SIZE}"
@@ -265,7 +276,7 @@ impl Store {
         let restored = self
             .conn
             .execute_batch(&format!(
-                "PRAGMA wal_autocheckpoint=1000; PRAGMA cache_size={cache}"
+                "PRAGMA wal_autocheckpoint={checkpoint}; PRAGMA cache_size={cache}"
             ))
             .map_err(StoreError::from)
             .and_then(|()| set_synchronous(&self.conn, self.synchronous));
@@ -303,17 +314,31 @@ impl Store {
         if check(self.applied_version()?)? {
             return Ok(());
         }
-        // A migration may rebuild a table other tables reference (V5): with foreign keys
-        // enforced, dropping the old table would delete every row referencing it. SQLite's
-        // procedure for such changes runs them with enforcement off, then checks the keys.
+        // Every pending migration and its history row commit in one transaction (refinery's
+        // grouped mode; otherwise each history row is a transaction of its own, and a kill
+        // between the two leaves a migration applied but not recorded, which the next open
+        // runs again). It begins IMMEDIATE: a second process upgrading the same database waits
+        // for the first, then re-runs what it read as missing, fails on the history row and
+        // rolls all of it back; it finds the schema current below. A migration that rebuilds a
+        // table (V5, V6, V7) runs as SQLite's procedure for that says: with foreign key
+        // enforcement off (dropping the old table must not act through the old keys) and
+        // `legacy_alter_table` on (the rename must not fail on a host's view of the table,
+        // which refers to it by name and works again once the new table has it).
         set_foreign_keys(&self.conn, false)?;
+        self.conn.pragma_update(None, "legacy_alter_table", true)?;
+        self.conn
+            .set_transaction_behavior(TransactionBehavior::Immediate);
         let ran = embedded::migrations::runner()
             .set_abort_divergent(true)
+            .set_grouped(true)
             .run(&mut self.conn);
+        self.conn
+            .set_transaction_behavior(TransactionBehavior::Deferred);
+        self.conn.pragma_update(None, "legacy_alter_table", false)?;
         set_foreign_keys(&self.conn, true)?;
         if let Err(e) = ran {
-            // Two processes may create the same new database at once: if the other one won,
-            // the schema is current now.
+            // Another process migrated (or created) the same database meanwhile: if the
+            // schema is current now, this process's duplicate run was rolled back.
             if check(self.applied_version()?)? {
                 return Ok(());
             }
@@ -324,16 +349,6 @@ impl Store {
                 return Err(classified);
             }
             return Err(StoreError::Migrate(e.to_string()));
-        }
-        let dangling: i64 =
-            self.conn
-                .query_row("SELECT COUNT(*) FROM pragma_foreign_key_check", [], |r| {
-                    r.get(0)
-                })?;
-        if dangling > 0 {
-            return Err(StoreError::Migrate(format!(
-                "after migrating, {dangling} rows reference rows that do not exist (PRAGMA foreign_key_check lists them)"
-            )));
         }
         Ok(())
     }
@@ -814,8 +829,14 @@ impl Store {
 
     /// Tasks, optionally of one plan, by id.
     pub fn tasks(&self, plan: Option<&str>) -> Result<Vec<TaskRow>, StoreError> {
+        // A filter written as `?1 IS NULL OR plan = ?1` keeps SQLite from using the index.
+        let of_plan = if plan.is_some() {
+            "plan = ?1"
+        } else {
+            "?1 IS NULL"
+        };
         let sql = format!(
-            "SELECT {} FROM tasks WHERE ?1 IS NULL OR plan = ?1 ORDER BY id",
+            "SELECT {} FROM tasks WHERE {of_plan} ORDER BY id",
             TaskRow::COLUMNS
         );
         let rows = self
@@ -884,8 +905,19 @@ impl Store {
         occurrence: Option<i64>,
         limit: usize,
     ) -> Result<Vec<HistoryRow>, StoreError> {
+        // As in `tasks`: `hook_history_by_task` serves only a plain `task = ?1`.
+        let of_task = if task.is_some() {
+            "task = ?1"
+        } else {
+            "?1 IS NULL"
+        };
+        let of_occurrence = if occurrence.is_some() {
+            "occurrence = ?2"
+        } else {
+            "?2 IS NULL"
+        };
         let sql = format!(
-            "{} WHERE (?1 IS NULL OR task = ?1) AND (?2 IS NULL OR occurrence = ?2) ORDER BY id DESC LIMIT ?3",
+            "{} WHERE {of_task} AND {of_occurrence} ORDER BY id DESC LIMIT ?3",
             HistoryRow::SELECT
         );
         let rows = self
@@ -1428,6 +1460,150 @@ mod tests {
             .execute("DELETE FROM pending_hooks WHERE id = 2", [])
             .unwrap();
         assert_eq!(one("SELECT COUNT(*) FROM pending_hook_states"), 0);
+    }
+
+    /// The highest migration `path` records, read without migrating it.
+    fn recorded_version(path: &Path) -> i64 {
+        Connection::open(path)
+            .unwrap()
+            .query_row(
+                "SELECT MAX(version) FROM refinery_schema_history",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+
+    #[test]
+    fn pending_migrations_commit_all_or_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arc.db");
+        // At V4, with a trigger of the name V7 gives one of its own: V5 and V6 apply, V7 fails.
+        db_at_version(&path, 4, "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('a', 'after_fail', 1);
+             INSERT INTO pending_hook_states (hook_id, state) VALUES (1, 'failed.x');
+             CREATE TRIGGER tasks_delete_kept_for_points AFTER DELETE ON tasks BEGIN SELECT 1; END;",
+        );
+        let err = Store::open(&path).unwrap_err().to_string();
+        assert!(err.contains("tasks_delete_kept_for_points"), "{err}");
+        // Nothing of V5 and V6 stayed: no history row, and V6's trigger is not there.
+        assert_eq!(recorded_version(&path), 4);
+        let conn = Connection::open(&path).unwrap();
+        let triggers: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'pending_hooks_state_cleared'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(triggers, 0);
+        conn.execute_batch("DROP TRIGGER tasks_delete_kept_for_points")
+            .unwrap();
+        drop(conn);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.applied_version().unwrap(), Some(schema_version()));
+        assert_eq!(store.pending(0, 10, None).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn two_stores_upgrading_one_database_at_once_both_open_it_whole() {
+        use crate::ids::TaskId;
+        use crate::phase::Phase;
+        use crate::record::{self, MoveFacts};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arc.db");
+        // Big enough that the second store reads the applied versions while the first is still
+        // rebuilding tables (before migrations ran as one transaction, the second then ran V5
+        // again, whose DROP TABLE took V6's trigger with it, and both opens succeeded).
+        db_at_version(&path, 4, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+             INSERT INTO pending_hooks (task, point, recorded_ms) SELECT 'a', 'after_fail', i FROM n;
+             INSERT INTO pending_hook_states (hook_id, state) SELECT id, 'failed.x' FROM pending_hooks;
+             INSERT INTO queue_counts (kind, name, n) VALUES ('pending', 'after_fail', 20000);",
+        );
+        let opened: Vec<_> = (0..2)
+            .map(|_| {
+                let path = path.clone();
+                std::thread::spawn(move || Store::open(&path).map(|_| ()))
+            })
+            .collect();
+        for o in opened {
+            o.join().unwrap().unwrap();
+        }
+        let mut store = Store::open(&path).unwrap();
+        store
+            .write(|tx| {
+                let to = Phase::new("review.awaiting_human").unwrap();
+                record::move_task(tx, &TaskId::new("b").unwrap(), &to, &MoveFacts::default())
+            })
+            .unwrap();
+        let all = store.pending(0, 30_000, None).unwrap();
+        assert_eq!(all.len(), 20_001);
+        let cleared: Vec<Cleared> = all
+            .into_iter()
+            .map(|entry| Cleared {
+                entry,
+                rows: vec![NewHistory::bare(Outcome::Empty)],
+            })
+            .collect();
+        store.clear_all(&cleared).unwrap();
+        let states: i64 = store
+            .conn()
+            .query_row("SELECT COUNT(*) FROM pending_hook_states", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(states, 0, "clearing a point deletes its state");
+        assert_eq!(store.stats().unwrap().pending_by_point, []);
+        assert_eq!(store.integrity_check().unwrap(), "ok");
+    }
+
+    #[test]
+    fn a_hosts_view_of_a_rebuilt_table_does_not_block_the_upgrade() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arc.db");
+        db_at_version(&path, 4, "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('a', 'after_fail', 1);
+             INSERT INTO pending_hook_states (hook_id, state) VALUES (1, 'failed.x');
+             CREATE VIEW host_pending AS SELECT h.id, s.state FROM pending_hooks h JOIN pending_hook_states s ON s.hook_id = h.id;",
+        );
+        let store = Store::open(&path).unwrap();
+        let seen: (i64, String) = store
+            .conn()
+            .query_row("SELECT id, state FROM host_pending", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(seen, (1, "failed.x".to_string()));
+        assert_eq!(store.integrity_check().unwrap(), "ok");
+    }
+
+    #[test]
+    fn relaxed_sync_gives_back_the_hosts_own_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("arc.db")).unwrap();
+        store
+            .conn()
+            .execute_batch("PRAGMA wal_autocheckpoint=0; PRAGMA cache_size=-4096")
+            .unwrap();
+        store
+            .with_relaxed_sync(|_| Ok::<_, StoreError>(()))
+            .unwrap();
+        let read = |pragma: &str| -> i64 {
+            let sql = format!("PRAGMA {pragma}");
+            store.conn().query_row(&sql, [], |r| r.get(0)).unwrap()
+        };
+        let (cache, checkpoint) = (read("cache_size"), read("wal_autocheckpoint"));
+        assert_eq!((cache, checkpoint), (-4096, 0));
+    }
+
+    #[test]
+    fn a_busy_timeout_sqlite_cannot_take_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arc.db");
+        let opts = StoreOptions {
+            busy_timeout: Duration::from_secs(30 * 24 * 3600),
+            ..StoreOptions::default()
+        };
+        let err = Store::open_with(&path, opts).unwrap_err();
+        assert!(matches!(err, StoreError::Invalid(_)), "{err}");
+        assert!(err.to_string().contains("busy timeout"), "{err}");
+        assert!(!path.exists(), "nothing was created");
     }
 
     /// A new store whose `tasks` were each created in `failed.x` (one pending point each), and
