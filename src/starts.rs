@@ -99,6 +99,9 @@ pub struct StartLog {
     file: Option<File>,
     /// Starts appended through this handle and not folded yet.
     unfolded: Vec<Start>,
+    /// An append failed, perhaps after writing part of its line (a full disk): the next one
+    /// begins with a newline, so that part cannot join the next line into another id.
+    torn: bool,
 }
 
 impl StartLog {
@@ -108,6 +111,7 @@ impl StartLog {
             path,
             file: None,
             unfolded: Vec::new(),
+            torn: false,
         }
     }
 
@@ -116,7 +120,8 @@ impl StartLog {
         &self.path
     }
 
-    /// Appends `start` in one `write` (creating the file, owner-only, when absent).
+    /// Appends `start` in one `write` (creating the file, owner-only, when absent). An empty
+    /// line before it, after a failed append, is skipped by readers.
     pub fn append(&mut self, start: Start) -> std::io::Result<()> {
         let file = match &mut self.file {
             Some(f) => f,
@@ -128,7 +133,17 @@ impl StartLog {
                     .open(&self.path)?,
             ),
         };
-        file.write_all(format!("{} {}\n", start.id, start.ms).as_bytes())?;
+        let line = format!(
+            "{}{} {}\n",
+            if self.torn { "\n" } else { "" },
+            start.id,
+            start.ms
+        );
+        if let Err(e) = file.write_all(line.as_bytes()) {
+            self.torn = true;
+            return Err(e);
+        }
+        self.torn = false;
         self.unfolded.push(start);
         Ok(())
     }
@@ -166,6 +181,40 @@ mod tests {
         assert!(
             parse(b"7 70").is_empty(),
             "no newline: the write was cut short"
+        );
+    }
+
+    #[test]
+    fn a_line_cut_short_by_a_failed_append_never_joins_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arc.db-starts");
+        let mut log = StartLog::new(path.clone());
+        log.append(Start { id: 5, ms: 50 }).unwrap();
+        // The disk fills: the write fails after the first byte of `1 100\n` reached the file.
+        log.file = Some(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open("/dev/full")
+                .unwrap(),
+        );
+        assert!(log.append(Start { id: 1, ms: 100 }).is_err());
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"1")
+            .unwrap();
+        log.file = None;
+        log.append(Start { id: 2, ms: 200 }).unwrap();
+        log.append(Start { id: 3, ms: 300 }).unwrap();
+        assert_eq!(
+            read(&path).unwrap(),
+            [
+                Start { id: 5, ms: 50 },
+                Start { id: 2, ms: 200 },
+                Start { id: 3, ms: 300 }
+            ],
+            "not occurrence 12"
         );
     }
 
