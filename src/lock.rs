@@ -7,9 +7,11 @@
 //! A command has a group of its own, so a runner killed with SIGKILL (which it cannot catch)
 //! leaves it running, and the lock goes with the runner: the next holder would run the same
 //! point again beside it. So the next holder, as it takes the lock, ends every group the file
-//! still names (SIGTERM and SIGCONT, then SIGKILL after [`LEFT_BEHIND_GRACE`]) before it runs
-//! anything. A group is named with the time its command started, so a pid since given to a
-//! process started at another time is left alone.
+//! still names (SIGTERM and SIGCONT to all of them, then SIGKILL to those left after one
+//! [`LEFT_BEHIND_GRACE`]) before it runs anything. A group is named with the time its command
+//! started, so a pid since given to a process started at another time, or a line older than
+//! the machine's boot, is left alone; a group whose leader has exited is ended only while a
+//! member still carries a hook's environment.
 
 use std::fs::File;
 use std::io::Read;
@@ -141,15 +143,12 @@ impl RunnerLock {
         let mut earlier = String::new();
         let _ = (&file).read_to_string(&mut earlier);
         let earlier = Lines::parse(&earlier);
-        let left_behind = earlier
-            .groups
+        let left_behind = end_left_behind(earlier.groups, LEFT_BEHIND_GRACE)
             .into_iter()
-            .filter_map(|group| {
-                end_left_behind(group, LEFT_BEHIND_GRACE).map(|killed| LeftBehind {
-                    holder: earlier.pid,
-                    group,
-                    killed,
-                })
+            .map(|(group, killed)| LeftBehind {
+                holder: earlier.pid,
+                group,
+                killed,
             })
             .collect();
         let started = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
@@ -297,13 +296,8 @@ fn stat_fields(path: &Path) -> Option<Vec<String>> {
     Some(after.split_whitespace().map(str::to_owned).collect())
 }
 
-/// When process `pid` started, unix ms: its start in clock ticks after boot (field 22 of
-/// `/proc/<pid>/stat`) after the boot time (`btime` in `/proc/stat`, whole seconds).
-fn started_ms(pid: i32) -> Option<i64> {
-    let ticks: i64 = stat_fields(Path::new(&format!("/proc/{pid}/stat")))?
-        .get(19)?
-        .parse()
-        .ok()?;
+/// When this machine booted, unix ms (`btime` in `/proc/stat`, whole seconds).
+fn boot_ms() -> Option<i64> {
     let boot: i64 = std::fs::read_to_string("/proc/stat")
         .ok()?
         .lines()
@@ -311,37 +305,85 @@ fn started_ms(pid: i32) -> Option<i64> {
         .trim()
         .parse()
         .ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = i64::from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as i32).max(1);
-    Some(boot * 1000 + ticks * 1000 / hz)
+    Some(boot * 1000)
 }
 
-/// Ends the process group `group` names if it is still the one named: SIGTERM and SIGCONT, then
-/// SIGKILL once `grace` is over. `None` when there was nothing of it to end; else whether
-/// SIGKILL went.
+/// When process `pid` started, unix ms: its start in clock ticks after boot (field 22 of
+/// `/proc/<pid>/stat`) after the boot time.
+fn started_ms(pid: i32) -> Option<i64> {
+    let ticks: i64 = stat_fields(Path::new(&format!("/proc/{pid}/stat")))?
+        .get(19)?
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = i64::from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as i32).max(1);
+    Some(boot_ms()? + ticks * 1000 / hz)
+}
+
+/// Whether the process group `group` names still runs the hook command it was named for.
 ///
-/// A group's id stays taken while any member lives, so a group that exists without its leader
-/// is the named one; one whose leader started at another time ([`SAME_START_MS`]) is another
-/// process's.
-fn end_left_behind(group: Group, grace: Duration) -> Option<bool> {
-    use rustix::process::{Pid, Signal, kill_process_group};
-    let pgid = Pid::from_raw(group.pgid)?;
-    let alive = || group_running(pgid);
-    let another = |ms: i64| (ms - group.started_ms).abs() > SAME_START_MS;
-    if !alive() || started_ms(group.pgid).is_some_and(another) {
-        return None;
+/// - A group named before this machine booted is not: the line outlived a reboot, and a
+///   group of that id now is another process's.
+/// - While its leader lives, the leader must have started when the line says
+///   ([`SAME_START_MS`]); one that started at another time has been given the same pid.
+/// - Once the leader is gone, the group's id stays taken while any member lives, but by then
+///   the id may also lead another group whose leader has exited too (a daemon that forked
+///   away from its starter). So one of its members must still carry a hook command's
+///   environment (`ARC_HOOK`, which every process a hook starts inherits unless it clears
+///   its environment): a group that cannot be shown to be ours is left alone.
+fn still_named(group: Group) -> bool {
+    let Some(pgid) = rustix::process::Pid::from_raw(group.pgid) else {
+        return false;
+    };
+    if !group_running(pgid) || boot_ms().is_none_or(|boot| group.started_ms < boot - SAME_START_MS)
+    {
+        return false;
     }
-    let _ = kill_process_group(pgid, Signal::TERM);
-    let _ = kill_process_group(pgid, Signal::CONT);
+    match started_ms(group.pgid) {
+        Some(ms) => (ms - group.started_ms).abs() <= SAME_START_MS,
+        None => live_members(group.pgid).is_some_and(|mut m| m.any(runs_a_hook)),
+    }
+}
+
+/// Whether process `pid`'s environment names a hook point, as a hook command's does.
+fn runs_a_hook(pid: i32) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v.starts_with(b"ARC_HOOK=")))
+}
+
+/// Ends every process group of `groups` that is still the one named ([`still_named`]): SIGTERM
+/// and SIGCONT to each, then SIGKILL to those left once `grace` is over, one grace for all of
+/// them. Returns the groups it ended, each with whether SIGKILL went.
+fn end_left_behind(groups: Vec<Group>, grace: Duration) -> Vec<(Group, bool)> {
+    use rustix::process::{Pid, Signal, kill_process_group};
+    let named: Vec<(Group, Pid)> = groups
+        .into_iter()
+        .filter(|g| still_named(*g))
+        .filter_map(|g| Some((g, Pid::from_raw(g.pgid)?)))
+        .collect();
+    for (_, pgid) in &named {
+        let _ = kill_process_group(*pgid, Signal::TERM);
+        let _ = kill_process_group(*pgid, Signal::CONT);
+    }
     let deadline = Instant::now() + grace;
-    while alive() {
+    let mut killed = vec![false; named.len()];
+    loop {
+        let running: Vec<usize> = (0..named.len())
+            .filter(|&i| group_running(named[i].1))
+            .collect();
+        if running.is_empty() {
+            break;
+        }
         if Instant::now() >= deadline {
-            let _ = kill_process_group(pgid, Signal::KILL);
-            return Some(true);
+            for i in running {
+                let _ = kill_process_group(named[i].1, Signal::KILL);
+                killed[i] = true;
+            }
+            break;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    Some(false)
+    named.into_iter().map(|(g, _)| g).zip(killed).collect()
 }
 
 /// Whether a process of group `pgid` still runs. A group of zombies has ended: a zombie has
@@ -354,23 +396,23 @@ pub(crate) fn group_running(pgid: rustix::process::Pid) -> bool {
         && has_live_member(pgid.as_raw_nonzero().get())
 }
 
-/// Whether a process of group `pgid` is alive, not a zombie (a scan of `/proc`).
+/// Whether a process of group `pgid` is alive, not a zombie (a scan of `/proc`; `true` when
+/// `/proc` cannot be read).
 fn has_live_member(pgid: i32) -> bool {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return true;
-    };
-    dir.flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .filter_map(|e| stat_fields(&e.path().join("stat")))
-        .any(|f| {
-            // State (field 3), ppid, pgrp (field 5).
-            let pgrp = f.get(2).and_then(|v| v.parse::<i32>().ok());
-            pgrp == Some(pgid) && f.first().is_some_and(|s| s != "Z" && s != "X")
-        })
+    live_members(pgid).is_none_or(|mut m| m.next().is_some())
+}
+
+/// The pids of group `pgid`'s processes that are alive, not zombies, as `/proc` lists them;
+/// `None` when it cannot be read.
+fn live_members(pgid: i32) -> Option<impl Iterator<Item = i32>> {
+    let dir = std::fs::read_dir("/proc").ok()?;
+    Some(dir.flatten().filter_map(move |e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let f = stat_fields(&e.path().join("stat"))?;
+        // State (field 3), ppid, pgrp (field 5).
+        let pgrp = f.get(2).and_then(|v| v.parse::<i32>().ok());
+        (pgrp == Some(pgid) && f.first().is_some_and(|s| s != "Z" && s != "X")).then_some(pid)
+    }))
 }
 
 /// Who holds the lock at `path`, or last held it: the file's holder line, checked against
@@ -476,11 +518,18 @@ mod tests {
         );
     }
 
-    /// Starts `sleep 60` as an orphan leading a process group of its own (its parent shell
-    /// exits), as a killed runner's command is; its pid.
-    fn orphan_group() -> i32 {
+    /// Starts `sh -c script` with `env` as the leader of a new session and process group, its
+    /// starter exiting at once (as a killed runner's command is orphaned); its pid, once the
+    /// group exists.
+    fn orphan_script(script: &str, env: &[(&str, &str)]) -> i32 {
         let out = std::process::Command::new("/bin/sh")
-            .args(["-c", "setsid sleep 60 >/dev/null 2>&1 & echo $!"])
+            .args([
+                "-c",
+                r#"setsid /bin/sh -c "$1" >/dev/null 2>&1 & echo $!"#,
+                "sh",
+                script,
+            ])
+            .envs(env.iter().copied())
             .output()
             .unwrap();
         let pid: i32 = String::from_utf8(out.stdout)
@@ -489,22 +538,90 @@ mod tests {
             .parse()
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
-        // `setsid` makes it a leader, then becomes `sleep`.
-        while !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|s| s.contains("(sleep)"))
+        while stat_fields(Path::new(&format!("/proc/{pid}/stat")))
+            .is_none_or(|f| f.get(2) != Some(&pid.to_string()))
         {
-            assert!(Instant::now() < deadline, "sleep did not start");
+            assert!(Instant::now() < deadline, "the group did not start");
             std::thread::sleep(Duration::from_millis(10));
         }
         pid
+    }
+
+    /// Waits until process `pid` is gone from `/proc` (collected, not a zombie).
+    fn wait_collected(pid: i32) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Path::new(&format!("/proc/{pid}")).exists() {
+            assert!(Instant::now() < deadline, "{pid} was not collected");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn groups_left_behind_are_ended_together_under_one_grace() {
+        // `stubborn` ignores SIGTERM; `quick` records, as SIGTERM reaches it, whether
+        // `stubborn` still runs. One after the other, `stubborn` would have been killed by then.
+        let dir = tempfile::tempdir().unwrap();
+        let seen = dir.path().join("seen");
+        let stubborn = orphan_script("trap '' TERM; while :; do sleep 0.1; done", &[]);
+        let quick = orphan_script(
+            &format!(
+                "trap 'cut -d\" \" -f3 /proc/{stubborn}/stat > {}; exit 0' TERM; while :; do sleep 0.1; done",
+                seen.display()
+            ),
+            &[],
+        );
+        let [stubborn, quick] = [stubborn, quick].map(|pid| Group {
+            pgid: pid,
+            started_ms: started_ms(pid).unwrap(),
+        });
+        let ended = end_left_behind(vec![stubborn, quick], Duration::from_secs(2));
+        assert_eq!(ended, [(stubborn, true), (quick, false)]);
+        let state = std::fs::read_to_string(&seen).unwrap();
+        assert!(
+            matches!(state.trim(), "S" | "R"),
+            "stubborn was {state:?} when quick got SIGTERM"
+        );
+    }
+
+    #[test]
+    fn a_group_whose_leader_exited_is_ended_only_while_it_runs_a_hook() {
+        // The leader exits at once, leaving `sleep` in its group: what a hook that starts a
+        // daemon leaves, or any daemon that forked away from its starter.
+        let daemon = orphan_script("sleep 60 & exit 0", &[]);
+        let hook = orphan_script("sleep 60 & exit 0", &[("ARC_HOOK", "after_merge")]);
+        let now = chrono::Utc::now().timestamp_millis();
+        let named = |pgid| Group {
+            pgid,
+            started_ms: now,
+        };
+        for pid in [daemon, hook] {
+            wait_collected(pid);
+            assert!(has_live_member(pid));
+        }
+        // Named as started before this machine booted: a line that outlived a reboot.
+        let before_boot = Group {
+            pgid: hook,
+            started_ms: boot_ms().unwrap() - 86_400_000,
+        };
+        let ended = end_left_behind(
+            vec![named(daemon), before_boot, named(hook)],
+            Duration::from_secs(5),
+        );
+        assert_eq!(ended, [(named(hook), false)]);
+        assert!(!has_live_member(hook), "the hook's group is ended");
+        assert!(has_live_member(daemon), "the daemon's is left alone");
+        let _ = rustix::process::kill_process_group(
+            rustix::process::Pid::from_raw(daemon).unwrap(),
+            rustix::process::Signal::KILL,
+        );
     }
 
     #[test]
     fn a_command_an_earlier_holder_left_running_is_ended() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("runner.lock");
-        let left = orphan_group();
-        let other = orphan_group();
+        let left = orphan_script("exec sleep 60", &[]);
+        let other = orphan_script("exec sleep 60", &[]);
         let group = Group {
             pgid: left,
             started_ms: started_ms(left).unwrap(),
