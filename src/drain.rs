@@ -29,7 +29,7 @@ use crate::config::{Config, ConfigError, ConfigSource};
 use crate::env::{Environ, HookVars, base_env, hook_env};
 use crate::exec::{self, Ending, ExecError, Stop};
 use crate::ids::TaskId;
-use crate::lock::RunnerLock;
+use crate::lock::{LockError, RunnerLock, Wait};
 use crate::phase::Point;
 use crate::store::{
     Cleared, NewHistory, Outcome, PendingRow, StartMarker, Store, StoreError, now_ms,
@@ -58,6 +58,9 @@ pub enum DrainError {
     /// A command could not be run for a reason outside the hook (its log cannot be written).
     #[error(transparent)]
     Exec(#[from] ExecError),
+    /// The runner lock could not be taken again after a pass (see [`Drainer::drain_and_release`]).
+    #[error(transparent)]
+    Lock(#[from] LockError),
 }
 
 /// What one pass did.
@@ -73,6 +76,17 @@ pub struct PassReport {
     pub parked: usize,
     /// Whether a stop request ended the pass before the queue was empty.
     pub stopped: bool,
+}
+
+impl PassReport {
+    /// Adds what a later pass did.
+    fn add(&mut self, later: &PassReport) {
+        self.cleared += later.cleared;
+        self.commands += later.commands;
+        self.failed += later.failed;
+        self.parked += later.parked;
+        self.stopped |= later.stopped;
+    }
 }
 
 /// Drains pending points of one workspace. Keep one across passes: it caches the parsed config
@@ -182,6 +196,36 @@ impl<'a> Drainer<'a> {
     /// The config as it is now (cached while the file is unchanged).
     pub fn config(&mut self) -> Result<Arc<Config>, ConfigError> {
         current(&self.config)
+    }
+
+    /// Drains with `lock`, releases it, then takes it again without waiting and drains again
+    /// for as long as another process committed while a pass ran. A writer that finds the lock
+    /// held leaves its points to the holder (SPEC §4); without this, one that committed after
+    /// the pass's last look at the queue and tried the lock before it was released would leave
+    /// them to a holder already on its way out, and they would wait for the next pass. The
+    /// hub does the same by its own loop. Reports every pass together.
+    pub fn drain_and_release(
+        &mut self,
+        store: &mut Store,
+        lock: RunnerLock,
+    ) -> Result<PassReport, DrainError> {
+        let path = lock.path().to_path_buf();
+        let mut lock = lock;
+        let mut total = PassReport::default();
+        loop {
+            let seen = store.data_version()?;
+            let report = self.drain(store, &lock)?;
+            drop(lock);
+            total.add(&report);
+            if report.stopped || store.data_version()? == seen {
+                return Ok(total);
+            }
+            match RunnerLock::acquire(&path, Wait::No, &|| false)? {
+                Some(again) => lock = again,
+                // Whoever took it runs them.
+                None => return Ok(total),
+            }
+        }
     }
 
     /// Runs every pending point, in recorded order, until none is left or a stop is requested.
@@ -918,12 +962,13 @@ mod tests {
 
     #[test]
     fn an_error_starting_a_job_lets_the_running_ones_finish_and_be_cleared() {
-        // With two workers, a breaks the config while b runs and fails. c, prepared meanwhile to
-        // wait for a worker, finds the config changed when one takes it and goes back to the
-        // pass, which cannot prepare it again. The pass still reports b's failure and clears a
-        // and b before it ends with the error.
+        // With two workers, a breaks the config while b runs and fails (a waits for b to start,
+        // at most 10 s: under load, b's worker could otherwise find the config broken as it
+        // starts b). c, prepared meanwhile to wait for a worker, finds the config changed when
+        // one takes it and goes back to the pass, which cannot prepare it again. The pass
+        // still reports b's failure and clears a and b before it ends with the error.
         let (_dir, ws, mut store) = workspace(
-            r#"after_fail = ['if [ "$ARC_TASK" = a ]; then printf "not toml [" > .radian/arc/config.toml; sleep 0.5; fi; if [ "$ARC_TASK" = b ]; then sleep 0.5; exit 3; fi']"#,
+            r#"after_fail = ['if [ "$ARC_TASK" = a ]; then i=0; while [ ! -e b-started ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i + 1)); done; printf "not toml [" > .radian/arc/config.toml; sleep 0.5; fi; if [ "$ARC_TASK" = b ]; then touch b-started; sleep 0.5; exit 3; fi']"#,
         );
         walk(&mut store, &["c"], true, &["failed.x"]);
         let stop = Stop::new();

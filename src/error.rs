@@ -103,6 +103,7 @@ impl Error {
             DrainError::Config(c) => Error::Config(c),
             DrainError::Store(s) => Error::store(db, s),
             DrainError::Exec(x) => Error::Exec(x),
+            DrainError::Lock(l) => Error::Lock(l),
         }
     }
 

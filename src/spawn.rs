@@ -12,10 +12,11 @@
 //! through `Command`, where a bare `Command` spawn-and-wait with no environment changes takes
 //! 0.095 ms (`BENCHMARKS.md`).
 //!
-//! What `Command` does for such a child is done here too: the child gets its own process group,
-//! an empty signal mask and `SIGPIPE` at its default (the Rust runtime ignores it, and an ignored
-//! signal stays ignored across `execve`), `/dev/null` as stdin, the given working directory, and
-//! the given descriptor as stdout and stderr. Every other descriptor hookq holds is close-on-exec
+//! The child gets what `Command` would give it: a process group of its own, an empty signal mask
+//! and `SIGPIPE` at its default (the Rust runtime ignores it, and an ignored signal stays ignored
+//! across `execve`), `/dev/null` as stdin, the given working directory, and the given descriptor
+//! as stdout and stderr. Its process group leads a session of its own, too, so it has no
+//! controlling terminal. Every other descriptor hookq holds is close-on-exec
 //! (Rust's, rustix's and SQLite's alike), so the child inherits nothing else. A failure to start
 //! (no `/bin/sh`, a missing working directory) is the `posix_spawn` error, as with `Command`.
 
@@ -42,7 +43,7 @@ pub(crate) struct Shell {
 
 impl Shell {
     /// Starts `/bin/sh -c line` in `cwd` with exactly `env` (each name given once), `out` as its
-    /// stdout and stderr, `/dev/null` as stdin, as the leader of a new process group.
+    /// stdout and stderr, `/dev/null` as stdin, as the leader of a new session and process group.
     pub(crate) fn start(
         line: &str,
         cwd: &Path,
@@ -99,13 +100,15 @@ impl Shell {
             libc::sigaddset(pipe.as_mut_ptr(), libc::SIGPIPE);
             libc::posix_spawnattr_setsigdefault(a, pipe.as_ptr())
         })?;
-        attrs.apply(|a| unsafe { libc::posix_spawnattr_setpgroup(a, 0) })?;
+        // A session of its own, which gives it a process group of its own (SPEC §5) and no
+        // controlling terminal: a command that would prompt on the terminal (git asking for
+        // credentials, ssh for a host key) fails at once instead of being stopped in the
+        // background (SIGTTIN) until its timeout.
         attrs.apply(|a| unsafe {
             libc::posix_spawnattr_setflags(
                 a,
-                (libc::POSIX_SPAWN_SETPGROUP
-                    | libc::POSIX_SPAWN_SETSIGMASK
-                    | libc::POSIX_SPAWN_SETSIGDEF) as libc::c_short,
+                libc::POSIX_SPAWN_SETSID
+                    | (libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF) as libc::c_short,
             )
         })?;
         let argv: [*const c_char; 4] = [
@@ -251,7 +254,7 @@ mod tests {
         let _held = std::fs::File::create(dir.path().join("held-by-hookq")).unwrap();
         let env = vars(&[("PATH", "/usr/bin:/bin"), ("HOOKQ_A", "one two"), ("E", "")]);
         let (status, text) = output(
-            "env | sort; pwd; readlink /proc/$$/fd/0; cut -d' ' -f1,5 /proc/$$/stat; readlink /proc/$$/fd/* | tr '\\n' ' '; echo; exec cat /proc/self/status",
+            "env | sort; pwd; readlink /proc/$$/fd/0; cut -d' ' -f1,5,6,7 /proc/$$/stat; readlink /proc/$$/fd/* | tr '\\n' ' '; echo; exec cat /proc/self/status",
             dir.path(),
             &env,
         );
@@ -266,9 +269,10 @@ mod tests {
             dir.path().canonicalize().unwrap().to_str().unwrap()
         );
         assert_eq!(lines.next().unwrap(), "/dev/null");
-        // Leader of a process group of its own.
+        // Leader of a session and a process group of its own (pid, pgrp, session), with no
+        // controlling terminal (tty_nr 0).
         let ids: Vec<&str> = lines.next().unwrap().split(' ').collect();
-        assert_eq!(ids[0], ids[1]);
+        assert_eq!(ids[1..], [ids[0], ids[0], "0"]);
         // What hookq holds open (close-on-exec) stays behind.
         let open = lines.next().unwrap();
         assert!(

@@ -1280,10 +1280,12 @@ mod tests {
     }
 
     /// Creates the database at `path` migrated up to `version` only, with tasks `a`
-    /// (`failed.x`) and `b` (`todo.ready`) of plan `p`, then runs `sql` there, foreign keys on.
+    /// (`failed.x`) and `b` (`todo.ready`) of plan `p`, then runs `sql` there, foreign keys on,
+    /// in WAL mode as every store leaves it.
     fn db_at_version(path: &Path, version: i32, sql: &str) {
         let mut conn = Connection::open(path).unwrap();
-        conn.execute_batch("PRAGMA foreign_keys=ON").unwrap();
+        conn.execute_batch("PRAGMA foreign_keys=ON; PRAGMA journal_mode=WAL")
+            .unwrap();
         embedded::migrations::runner()
             .set_target(refinery::Target::Version(version))
             .run(&mut conn)

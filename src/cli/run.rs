@@ -43,7 +43,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     };
     let mut drainer = Drainer::new(ws.clone(), stop).jobs(usize::from(args.jobs));
     let report = drainer
-        .drain(&mut store, &lock)
+        .drain_and_release(&mut store, lock)
         .map_err(|e| Error::drain(ws.db_path(), e))?;
     if let Some(line) = super::output::ran(&report) {
         outln!("{line}");

@@ -191,7 +191,7 @@ pub(super) fn drain_if_free(ws: &Workspace, store: &mut Store) {
         }
     };
     let mut drainer = Drainer::new(ws.clone(), stop);
-    match drainer.drain(store, &lock) {
+    match drainer.drain_and_release(store, lock) {
         Ok(r) => {
             if let Some(line) = output::ran(&r) {
                 outln!("{line}");

@@ -411,7 +411,9 @@ impl Ws {
         self.spawn_cmd(cmd, args)
     }
 
-    fn spawn_cmd(&self, mut cmd: Command, args: &[&str]) -> Running {
+    /// Starts `cmd` (made by [`Ws::command`]) in the background, as [`Ws::spawn`] does;
+    /// `args` name it in failures.
+    pub fn spawn_cmd(&self, mut cmd: Command, args: &[&str]) -> Running {
         let n = self.runs.fetch_add(1, Ordering::SeqCst);
         let out_path = self.base_path.join(format!("run-{n}.stdout"));
         let err_path = self.base_path.join(format!("run-{n}.stderr"));
