@@ -81,6 +81,30 @@ fn an_idle_hub_stops_on_sigterm() {
 }
 
 #[test]
+fn a_hub_started_with_hangup_and_interrupt_ignored_keeps_them_ignored() {
+    // `nohup hookq hub &`, or a hub a script starts in the background (sh ignores SIGINT for
+    // it): what its starter ignored does not stop it. SIGTERM still does.
+    let ws = Ws::init();
+    ws.write_config(r#"after_proposed = ['echo "$ARC_TASK" >> proposed.out']"#);
+    let mut cmd = ws.command("/bin/sh");
+    cmd.args(["-c", r#"trap '' HUP INT; exec "$0" hub"#, common::HOOKQ])
+        .env("HOOKQ_LOG", "info");
+    let mut hub = ws.spawn_cmd(cmd, &["hub"]);
+    ws.eventually("the hub to start", || {
+        assert!(!hub.exited(), "the hub exited: {}", hub.stderr_so_far());
+        hub.stderr_so_far().contains("hub draining")
+    });
+    hub.signal(Signal::HUP);
+    hub.signal(Signal::INT);
+    ws.task_add("t1", "p", "todo.proposed").ok();
+    ws.eventually("the hub to run after_proposed", || {
+        assert!(!hub.exited(), "the hub exited: {}", hub.stderr_so_far());
+        ws.lines("proposed.out") == ["t1"]
+    });
+    stop_cleanly(hub);
+}
+
+#[test]
 fn first_sigterm_lets_the_running_command_finish() {
     first_stop_signal_lets_the_running_command_finish(Signal::TERM);
 }

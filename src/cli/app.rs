@@ -120,6 +120,10 @@ pub fn run(cli: Cli) -> Result<(), Error> {
 /// otherwise end hookq at once, leaving its running hook command, which has a process group of
 /// its own, running without a runner: the lock free, the next runner could start the same point
 /// beside it.
+///
+/// SIGINT and SIGHUP that hookq was started with ignored stay ignored, as the shell's
+/// convention is: `nohup hookq hub &` must outlive its terminal, and a hub a script started in
+/// the background (for which sh ignores SIGINT) the script's Ctrl-C.
 pub(super) fn stop_on_signals() -> &'static Stop {
     static STOP: Stop = Stop::new();
     for sig in [
@@ -127,6 +131,9 @@ pub(super) fn stop_on_signals() -> &'static Stop {
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGHUP,
     ] {
+        if sig != signal_hook::consts::SIGTERM && ignored(sig) {
+            continue;
+        }
         // SAFETY: the handler only updates an atomic, which is async-signal-safe.
         let registered = unsafe { signal_hook::low_level::register(sig, || STOP.request()) };
         if let Err(e) = registered {
@@ -134,4 +141,13 @@ pub(super) fn stop_on_signals() -> &'static Stop {
         }
     }
     &STOP
+}
+
+/// Whether signal `sig` is ignored now.
+fn ignored(sig: libc::c_int) -> bool {
+    let mut now = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: with no new action, `sigaction` only writes the current one into `now`, which is
+    // zeroed, a valid `sigaction`, either way.
+    let rc = unsafe { libc::sigaction(sig, std::ptr::null(), now.as_mut_ptr()) };
+    rc == 0 && unsafe { now.assume_init() }.sa_sigaction == libc::SIG_IGN
 }
