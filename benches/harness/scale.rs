@@ -34,9 +34,8 @@ pub struct Scale {
     pub drain: (f64, f64),
     /// Points drained per round.
     pub drained: usize,
-    /// `cancel_plan` in one transaction, median ms; the batch-insert floor, median ms; the same
-    /// `cancel_plan` with foreign key enforcement off, median ms.
-    pub cancel: (f64, f64, f64),
+    /// `cancel_plan` in one transaction, median ms; the batch-insert floor, median ms.
+    pub cancel: (f64, f64),
     /// History database size in bytes after the first points and at the end; free pages at the
     /// end.
     pub history: (u64, u64, i64),
@@ -180,41 +179,31 @@ fn drain_some(ws: &Workspace, store: &mut Store, k: usize) -> f64 {
 
 /// `cancel_plan` of a plan of `sizes.cancel_tasks` unfinished tasks, one durable transaction,
 /// against inserting two rows per task (a point is two rows) into a bare table in one durable
-/// transaction, and against the same `cancel_plan` on a connection with foreign key enforcement
-/// off (what SQLite's per-row key lookups cost); medians, ms, in that order. The three run in
-/// turn, the order rotated each round.
-fn cancel(dir: &Path, sizes: &Sizes) -> (f64, f64, f64) {
+/// transaction; medians, ms, in that order. The two run in turn, the order alternated each
+/// round. (Until migration V7 took the schema's last foreign key out, a third store timed the
+/// same cancel with foreign key enforcement off, row 3f; since, the two read the same.)
+fn cancel(dir: &Path, sizes: &Sizes) -> (f64, f64) {
     let n = sizes.cancel_tasks;
-    let enforced = fixture::workspace(dir, "cancel", &[]);
-    let unenforced = fixture::workspace(dir, "cancel-no-fk", &[]);
-    // All three are timed with their WAL in steady state (the bare one's is made so by
+    let ws = fixture::workspace(dir, "cancel", &[]);
+    // Both are timed with their WAL in steady state (the bare one's is made so by
     // `Bare::create`), and each round starts them from a checkpoint that does not truncate it.
-    for ws in [&enforced, &unenforced] {
-        fixture::steady_wal(&ws.db_path());
-    }
-    let mut stores =
-        [&enforced, &unenforced].map(|ws| Store::open(&ws.db_path()).expect("open the store"));
-    stores[1]
-        .conn()
-        .execute_batch("PRAGMA foreign_keys=OFF")
-        .expect("foreign_keys off");
+    fixture::steady_wal(&ws.db_path());
+    let mut store = Store::open(&ws.db_path()).expect("open the store");
     let mut bare = Bare::create(dir, "bare-batch");
-    let mut times: [Vec<f64>; 3] = Default::default();
+    let mut times: [Vec<f64>; 2] = Default::default();
     for round in 0..sizes.cancel_rounds {
         let plan = format!("plan{round}");
-        for ws in [&enforced, &unenforced] {
-            let mut bulk = fixture::bulk_conn(ws);
-            fixture::add_tasks(&mut bulk, &format!("c{round}-"), &plan, "running.gate", n);
-            fixture::restart(&bulk);
-        }
+        let mut bulk = fixture::bulk_conn(&ws);
+        fixture::add_tasks(&mut bulk, &format!("c{round}-"), &plan, "running.gate", n);
+        fixture::restart(&bulk);
+        drop(bulk);
         bare.restart();
         let plan = PlanId::new(plan).expect("plan id");
-        for k in 0..3 {
-            let which = (round + k) % 3;
+        for k in 0..2 {
+            let which = (round + k) % 2;
             let took = if which == 1 {
                 bare.insert(2 * n)
             } else {
-                let store = &mut stores[which / 2];
                 let (moved, took) = timed(|| store.write(|tx| cancel_plan(tx, &plan)));
                 let moved = moved.expect("cancel_plan");
                 assert_eq!(moved.len(), n);
@@ -224,8 +213,8 @@ fn cancel(dir: &Path, sizes: &Sizes) -> (f64, f64, f64) {
             times[which].push(took);
         }
     }
-    let [c, f, unchecked] = times.map(|t| median(&t));
-    (c, f, unchecked)
+    let [c, f] = times.map(|t| median(&t));
+    (c, f)
 }
 
 /// Pushes `sizes.history_total` points through history in passes of `sizes.history_chunk`,
@@ -344,12 +333,6 @@ pub fn rows(s: &Scale, sizes: &Sizes) -> Vec<Row> {
             sizes.history_keep_passes,
             s.history.2
         )),
-        Row::new("3f", "  cancel_plan as 3d, foreign key enforcement off", s.cancel.2, "ms")
-            .throughput_vs("batch-insert floor (F5)", s.cancel.1)
-            .note(format!(
-                "3d - 3f = {} ms: SQLite looking up each new point's task (the states' key to their points went in migration V6); the same database on a connection with foreign_keys=OFF, interleaved with 3d and F5",
-                super::report::num(s.cancel.0 - s.cancel.2)
-            )),
     ]
 }
 
