@@ -176,6 +176,15 @@ type Table<'i> = DeTable<'i>;
 /// the arc runner).
 const OWN_TABLES: [&str; 2] = ["queue", "hooks"];
 
+/// The table whose `[header]` (or `[[header]]`) is the last one in `src` before byte `at`.
+fn table_before(src: &str, at: usize) -> Option<&str> {
+    src.get(..at)?.lines().rev().find_map(|line| {
+        let line = line.trim();
+        let inner = line.strip_prefix('[')?.split(']').next()?;
+        Some(inner.trim_start_matches('[').trim()).filter(|t| !t.is_empty())
+    })
+}
+
 /// Whether `name` is `table` but for case, or one letter added, dropped or changed, or two
 /// neighbours swapped.
 fn near(name: &str, table: &str) -> bool {
@@ -248,14 +257,18 @@ impl<'a> Parser<'a> {
             if let Some(first) = msg.lines().next() {
                 msg = first.to_owned();
             }
-            // A duplicate key's span is the key as written: name it, as every other error does.
+            // A duplicate key's span is the key as written: name it with its table, as every
+            // other error does.
             let key = e
                 .span()
                 .filter(|_| msg.starts_with("duplicate key"))
-                .and_then(|s| src.get(s))
-                .map(str::trim)
-                .filter(|k| !k.is_empty());
-            self.err(e.span(), key, msg)
+                .and_then(|s| Some((src.get(s.clone())?.trim(), s.start)))
+                .filter(|(k, _)| !k.is_empty())
+                .map(|(k, at)| match table_before(src, at) {
+                    Some(table) => format!("{table}.{k}"),
+                    None => k.to_owned(),
+                });
+            self.err(e.span(), key.as_deref(), msg)
         })?;
         let doc = doc.get_ref();
         // Other tables belong to the arc runner, but one a letter or a capital away from one
@@ -763,7 +776,16 @@ mod tests {
         let e = err("[hooks]\nafter_merge = [\n");
         assert!(e.starts_with("/ws/config.toml:"), "{e}");
         let e = err("[hooks]\nafter_merge = []\nafter_merge = []\n");
-        assert_eq!(e, "/ws/config.toml:3: after_merge: duplicate key");
+        assert_eq!(e, "/ws/config.toml:3: hooks.after_merge: duplicate key");
+        let e = err(
+            "[gate]\nkill_grace_secs = 1 # [x]\n[[y]]\n[queue] # q\nkeep_history_days = 1\nkeep_history_days = 2\n",
+        );
+        assert_eq!(
+            e,
+            "/ws/config.toml:6: queue.keep_history_days: duplicate key"
+        );
+        let e = err("a = 1\na = 2\n");
+        assert_eq!(e, "/ws/config.toml:2: a: duplicate key");
     }
 
     #[test]

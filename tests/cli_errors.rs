@@ -184,7 +184,11 @@ fn log_cap_below_the_minimum() {
 
 #[test]
 fn duplicate_key() {
-    refused_fixture("duplicate_key.toml", "5: after_merge", "duplicate key");
+    refused_fixture(
+        "duplicate_key.toml",
+        "5: hooks.after_merge",
+        "duplicate key",
+    );
 }
 
 #[test]
