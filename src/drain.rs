@@ -204,26 +204,68 @@ impl<'a> Drainer<'a> {
     /// the pass's last look at the queue and tried the lock before it was released would leave
     /// them to a holder already on its way out, and they would wait for the next pass. The
     /// hub does the same by its own loop. Reports every pass together.
+    ///
+    /// Only the first pass's failure is this call's error. A later pass only takes up what
+    /// others left, so its failure (the lock file or the database unusable meanwhile) is one
+    /// `warning:` line, the points stay pending, and what the passes before it did is still
+    /// reported.
     pub fn drain_and_release(
         &mut self,
         store: &mut Store,
         lock: RunnerLock,
     ) -> Result<PassReport, DrainError> {
         let path = lock.path().to_path_buf();
-        let mut lock = lock;
-        let mut total = PassReport::default();
-        loop {
-            let seen = store.data_version()?;
-            let report = self.drain(store, &lock)?;
-            drop(lock);
-            total.add(&report);
-            if report.stopped || store.data_version()? == seen {
-                return Ok(total);
+        let seen = store.data_version()?;
+        let first = self.drain(store, &lock)?;
+        drop(lock);
+        let mut total = first.clone();
+        let mut changed = !first.stopped && self.committed_since(store, seen);
+        while changed {
+            match self.drain_again(store, &path) {
+                Ok(Some((report, more))) => {
+                    total.add(&report);
+                    changed = more;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    (self.warn)(&format!(
+                        "warning: cannot run points recorded while the pass ran (any are left pending): {e}"
+                    ));
+                    break;
+                }
             }
-            match RunnerLock::acquire(&path, Wait::No, &|| false)? {
-                Some(again) => lock = again,
-                // Whoever took it runs them.
-                None => return Ok(total),
+        }
+        Ok(total)
+    }
+
+    /// One more pass for [`Drainer::drain_and_release`], if the lock at `path` is free right now:
+    /// what it did, and whether another process committed meanwhile.
+    fn drain_again(
+        &mut self,
+        store: &mut Store,
+        path: &std::path::Path,
+    ) -> Result<Option<(PassReport, bool)>, DrainError> {
+        let Some(lock) = RunnerLock::acquire(path, Wait::No, &|| false)? else {
+            // Whoever took it runs them.
+            return Ok(None);
+        };
+        let seen = store.data_version()?;
+        let report = self.drain(store, &lock)?;
+        drop(lock);
+        let changed = !report.stopped && self.committed_since(store, seen);
+        Ok(Some((report, changed)))
+    }
+
+    /// Whether another process committed since `store` read data version `seen`; `false`, with
+    /// a warning, when that cannot be read.
+    fn committed_since(&mut self, store: &Store, seen: i64) -> bool {
+        match store.data_version() {
+            Ok(now) => now != seen,
+            Err(e) => {
+                (self.warn)(&format!(
+                    "warning: cannot tell whether points were recorded while the pass ran; any are left pending: {e}"
+                ));
+                false
             }
         }
     }

@@ -304,6 +304,37 @@ fn a_point_left_to_a_holder_on_its_way_out_still_runs() {
 }
 
 #[test]
+fn a_failing_second_look_is_a_warning_after_the_first_pass_is_reported() {
+    // t1's hook records a point for t2 (left to this holder: the lock is held), then makes the
+    // lock file unusable (a directory where it was). The pass runs t2's point too; the look
+    // after releasing, which sees t2's commit, cannot take the lock again. That is one warning:
+    // the pass's own work is reported and `run` exits 0.
+    let ws = ws_with(
+        r#"after_fail = ['"$HOOKQ" task move t2 review.awaiting_human; rm .radian/arc/runner.lock; mkdir .radian/arc/runner.lock']
+after_awaiting_human = ['echo "$ARC_TASK" >> ran.out']"#,
+    );
+    ws.hookq(&["task", "add", "t2", "--plan", "p"]).ok();
+    ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
+        .ok();
+    let out = ws.hookq(&["run"]).expect_code(0);
+    assert!(
+        out.stdout()
+            .contains("ran 2 point(s): 2 command(s), 0 failed"),
+        "{}",
+        out.describe()
+    );
+    let warnings = out.warnings();
+    assert_eq!(warnings.len(), 1, "{}", out.describe());
+    assert!(
+        warnings[0].contains("left pending") && warnings[0].contains("runner.lock"),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(ws.lines("ran.out"), ["t2"]);
+    assert!(ws.pending().is_empty());
+}
+
+#[test]
 fn a_hook_run_from_a_terminal_has_no_terminal_to_wait_on() {
     // `task move` typed in a terminal: its hook runs in a session of its own, without a
     // controlling terminal, so a command that would prompt there (git asking for credentials,
