@@ -201,6 +201,21 @@ pub struct Store {
     starts: Arc<Mutex<StartLog>>,
 }
 
+/// The tables a migration rebuilds (V5, V6, V7), which drops every index and trigger on them.
+const REBUILT: [&str; 2] = ["pending_hooks", "pending_hook_states"];
+
+/// The indexes and triggers hookq's migrations have ever made on [`REBUILT`] tables.
+const OWN_ON_REBUILT: [&str; 5] = [
+    "pending_hooks_by_task",
+    "pending_hooks_counted",
+    "pending_hooks_uncounted",
+    "pending_hooks_interrupted",
+    "pending_hooks_state_cleared",
+];
+
+/// Where a host's indexes and triggers on [`REBUILT`] tables are kept while migrations run.
+const KEPT_OBJECTS: &str = "hookq_kept_host_objects";
+
 /// The newest schema version this binary knows.
 pub fn schema_version() -> i64 {
     embedded::migrations::runner()
@@ -312,8 +327,9 @@ impl Store {
             None => Ok(false),
         };
         if check(self.applied_version()?)? {
-            return Ok(());
+            return self.restore_host_objects();
         }
+        self.keep_host_objects()?;
         // Every pending migration and its history row commit in one transaction (refinery's
         // grouped mode; otherwise each history row is a transaction of its own, and a kill
         // between the two leaves a migration applied but not recorded, which the next open
@@ -340,8 +356,10 @@ impl Store {
             // Another process migrated (or created) the same database meanwhile: if the
             // schema is current now, this process's duplicate run was rolled back.
             if check(self.applied_version()?)? {
-                return Ok(());
+                return self.restore_host_objects();
             }
+            // Rolled back: the host's objects are all there; forget the copies.
+            let _ = self.restore_host_objects();
             if let Some(classified) = std::error::Error::source(&e)
                 .and_then(|s| s.downcast_ref::<rusqlite::Error>())
                 .and_then(classify)
@@ -350,7 +368,86 @@ impl Store {
             }
             return Err(StoreError::Migrate(e.to_string()));
         }
-        Ok(())
+        self.restore_host_objects()
+    }
+
+    /// Before migrating: copies the SQL of every index and trigger that is not hookq's own on a
+    /// table a migration rebuilds (a host program sharing the database may add some) into
+    /// [`KEPT_OBJECTS`], in a transaction of its own. Rebuilding a table drops them with it.
+    fn keep_host_objects(&mut self) -> Result<(), StoreError> {
+        let own = OWN_ON_REBUILT.map(|n| format!("'{n}'")).join(", ");
+        let rebuilt = REBUILT.map(|n| format!("'{n}'")).join(", ");
+        self.write(|tx| {
+            let any: bool = tx.query_row(
+                &format!(
+                    "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type IN ('index', 'trigger')
+                     AND tbl_name IN ({rebuilt}) AND sql IS NOT NULL AND name NOT IN ({own}))"
+                ),
+                [],
+                |r| r.get(0),
+            )?;
+            if any {
+                tx.execute_batch(&format!(
+                    "CREATE TABLE IF NOT EXISTS {KEPT_OBJECTS} (name TEXT PRIMARY KEY NOT NULL, sql TEXT NOT NULL);
+                     INSERT OR IGNORE INTO {KEPT_OBJECTS} (name, sql)
+                         SELECT name, sql FROM sqlite_master WHERE type IN ('index', 'trigger')
+                         AND tbl_name IN ({rebuilt}) AND sql IS NOT NULL AND name NOT IN ({own});"
+                ))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// After migrating, and on every open (a kill may have come between the migration's commit
+    /// and this): re-creates each object [`Store::keep_host_objects`] copied that is gone, then
+    /// drops the copies, in one transaction. One that cannot be made again is a warning and
+    /// keeps its copy, so its SQL is not lost; hookq works on.
+    fn restore_host_objects(&mut self) -> Result<(), StoreError> {
+        let kept: bool = self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+            [KEPT_OBJECTS],
+            |r| r.get(0),
+        )?;
+        if !kept {
+            return Ok(());
+        }
+        self.write(|tx| {
+            let copies: Vec<(String, String)> = tx
+                .prepare(&format!("SELECT name, sql FROM {KEPT_OBJECTS} ORDER BY name"))?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            let mut failed = 0;
+            for (name, sql) in copies {
+                let exists: bool = tx.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?1)",
+                    [&name],
+                    |r| r.get(0),
+                )?;
+                let made = if exists {
+                    Ok(())
+                } else {
+                    tx.execute_batch(&format!("SAVEPOINT kept; {sql}; RELEASE kept;"))
+                        .inspect_err(|_| {
+                            let _ = tx.execute_batch("ROLLBACK TO kept; RELEASE kept;");
+                        })
+                };
+                match made {
+                    Ok(()) => {
+                        tx.execute(&format!("DELETE FROM {KEPT_OBJECTS} WHERE name = ?1"), [&name])?;
+                    }
+                    Err(e) => {
+                        failed += 1;
+                        tracing::warn!(
+                            "{name}, which a migration dropped with its table, cannot be made again ({e}); its SQL stays in table {KEPT_OBJECTS}"
+                        );
+                    }
+                }
+            }
+            if failed == 0 {
+                tx.execute_batch(&format!("DROP TABLE {KEPT_OBJECTS}"))?;
+            }
+            Ok(())
+        })
     }
 
     /// The database file.
@@ -1554,6 +1651,92 @@ mod tests {
         assert_eq!(states, 0, "clearing a point deletes its state");
         assert_eq!(store.stats().unwrap().pending_by_point, []);
         assert_eq!(store.integrity_check().unwrap(), "ok");
+    }
+
+    #[test]
+    fn a_hosts_indexes_and_triggers_on_rebuilt_tables_outlive_the_upgrade() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arc.db");
+        // At V4, so V5, V6 and V7 each rebuild one of the two tables.
+        db_at_version(
+            &path,
+            4,
+            "CREATE TABLE host_log (id INTEGER);
+             CREATE INDEX host_pending_by_task ON pending_hooks (task, id);
+             CREATE INDEX host_states_by_state ON pending_hook_states (state);
+             CREATE TRIGGER host_notify AFTER INSERT ON pending_hooks BEGIN
+                 INSERT INTO host_log (id) VALUES (NEW.id);
+             END;",
+        );
+        let store = Store::open(&path).unwrap();
+        let objects: Vec<String> = store
+            .conn()
+            .prepare("SELECT name FROM sqlite_master WHERE name LIKE 'host%' OR name LIKE 'hookq%' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            objects,
+            [
+                "host_log",
+                "host_notify",
+                "host_pending_by_task",
+                "host_states_by_state"
+            ],
+            "the host's objects made again, the copies gone"
+        );
+        store
+            .conn()
+            .execute(
+                "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('a', 'after_fail', 0)",
+                [],
+            )
+            .unwrap();
+        let logged: i64 = store
+            .conn()
+            .query_row("SELECT COUNT(*) FROM host_log", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(logged, 1, "the host's trigger fires");
+    }
+
+    #[test]
+    fn copies_left_by_a_kill_after_the_upgrade_are_restored_at_the_next_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arc.db");
+        Store::open(&path).unwrap();
+        // Killed between the migrations' commit and the copies' restore: the copies are there,
+        // one of the objects is not. One copy cannot be made again (no such column).
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(&format!(
+                "CREATE TABLE {KEPT_OBJECTS} (name TEXT PRIMARY KEY NOT NULL, sql TEXT NOT NULL);
+                 INSERT INTO {KEPT_OBJECTS} VALUES
+                     ('host_by_task', 'CREATE INDEX host_by_task ON pending_hooks (task)'),
+                     ('host_bad', 'CREATE INDEX host_bad ON pending_hooks (no_such_column)');"
+            ))
+            .unwrap();
+        let store = Store::open(&path).unwrap();
+        let names = |sql: &str| -> Vec<String> {
+            store
+                .conn()
+                .prepare(sql)
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        assert_eq!(
+            names("SELECT name FROM sqlite_master WHERE name LIKE 'host%'"),
+            ["host_by_task"]
+        );
+        assert_eq!(
+            names(&format!("SELECT name FROM {KEPT_OBJECTS}")),
+            ["host_bad"],
+            "what cannot be made again keeps its SQL"
+        );
     }
 
     #[test]
