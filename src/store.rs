@@ -1394,6 +1394,22 @@ mod tests {
         conn.execute_batch(sql).unwrap();
     }
 
+    /// Clears every pending point of `store` as `empty`, as a drain with no commands would; how
+    /// many.
+    fn clear_everything(store: &mut Store) -> usize {
+        let cleared: Vec<Cleared> = store
+            .pending(0, 1_000_000, None)
+            .unwrap()
+            .into_iter()
+            .map(|entry| Cleared {
+                entry,
+                rows: vec![NewHistory::bare(Outcome::Empty)],
+            })
+            .collect();
+        store.clear_all(&cleared).unwrap();
+        cleared.len()
+    }
+
     #[test]
     fn pending_counts_survive_the_move_from_triggers_to_code() {
         use crate::ids::{PlanId, TaskId};
@@ -1423,15 +1439,7 @@ mod tests {
                 ("after_fail".to_string(), 3)
             ]
         );
-        let all = store.pending(0, 10, None).unwrap();
-        let cleared: Vec<Cleared> = all
-            .into_iter()
-            .map(|entry| Cleared {
-                entry,
-                rows: vec![NewHistory::bare(Outcome::Empty)],
-            })
-            .collect();
-        store.clear_all(&cleared).unwrap();
+        assert_eq!(clear_everything(&mut store), 4);
         assert_eq!(pending(&store), []);
     }
 
@@ -1634,16 +1642,7 @@ mod tests {
                 record::move_task(tx, &TaskId::new("b").unwrap(), &to, &MoveFacts::default())
             })
             .unwrap();
-        let all = store.pending(0, 30_000, None).unwrap();
-        assert_eq!(all.len(), 20_001);
-        let cleared: Vec<Cleared> = all
-            .into_iter()
-            .map(|entry| Cleared {
-                entry,
-                rows: vec![NewHistory::bare(Outcome::Empty)],
-            })
-            .collect();
-        store.clear_all(&cleared).unwrap();
+        assert_eq!(clear_everything(&mut store), 20_001);
         let states: i64 = store
             .conn()
             .query_row("SELECT COUNT(*) FROM pending_hook_states", [], |r| r.get(0))
