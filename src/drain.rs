@@ -215,18 +215,19 @@ impl<'a> Drainer<'a> {
         lock: RunnerLock,
     ) -> Result<PassReport, DrainError> {
         let path = lock.path().to_path_buf();
-        let seen = store.data_version()?;
-        let first = self.drain(store, &lock)?;
-        drop(lock);
-        let mut total = first.clone();
-        let mut changed = !first.stopped && self.committed_since(store, seen);
-        while changed {
-            match self.drain_again(store, &path) {
-                Ok(Some((report, more))) => {
-                    total.add(&report);
-                    changed = more;
-                }
+        let (mut total, mut more) = self.drain_then_look(store, lock)?;
+        while more {
+            let again = match RunnerLock::acquire(&path, Wait::No, &|| false) {
+                Ok(Some(lock)) => self.drain_then_look(store, lock),
+                // Whoever took it runs them.
                 Ok(None) => break,
+                Err(e) => Err(e.into()),
+            };
+            match again {
+                Ok((report, still)) => {
+                    total.add(&report);
+                    more = still;
+                }
                 Err(e) => {
                     (self.warn)(&format!(
                         "warning: cannot run points recorded while the pass ran (any are left pending): {e}"
@@ -238,22 +239,18 @@ impl<'a> Drainer<'a> {
         Ok(total)
     }
 
-    /// One more pass for [`Drainer::drain_and_release`], if the lock at `path` is free right now:
-    /// what it did, and whether another process committed meanwhile.
-    fn drain_again(
+    /// One pass of [`Drainer::drain_and_release`] with `lock`, which it releases: what it did,
+    /// and whether another process committed while it ran.
+    fn drain_then_look(
         &mut self,
         store: &mut Store,
-        path: &std::path::Path,
-    ) -> Result<Option<(PassReport, bool)>, DrainError> {
-        let Some(lock) = RunnerLock::acquire(path, Wait::No, &|| false)? else {
-            // Whoever took it runs them.
-            return Ok(None);
-        };
+        lock: RunnerLock,
+    ) -> Result<(PassReport, bool), DrainError> {
         let seen = store.data_version()?;
         let report = self.drain(store, &lock)?;
         drop(lock);
-        let changed = !report.stopped && self.committed_since(store, seen);
-        Ok(Some((report, changed)))
+        let more = !report.stopped && self.committed_since(store, seen);
+        Ok((report, more))
     }
 
     /// Whether another process committed since `store` read data version `seen`; `false`, with

@@ -300,13 +300,17 @@ impl Store {
         Ok(out)
     }
 
-    fn applied_version(&self) -> Result<Option<i64>, StoreError> {
-        let has_table: bool = self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'refinery_schema_history')",
-            [],
+    /// Whether the database has a table `name`.
+    fn has_table(&self, name: &str) -> Result<bool, StoreError> {
+        Ok(self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+            [name],
             |r| r.get(0),
-        )?;
-        if !has_table {
+        )?)
+    }
+
+    fn applied_version(&self) -> Result<Option<i64>, StoreError> {
+        if !self.has_table("refinery_schema_history")? {
             return Ok(None);
         }
         Ok(self.conn.query_row(
@@ -378,21 +382,23 @@ impl Store {
         let own = OWN_ON_REBUILT.map(|n| format!("'{n}'")).join(", ");
         let rebuilt = REBUILT.map(|n| format!("'{n}'")).join(", ");
         self.write(|tx| {
-            let any: bool = tx.query_row(
-                &format!(
-                    "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type IN ('index', 'trigger')
-                     AND tbl_name IN ({rebuilt}) AND sql IS NOT NULL AND name NOT IN ({own}))"
-                ),
-                [],
-                |r| r.get(0),
-            )?;
-            if any {
+            let host: Vec<(String, String)> = tx
+                .prepare(&format!(
+                    "SELECT name, sql FROM sqlite_master WHERE type IN ('index', 'trigger')
+                     AND tbl_name IN ({rebuilt}) AND sql IS NOT NULL AND name NOT IN ({own})"
+                ))?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            if !host.is_empty() {
                 tx.execute_batch(&format!(
-                    "CREATE TABLE IF NOT EXISTS {KEPT_OBJECTS} (name TEXT PRIMARY KEY NOT NULL, sql TEXT NOT NULL);
-                     INSERT OR IGNORE INTO {KEPT_OBJECTS} (name, sql)
-                         SELECT name, sql FROM sqlite_master WHERE type IN ('index', 'trigger')
-                         AND tbl_name IN ({rebuilt}) AND sql IS NOT NULL AND name NOT IN ({own});"
+                    "CREATE TABLE IF NOT EXISTS {KEPT_OBJECTS} (name TEXT PRIMARY KEY NOT NULL, sql TEXT NOT NULL)"
                 ))?;
+            }
+            for (name, sql) in &host {
+                tx.execute(
+                    &format!("INSERT OR IGNORE INTO {KEPT_OBJECTS} (name, sql) VALUES (?1, ?2)"),
+                    [name, sql],
+                )?;
             }
             Ok(())
         })
@@ -403,12 +409,7 @@ impl Store {
     /// drops the copies, in one transaction. One that cannot be made again is a warning and
     /// keeps its copy, so its SQL is not lost; hookq works on.
     fn restore_host_objects(&mut self) -> Result<(), StoreError> {
-        let kept: bool = self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
-            [KEPT_OBJECTS],
-            |r| r.get(0),
-        )?;
-        if !kept {
+        if !self.has_table(KEPT_OBJECTS)? {
             return Ok(());
         }
         self.write(|tx| {
@@ -1569,6 +1570,11 @@ mod tests {
         assert_eq!(one("SELECT COUNT(*) FROM pending_hook_states"), 0);
     }
 
+    /// One pending point of task `a`, with its state, as SQL for [`db_at_version`].
+    const ONE_POINT: &str =
+        "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('a', 'after_fail', 1);
+         INSERT INTO pending_hook_states (hook_id, state) VALUES (1, 'failed.x');";
+
     /// The highest migration `path` records, read without migrating it.
     fn recorded_version(path: &Path) -> i64 {
         Connection::open(path)
@@ -1586,9 +1592,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("arc.db");
         // At V4, with a trigger of the name V7 gives one of its own: V5 and V6 apply, V7 fails.
-        db_at_version(&path, 4, "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('a', 'after_fail', 1);
-             INSERT INTO pending_hook_states (hook_id, state) VALUES (1, 'failed.x');
-             CREATE TRIGGER tasks_delete_kept_for_points AFTER DELETE ON tasks BEGIN SELECT 1; END;",
+        db_at_version(
+            &path,
+            4,
+            &format!(
+                "{ONE_POINT} CREATE TRIGGER tasks_delete_kept_for_points AFTER DELETE ON tasks BEGIN SELECT 1; END;"
+            ),
         );
         let err = Store::open(&path).unwrap_err().to_string();
         assert!(err.contains("tasks_delete_kept_for_points"), "{err}");
@@ -1742,9 +1751,12 @@ mod tests {
     fn a_hosts_view_of_a_rebuilt_table_does_not_block_the_upgrade() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("arc.db");
-        db_at_version(&path, 4, "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('a', 'after_fail', 1);
-             INSERT INTO pending_hook_states (hook_id, state) VALUES (1, 'failed.x');
-             CREATE VIEW host_pending AS SELECT h.id, s.state FROM pending_hooks h JOIN pending_hook_states s ON s.hook_id = h.id;",
+        db_at_version(
+            &path,
+            4,
+            &format!(
+                "{ONE_POINT} CREATE VIEW host_pending AS SELECT h.id, s.state FROM pending_hooks h JOIN pending_hook_states s ON s.hook_id = h.id;"
+            ),
         );
         let store = Store::open(&path).unwrap();
         let seen: (i64, String) = store
