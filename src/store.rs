@@ -201,16 +201,17 @@ pub struct Store {
     starts: Arc<Mutex<StartLog>>,
 }
 
-/// The tables a migration rebuilds (V5, V6, V7), which drops every index and trigger on them.
+/// The tables a migration rebuilds (V5 to V8), which drops every index and trigger on them.
 const REBUILT: [&str; 2] = ["pending_hooks", "pending_hook_states"];
 
 /// The indexes and triggers hookq's migrations have ever made on [`REBUILT`] tables.
-const OWN_ON_REBUILT: [&str; 5] = [
+const OWN_ON_REBUILT: [&str; 6] = [
     "pending_hooks_by_task",
     "pending_hooks_counted",
     "pending_hooks_uncounted",
     "pending_hooks_interrupted",
     "pending_hooks_state_cleared",
+    "pending_hooks_cleared",
 ];
 
 /// Where a host's indexes and triggers on [`REBUILT`] tables are kept while migrations run.
@@ -1039,8 +1040,9 @@ impl Store {
             .optional()?)
     }
 
-    /// Counts for `queue stats`, read from the kept counters: as cheap with a million pending
-    /// points as with ten. The interrupted count adds the start log's points not counted yet
+    /// Counts for `queue stats`, read from the kept counters and the few points recorded since
+    /// they last counted (see [`count_new_points`]): as cheap with a million pending points as
+    /// with ten. The interrupted count adds the start log's points not counted yet
     /// (one lookup per line; the log holds the starts of the last batch or so).
     pub fn stats(&self) -> Result<Stats, StoreError> {
         let starts = self.unfolded_starts()?;
@@ -1061,7 +1063,22 @@ impl Store {
                 .map(|(_, name, n)| (name.clone(), *n))
                 .collect()
         };
-        let pending_by_point = of("pending");
+        let mut pending_by_point = of("pending");
+        // The points recorded since the counters last counted: at most a few hundred.
+        let uncounted: Vec<(String, i64)> = c
+            .prepare_cached(
+                "SELECT point, COUNT(*) FROM pending_hooks WHERE id > ?1 GROUP BY point",
+            )?
+            .query_map([counted_mark(c)?], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        for (point, n) in uncounted {
+            match pending_by_point.iter_mut().find(|(p, _)| *p == point) {
+                Some((_, m)) => *m += n,
+                None => pending_by_point.push((point, n)),
+            }
+        }
+        pending_by_point.retain(|(_, n)| *n != 0);
+        pending_by_point.sort();
         let oldest: Option<i64> = c
             .prepare_cached("SELECT recorded_ms FROM pending_hooks ORDER BY id LIMIT 1")?
             .query_row([], |r| r.get(0))
@@ -1228,10 +1245,89 @@ impl Store {
     }
 }
 
-/// Adds `delta` to the count of pending `point`s that `queue stats` reads. Every statement that
-/// adds or deletes pending points calls it in the same transaction (migration V4 replaced the
-/// per-row triggers that did this); code that writes pending rows by SQL of its own, as the
-/// bench's fixtures do, must call it too.
+/// How many points recording lets gather above the counted mark before it counts them in
+/// ([`count_new_points`]): what `queue stats` may have to count itself.
+pub const COUNT_EVERY: i64 = 256;
+
+/// Where point ids and the pending counters stand (migration V8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdMarks {
+    /// The highest pending id (0: none).
+    pub newest: i64,
+    /// The highest id ever cleared (kept by a trigger on every delete).
+    pub cleared: i64,
+    /// The pending counters count the points up to this id.
+    pub counted: i64,
+}
+
+impl IdMarks {
+    /// The three columns [`IdMarks::from_row`] reads, for a `SELECT` of its own or after other
+    /// columns of one.
+    pub(crate) const COLUMNS: &str = "(SELECT COALESCE(MAX(id), 0) FROM pending_hooks),
+        COALESCE((SELECT n FROM queue_counts WHERE kind = 'ids' AND name = 'cleared'), 0),
+        COALESCE((SELECT n FROM queue_counts WHERE kind = 'ids' AND name = 'counted'), 0)";
+
+    /// Reads the marks inside `conn`'s current transaction.
+    pub fn read(conn: &Connection) -> Result<Self, StoreError> {
+        Ok(conn
+            .prepare_cached(&format!("SELECT {}", Self::COLUMNS))?
+            .query_row([], |r| Self::from_row(r, 0))?)
+    }
+
+    /// The marks from [`IdMarks::COLUMNS`] at column `first` of `row`.
+    pub(crate) fn from_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Self> {
+        Ok(Self {
+            newest: row.get(first)?,
+            cleared: row.get(first + 1)?,
+            counted: row.get(first + 2)?,
+        })
+    }
+
+    /// The id the next point takes: above every id pending or ever cleared, so that an
+    /// occurrence id is never given twice (what `AUTOINCREMENT` did before migration V8).
+    pub fn next_id(&self) -> i64 {
+        self.newest.max(self.cleared) + 1
+    }
+}
+
+/// The id up to which the pending counters have counted.
+fn counted_mark(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT n FROM queue_counts WHERE kind = 'ids' AND name = 'counted'")?
+        .query_row([], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0))
+}
+
+/// Records that the pending counters have counted every point up to `id`.
+pub(crate) fn set_counted_mark(conn: &Connection, id: i64) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO queue_counts (kind, name, n) VALUES ('ids', 'counted', ?1) ON CONFLICT (kind, name) DO UPDATE SET n = excluded.n",
+    )?
+    .execute([id])?;
+    Ok(())
+}
+
+/// Counts the points recorded since the pending counters last counted, and moves their mark to
+/// the newest point. Recording does this once [`COUNT_EVERY`] points have gathered, so that a
+/// transition need not write a counter's page (migration V8); code that writes pending rows by
+/// SQL of its own, as the bench's fixtures do, calls it after.
+pub fn count_new_points(conn: &Connection) -> Result<(), StoreError> {
+    let marks = IdMarks::read(conn)?;
+    if marks.newest <= marks.counted {
+        return Ok(());
+    }
+    conn.prepare_cached(
+        "INSERT INTO queue_counts (kind, name, n)
+         SELECT 'pending', point, COUNT(*) FROM pending_hooks WHERE id > ?1 GROUP BY point
+         ON CONFLICT (kind, name) DO UPDATE SET n = n + excluded.n",
+    )?
+    .execute([marks.counted])?;
+    set_counted_mark(conn, marks.newest)
+}
+
+/// Adds `delta` to the count of pending `point`s that `queue stats` reads, for points at or
+/// below the counted mark (see [`count_new_points`]).
 pub fn count_pending(conn: &Connection, point: &str, delta: i64) -> Result<(), StoreError> {
     if delta != 0 {
         conn.prepare_cached(
@@ -1323,7 +1419,10 @@ fn clear_in(
     let deleted = tx
         .prepare_cached("DELETE FROM pending_hooks WHERE id = ?1")?
         .execute([entry.id])?;
-    count_pending(tx, &entry.point, -(deleted as i64))?;
+    // A point above the mark was never counted; its row going is all it takes.
+    if entry.id <= counted_mark(tx)? {
+        count_pending(tx, &entry.point, -(deleted as i64))?;
+    }
     let now = now_ms();
     let state = entry.state.as_deref().unwrap_or("");
     let mut insert = tx.prepare_cached(
@@ -1495,6 +1594,14 @@ mod tests {
             })
             .unwrap();
         assert_eq!(moved.occurrence.unwrap().id, 4);
+        // V8: the counters counted every point the database had; the new one is added to them.
+        assert_eq!(
+            store.stats().unwrap().pending_by_point,
+            [
+                ("after_awaiting_human".to_string(), 1),
+                ("after_fail".to_string(), 2)
+            ]
+        );
         // The rule of the old CHECK holds.
         let bad = store.conn().execute(
             "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('a', 'after_lunch', 0)",

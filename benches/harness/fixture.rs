@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use hookq::Workspace;
-use hookq::store::{Store, count_pending, now_ms};
+use hookq::store::{Store, count_new_points, now_ms};
 use rusqlite::{Connection, params};
 
 /// Where the run's databases and logs go: `HOOKQ_BENCH_DIR`, else the system temp dir. Floors
@@ -67,8 +67,8 @@ pub fn add_tasks(c: &mut Connection, prefix: &str, plan: &str, phase: &str, task
 /// Records `points` pending `after_awaiting_human` points (state `review.awaiting_human`) over
 /// the tasks `<prefix>0000000 .. <prefix>{tasks-1}`, round robin so neighbours are of different
 /// tasks, in transactions of at most 100,000 points. These are the rows `record::move_task`
-/// writes, written by SQL so that a million of them take seconds, with the pending counter
-/// `record` keeps (see [`count_pending`]).
+/// writes, written by SQL so that a million of them take seconds, counted into the pending
+/// counters `record` keeps (see [`count_new_points`]).
 pub fn add_points(c: &mut Connection, prefix: &str, tasks: usize, points: usize) {
     const CHUNK: usize = 100_000;
     let mut done = 0;
@@ -98,16 +98,19 @@ pub fn add_points(c: &mut Connection, prefix: &str, tasks: usize, points: usize)
             [before],
         )
         .expect("insert pending_hook_states");
-        count_pending(&tx, "after_awaiting_human", n as i64).expect("count the points");
+        count_new_points(&tx).expect("count the points");
         tx.commit().expect("commit points");
         done += n;
     }
 }
 
-/// How many points are pending, from the counters `queue stats` reads.
+/// How many points are pending, as `queue stats` counts them: the counters, and the points
+/// above their mark.
 pub fn pending_count(c: &Connection) -> i64 {
     c.query_row(
-        "SELECT COALESCE(SUM(n), 0) FROM queue_counts WHERE kind = 'pending'",
+        "SELECT COALESCE((SELECT SUM(n) FROM queue_counts WHERE kind = 'pending'), 0)
+              + (SELECT COUNT(*) FROM pending_hooks WHERE id >
+                     COALESCE((SELECT n FROM queue_counts WHERE kind = 'ids' AND name = 'counted'), 0))",
         [],
         |r| r.get(0),
     )

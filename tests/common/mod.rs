@@ -797,9 +797,10 @@ pub fn count(store: &hookq::Store, sql: &str) -> i64 {
         .unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
-/// Asserts that the outbox holds together: the pending counters `queue stats` reads agree with
-/// the pending table, no point's state outlived its point and no point names a missing task
-/// (since V6 and V7 no foreign key keeps them together; the transactions and triggers do).
+/// Asserts that the outbox holds together: the pending counts `queue stats` reads agree with
+/// the pending table, no point's state outlived its point, no point names a missing task
+/// (since V6 and V7 no foreign key keeps them together; the transactions and triggers do) and
+/// no cleared occurrence id can be given again (V8).
 pub fn assert_outbox_consistent(store: &hookq::Store) {
     let stray = count(
         store,
@@ -811,6 +812,13 @@ pub fn assert_outbox_consistent(store: &hookq::Store) {
         "SELECT COUNT(*) FROM pending_hooks WHERE task NOT IN (SELECT id FROM tasks)",
     );
     assert_eq!(orphaned, 0, "points without their task");
+    // Since V8 a new point's id is above the highest id ever cleared, so none is given twice.
+    let reusable = count(
+        store,
+        "SELECT COUNT(*) FROM hook_history WHERE occurrence >
+             COALESCE((SELECT n FROM queue_counts WHERE kind = 'ids' AND name = 'cleared'), 0)",
+    );
+    assert_eq!(reusable, 0, "cleared occurrence ids a new point could take");
     let counted = store.stats().unwrap().pending_by_point;
     let actual: Vec<(String, i64)> = store
         .conn()
