@@ -182,7 +182,7 @@ pub fn move_task(
 /// Ends every unfinished task of `plan` (not `done.*` or `failed.*`) in `failed.cancelled`, one
 /// `after_fail` point per task, all inside `tx`.
 ///
-/// Set-based: three statements for the whole plan rather than four per task, so cancelling a
+/// Set-based: a few statements for the whole plan rather than four per task, so cancelling a
 /// plan of ten thousand tasks costs close to inserting its rows.
 pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition>, StoreError> {
     // `Phase::is_finished` in SQL: the plan's tasks not in `done.*` or `failed.*`.
@@ -206,27 +206,21 @@ pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition
         count_new_points(tx)?;
     }
     let before = marks.next_id() - 1;
-    // SQLite numbers the rows one statement inserts from the highest id up, in the order it
-    // inserts them (`from`'s). When the newest ids were cleared, a placeholder row holds the
-    // highest id ever given while the statement runs, so the new ids continue above it.
-    // (Numbering them in the statement, by `row_number()`, made the cancel a quarter slower.)
-    let placeholder = before > marks.newest;
-    if placeholder {
-        tx.prepare_cached(
-            "INSERT INTO pending_hooks (id, task, point, recorded_ms) VALUES (?1, '', ?2, 0)",
-        )?
-        .execute(params![before, point.as_str()])?;
-    }
-    let inserted = tx
+    // The first task's point takes the next id; SQLite numbers the rows the second statement
+    // inserts from the highest id up, in the order it inserts them (`from`'s). Both reach the
+    // ids above every one ever cleared. (Numbering all of them in one statement, by
+    // `row_number()`, made the cancel a quarter slower.)
+    let first_task = &from[0].0;
+    tx.prepare_cached(
+        "INSERT INTO pending_hooks (id, task, point, recorded_ms) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![before + 1, first_task, point.as_str(), now])?;
+    let inserted = 1 + tx
         .prepare_cached(&format!(
-            "INSERT INTO pending_hooks (task, point, recorded_ms) SELECT id, ?3, ?2 FROM tasks WHERE {UNFINISHED} ORDER BY id"
+            "INSERT INTO pending_hooks (task, point, recorded_ms) SELECT id, ?3, ?2 FROM tasks WHERE {UNFINISHED} AND id > ?4 ORDER BY id"
         ))?
-        .execute(params![plan.as_str(), now, point.as_str()])?;
+        .execute(params![plan.as_str(), now, point.as_str(), first_task])?;
     let last = tx.last_insert_rowid();
-    if placeholder {
-        tx.prepare_cached("DELETE FROM pending_hooks WHERE id = ?1")?
-            .execute([before])?;
-    }
     count_pending(tx, point.as_str(), inserted as i64)?;
     set_counted_mark(tx, last)?;
     tx.prepare_cached(
@@ -422,7 +416,30 @@ mod tests {
         let newest = store.pending(0, 100, None).unwrap().last().unwrap().id;
         store.drop_entry(newest).unwrap();
         let before = pending(&store).len();
+        // A host's trigger on the points sees each new point once, and nothing else.
+        store
+            .conn()
+            .execute_batch(
+                "CREATE TABLE host_seen (id INTEGER, task TEXT);
+                 CREATE TRIGGER host_sees AFTER INSERT ON pending_hooks BEGIN
+                     INSERT INTO host_seen (id, task) VALUES (NEW.id, NEW.task);
+                 END;",
+            )
+            .unwrap();
         let moved = store.write(|tx| cancel_plan(tx, &p)).unwrap();
+        let seen: Vec<(i64, String)> = store
+            .conn()
+            .prepare("SELECT id, task FROM host_seen ORDER BY rowid")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let recorded: Vec<(i64, String)> = moved
+            .iter()
+            .map(|m| (m.occurrence.as_ref().unwrap().id, m.task.clone()))
+            .collect();
+        assert_eq!(seen, recorded);
         assert_eq!(
             moved.iter().map(|m| m.task.as_str()).collect::<Vec<_>>(),
             ["a", "c"]
