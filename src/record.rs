@@ -427,14 +427,8 @@ mod tests {
             )
             .unwrap();
         let moved = store.write(|tx| cancel_plan(tx, &p)).unwrap();
-        let seen: Vec<(i64, String)> = store
-            .conn()
-            .prepare("SELECT id, task FROM host_seen ORDER BY rowid")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let seen: Vec<(i64, String)> =
+            pairs(&store, "SELECT id, task FROM host_seen ORDER BY rowid");
         let recorded: Vec<(i64, String)> = moved
             .iter()
             .map(|m| (m.occurrence.as_ref().unwrap().id, m.task.clone()))
@@ -474,6 +468,16 @@ mod tests {
         assert_eq!(store.task("t1").unwrap().unwrap().phase, "todo.ready");
         assert!(pending(&store).is_empty());
     }
+    /// The two-column rows `sql` selects.
+    fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
+        store: &Store,
+        sql: &str,
+    ) -> Vec<(A, B)> {
+        let mut st = store.conn().prepare(sql).unwrap();
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.collect::<Result<_, _>>().unwrap()
+    }
+
     /// Point ids and the pending counters as they stand.
     fn marks(store: &Store) -> IdMarks {
         IdMarks::read(store.conn()).unwrap()
@@ -544,14 +548,10 @@ mod tests {
             })
             .unwrap();
         let check = |store: &Store| {
-            let actual: Vec<(String, i64)> = store
-                .conn()
-                .prepare("SELECT point, COUNT(*) FROM pending_hooks GROUP BY point ORDER BY point")
-                .unwrap()
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .unwrap()
-                .collect::<Result<_, _>>()
-                .unwrap();
+            let actual: Vec<(String, i64)> = pairs(
+                store,
+                "SELECT point, COUNT(*) FROM pending_hooks GROUP BY point ORDER BY point",
+            );
             let stats = store.stats().unwrap();
             assert_eq!(stats.pending_by_point, actual);
             assert_eq!(stats.pending, actual.iter().map(|(_, n)| n).sum::<i64>());
