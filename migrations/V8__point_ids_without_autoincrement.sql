@@ -11,9 +11,13 @@
 --   the highest pending id (`record`). The row starts at the old sequence's value.
 -- * Pending points are counted in batches. The counters ('pending', <point>) count the points up
 --   to the id in row ('ids', 'counted'); `queue stats` adds the few above it, and recording
---   counts them in (moving the mark) once more than a few hundred have gathered. A clear takes
+--   counts them in (moving the mark) before more than a few hundred can gather. A clear takes
 --   its point off the counter only if the counter had counted it. Every counter is exact now,
 --   so the mark starts at the highest pending id.
+-- * The counters change kind, from 'pending' to 'points': a process still running code from
+--   before V8 (a host or hub opened before the upgrade) would record points without an id and
+--   count them the old way, giving an id twice and miscounting. The trigger at the end makes
+--   every such write fail, and roll its transaction back, until the process is restarted.
 CREATE TABLE pending_hooks_v8 (
     id               INTEGER PRIMARY KEY,
     task             TEXT NOT NULL,
@@ -29,6 +33,7 @@ CREATE TABLE pending_hooks_v8 (
 INSERT INTO pending_hooks_v8 (id, task, point, recorded_ms, passes, last_started_ms)
     SELECT id, task, point, recorded_ms, passes, last_started_ms FROM pending_hooks ORDER BY id;
 
+UPDATE queue_counts SET kind = 'points' WHERE kind = 'pending';
 INSERT INTO queue_counts (kind, name, n) VALUES
     ('ids', 'cleared', COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'pending_hooks'), 0)),
     ('ids', 'counted', COALESCE((SELECT MAX(id) FROM pending_hooks), 0))
@@ -44,4 +49,11 @@ CREATE TRIGGER pending_hooks_cleared AFTER DELETE ON pending_hooks BEGIN
     DELETE FROM pending_hook_states WHERE hook_id = OLD.id;
     INSERT INTO queue_counts (kind, name, n) VALUES ('ids', 'cleared', OLD.id)
         ON CONFLICT (kind, name) DO UPDATE SET n = excluded.n WHERE n < excluded.n;
+END;
+
+-- Code from before V8 counts every point it records or clears under kind 'pending'.
+CREATE TRIGGER queue_counts_pending_retired BEFORE INSERT ON queue_counts
+WHEN NEW.kind = 'pending'
+BEGIN
+    SELECT RAISE(ABORT, 'this process runs hookq code older than the database (schema V8): restart it');
 END;

@@ -73,7 +73,7 @@ fn record_point(
     now: i64,
     marks: IdMarks,
 ) -> Result<Occurrence, StoreError> {
-    let id = marks.next_id();
+    let id = marks.next_id()?;
     tx.prepare_cached(
         "INSERT INTO pending_hooks (id, task, point, recorded_ms) VALUES (?1, ?2, ?3, ?4)",
     )?
@@ -205,7 +205,8 @@ pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition
     if marks.newest > marks.counted {
         count_new_points(tx)?;
     }
-    let before = marks.next_id() - 1;
+    let before = marks.next_id()? - 1;
+    marks.ids_after(from.len() as i64)?;
     // The first task's point takes the next id; SQLite numbers the rows the second statement
     // inserts from the highest id up, in the order it inserts them (`from`'s). Both reach the
     // ids above every one ever cleared. (Numbering all of them in one statement, by
@@ -586,5 +587,67 @@ mod tests {
         }
         check(&store);
         assert_eq!(store.stats().unwrap().pending, 0);
+    }
+    /// A process opened before the upgrade to V8 still runs the old code: it records a point
+    /// without an id and counts it under kind 'pending', and clears the same way. Each such
+    /// write fails and rolls back, where it would give an id twice and miscount.
+    #[test]
+    fn code_from_before_v8_cannot_write_the_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = with_ready_task(dir.path());
+        let (t, _) = ids("t1", "p1");
+        assert_eq!(move_into(&mut store, &t, "failed.x"), Some(1));
+        let old_record = "BEGIN IMMEDIATE;
+             INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('t1', 'after_fail', 0);
+             INSERT INTO pending_hook_states (hook_id, state) VALUES (last_insert_rowid(), 'failed.x');
+             INSERT INTO queue_counts (kind, name, n) VALUES ('pending', 'after_fail', 1)
+                 ON CONFLICT (kind, name) DO UPDATE SET n = n + 1;
+             COMMIT;";
+        let old_clear = "BEGIN IMMEDIATE;
+             DELETE FROM pending_hooks WHERE id = 1;
+             INSERT INTO queue_counts (kind, name, n) VALUES ('pending', 'after_fail', -1)
+                 ON CONFLICT (kind, name) DO UPDATE SET n = n + -1;
+             COMMIT;";
+        for sql in [old_record, old_clear] {
+            let err = store.conn().execute_batch(sql).unwrap_err();
+            assert!(err.to_string().contains("restart it"), "{err}");
+            store.conn().execute_batch("ROLLBACK").unwrap();
+        }
+        let left: Vec<i64> = store
+            .pending(0, 10, None)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(left, [1]);
+        assert_eq!(store.stats().unwrap().pending, 1);
+        assert_eq!(move_into(&mut store, &t, "review.awaiting_human"), Some(2));
+    }
+
+    /// Ids run out at `i64::MAX` with an error that writes nothing, as `AUTOINCREMENT` did
+    /// (`SQLITE_FULL`), not by wrapping around to ids the drain never reads.
+    #[test]
+    fn used_up_ids_are_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = with_ready_task(dir.path());
+        let (t, p) = ids("t1", "p1");
+        store
+            .conn()
+            .execute_batch(&format!(
+                "INSERT INTO pending_hooks (id, task, point, recorded_ms) VALUES ({max}, 't1', 'after_fail', 0);
+                 INSERT INTO pending_hook_states (hook_id, state) VALUES ({max}, 'failed.x');",
+                max = i64::MAX
+            ))
+            .unwrap();
+        store.drop_entry(i64::MAX).unwrap();
+        let to = Phase::new("failed.y").unwrap();
+        let err = store
+            .write(|tx| move_task(tx, &t, &to, &MoveFacts::default()))
+            .unwrap_err();
+        assert!(err.to_string().contains("used up"), "{err}");
+        let err = store.write(|tx| cancel_plan(tx, &p)).unwrap_err();
+        assert!(err.to_string().contains("used up"), "{err}");
+        assert_eq!(store.task("t1").unwrap().unwrap().phase, "todo.ready");
+        assert!(pending(&store).is_empty());
     }
 }

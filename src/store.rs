@@ -1063,7 +1063,7 @@ impl Store {
                 .map(|(_, name, n)| (name.clone(), *n))
                 .collect()
         };
-        let mut pending_by_point = of("pending");
+        let mut pending_by_point = of("points");
         // The points recorded since the counters last counted: at most a few hundred.
         let uncounted: Vec<(String, i64)> = c
             .prepare_cached(
@@ -1285,8 +1285,16 @@ impl IdMarks {
 
     /// The id the next point takes: above every id pending or ever cleared, so that an
     /// occurrence id is never given twice (what `AUTOINCREMENT` did before migration V8).
-    pub fn next_id(&self) -> i64 {
-        self.newest.max(self.cleared) + 1
+    pub fn next_id(&self) -> Result<i64, StoreError> {
+        self.ids_after(1)
+    }
+
+    /// The last of `n` ids taken from [`IdMarks::next_id`] on; an error when the ids run out,
+    /// as `AUTOINCREMENT` failed with `SQLITE_FULL`.
+    pub fn ids_after(&self, n: i64) -> Result<i64, StoreError> {
+        self.newest.max(self.cleared).checked_add(n).ok_or_else(|| {
+            StoreError::Invalid("occurrence ids are used up (the highest one was given)".into())
+        })
     }
 }
 
@@ -1319,7 +1327,7 @@ pub fn count_new_points(conn: &Connection) -> Result<(), StoreError> {
     }
     conn.prepare_cached(
         "INSERT INTO queue_counts (kind, name, n)
-         SELECT 'pending', point, COUNT(*) FROM pending_hooks WHERE id > ?1 GROUP BY point
+         SELECT 'points', point, COUNT(*) FROM pending_hooks WHERE id > ?1 GROUP BY point
          ON CONFLICT (kind, name) DO UPDATE SET n = n + excluded.n",
     )?
     .execute([marks.counted])?;
@@ -1331,7 +1339,7 @@ pub fn count_new_points(conn: &Connection) -> Result<(), StoreError> {
 pub fn count_pending(conn: &Connection, point: &str, delta: i64) -> Result<(), StoreError> {
     if delta != 0 {
         conn.prepare_cached(
-            "INSERT INTO queue_counts (kind, name, n) VALUES ('pending', ?1, ?2) ON CONFLICT (kind, name) DO UPDATE SET n = n + ?2",
+            "INSERT INTO queue_counts (kind, name, n) VALUES ('points', ?1, ?2) ON CONFLICT (kind, name) DO UPDATE SET n = n + ?2",
         )?
         .execute(params![point, delta])?;
     }

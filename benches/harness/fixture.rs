@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use hookq::Workspace;
-use hookq::store::{Store, count_new_points, now_ms};
+use hookq::store::{IdMarks, Store, count_new_points, now_ms};
 use rusqlite::{Connection, params};
 
 /// Where the run's databases and logs go: `HOOKQ_BENCH_DIR`, else the system temp dir. Floors
@@ -75,21 +75,22 @@ pub fn add_points(c: &mut Connection, prefix: &str, tasks: usize, points: usize)
     while done < points {
         let n = CHUNK.min(points - done);
         let tx = c.transaction().expect("begin");
-        let before: i64 = tx
-            .query_row("SELECT COALESCE(MAX(id), 0) FROM pending_hooks", [], |r| {
-                r.get(0)
-            })
-            .expect("max id");
+        // Ids as `record` gives them: above every id pending or ever cleared.
+        let before = IdMarks::read(&tx)
+            .and_then(|m| m.next_id())
+            .expect("the next id")
+            - 1;
         tx.execute(
-            r#"INSERT INTO pending_hooks (task, point, recorded_ms)
+            r#"INSERT INTO pending_hooks (id, task, point, recorded_ms)
                WITH RECURSIVE n(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?2)
-               SELECT printf('%s%07d', ?3, i % ?4), 'after_awaiting_human', ?5 FROM n"#,
+               SELECT ?6 + 1 + i - ?1, printf('%s%07d', ?3, i % ?4), 'after_awaiting_human', ?5 FROM n"#,
             params![
                 done as i64,
                 (done + n) as i64,
                 prefix,
                 tasks as i64,
-                now_ms()
+                now_ms(),
+                before
             ],
         )
         .expect("insert pending_hooks");
@@ -104,11 +105,35 @@ pub fn add_points(c: &mut Connection, prefix: &str, tasks: usize, points: usize)
     }
 }
 
+/// Leaves the newest `k` pending points (all of them if fewer) out of the pending counters, as
+/// if recorded since the counters last counted: the most `queue stats` then counts itself is
+/// [`hookq::store::COUNT_EVERY`]. The points must all be `after_awaiting_human`, as
+/// [`add_points`] makes them.
+pub fn leave_uncounted(c: &Connection, k: i64) {
+    let before = pending_count(c);
+    let uncounted = k.min(before);
+    if uncounted <= 0 {
+        return;
+    }
+    c.execute_batch(&format!(
+        "UPDATE queue_counts SET n = n - {uncounted} WHERE kind = 'points' AND name = 'after_awaiting_human';
+         UPDATE queue_counts SET n = (SELECT MIN(id) - 1 FROM
+             (SELECT id FROM pending_hooks ORDER BY id DESC LIMIT {uncounted}))
+         WHERE kind = 'ids' AND name = 'counted';"
+    ))
+    .expect("leave points uncounted");
+    assert_eq!(
+        pending_count(c),
+        before,
+        "the same points, counted another way"
+    );
+}
+
 /// How many points are pending, as `queue stats` counts them: the counters, and the points
 /// above their mark.
 pub fn pending_count(c: &Connection) -> i64 {
     c.query_row(
-        "SELECT COALESCE((SELECT SUM(n) FROM queue_counts WHERE kind = 'pending'), 0)
+        "SELECT COALESCE((SELECT SUM(n) FROM queue_counts WHERE kind = 'points'), 0)
               + (SELECT COUNT(*) FROM pending_hooks WHERE id >
                      COALESCE((SELECT n FROM queue_counts WHERE kind = 'ids' AND name = 'counted'), 0))",
         [],
