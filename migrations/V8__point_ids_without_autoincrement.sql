@@ -11,9 +11,9 @@
 --   the highest pending id (`record`). The row starts at the old sequence's value.
 -- * Pending points are counted in batches. The counters ('pending', <point>) count the points up
 --   to the id in row ('ids', 'counted'); `queue stats` adds the few above it, and recording
---   counts them in (moving the mark) before more than a few hundred can gather. A clear takes
---   its point off the counter only if the counter had counted it. Every counter is exact now,
---   so the mark starts at the highest pending id.
+--   counts them in (moving the mark) before more than a few hundred can gather. The trigger
+--   below takes a deleted point off the counters if they had counted it, whoever deletes it.
+--   Every counter is exact now, so the mark starts at the highest pending id.
 -- * The counters change kind, from 'pending' to 'points': a process still running code from
 --   before V8 (a host or hub opened before the upgrade) would record points without an id and
 --   count them the old way, giving an id twice and miscounting. The trigger at the end makes
@@ -47,6 +47,8 @@ CREATE INDEX pending_hooks_interrupted ON pending_hooks (id) WHERE passes > 0;
 -- Runs for every deleted point, whoever deletes it.
 CREATE TRIGGER pending_hooks_cleared AFTER DELETE ON pending_hooks BEGIN
     DELETE FROM pending_hook_states WHERE hook_id = OLD.id;
+    UPDATE queue_counts SET n = n - 1 WHERE kind = 'points' AND name = OLD.point
+        AND OLD.id <= (SELECT n FROM queue_counts WHERE kind = 'ids' AND name = 'counted');
     INSERT INTO queue_counts (kind, name, n) VALUES ('ids', 'cleared', OLD.id)
         ON CONFLICT (kind, name) DO UPDATE SET n = excluded.n WHERE n < excluded.n;
 END;

@@ -1063,22 +1063,7 @@ impl Store {
                 .map(|(_, name, n)| (name.clone(), *n))
                 .collect()
         };
-        let mut pending_by_point = of("points");
-        // The points recorded since the counters last counted: at most a few hundred.
-        let uncounted: Vec<(String, i64)> = c
-            .prepare_cached(
-                "SELECT point, COUNT(*) FROM pending_hooks WHERE id > ?1 GROUP BY point",
-            )?
-            .query_map([counted_mark(c)?], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<_, _>>()?;
-        for (point, n) in uncounted {
-            match pending_by_point.iter_mut().find(|(p, _)| *p == point) {
-                Some((_, m)) => *m += n,
-                None => pending_by_point.push((point, n)),
-            }
-        }
-        pending_by_point.retain(|(_, n)| *n != 0);
-        pending_by_point.sort();
+        let pending_by_point = pending_by_point(c)?;
         let oldest: Option<i64> = c
             .prepare_cached("SELECT recorded_ms FROM pending_hooks ORDER BY id LIMIT 1")?
             .query_row([], |r| r.get(0))
@@ -1260,21 +1245,26 @@ pub struct IdMarks {
     pub counted: i64,
 }
 
-impl IdMarks {
-    /// The three columns [`IdMarks::from_row`] reads, for a `SELECT` of its own or after other
-    /// columns of one.
-    pub(crate) const COLUMNS: &str = "(SELECT COALESCE(MAX(id), 0) FROM pending_hooks),
-        COALESCE((SELECT n FROM queue_counts WHERE kind = 'ids' AND name = 'cleared'), 0),
-        COALESCE((SELECT n FROM queue_counts WHERE kind = 'ids' AND name = 'counted'), 0)";
+/// The three columns [`IdMarks::from_row`] reads, as a literal for `concat!`: for a `SELECT` of
+/// their own or after other columns of one, with no SQL built at run time.
+macro_rules! id_mark_columns {
+    () => {
+        "(SELECT COALESCE(MAX(id), 0) FROM pending_hooks),
+         COALESCE((SELECT n FROM queue_counts WHERE kind = 'ids' AND name = 'cleared'), 0),
+         COALESCE((SELECT n FROM queue_counts WHERE kind = 'ids' AND name = 'counted'), 0)"
+    };
+}
+pub(crate) use id_mark_columns;
 
+impl IdMarks {
     /// Reads the marks inside `conn`'s current transaction.
     pub fn read(conn: &Connection) -> Result<Self, StoreError> {
         Ok(conn
-            .prepare_cached(&format!("SELECT {}", Self::COLUMNS))?
+            .prepare_cached(concat!("SELECT ", id_mark_columns!()))?
             .query_row([], |r| Self::from_row(r, 0))?)
     }
 
-    /// The marks from [`IdMarks::COLUMNS`] at column `first` of `row`.
+    /// The marks from [`id_mark_columns`] at column `first` of `row`.
     pub(crate) fn from_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Self> {
         Ok(Self {
             newest: row.get(first)?,
@@ -1298,13 +1288,21 @@ impl IdMarks {
     }
 }
 
-/// The id up to which the pending counters have counted.
-fn counted_mark(conn: &Connection) -> Result<i64, StoreError> {
+/// Pending points by point name, as `queue stats` gives them: the counters, and the points
+/// recorded since they last counted (at most [`COUNT_EVERY`]). Names with none are left out.
+pub fn pending_by_point(conn: &Connection) -> Result<Vec<(String, i64)>, StoreError> {
     Ok(conn
-        .prepare_cached("SELECT n FROM queue_counts WHERE kind = 'ids' AND name = 'counted'")?
-        .query_row([], |r| r.get(0))
-        .optional()?
-        .unwrap_or(0))
+        .prepare_cached(
+            "SELECT name, SUM(n) FROM (
+                 SELECT name, n FROM queue_counts WHERE kind = 'points'
+                 UNION ALL
+                 SELECT point, COUNT(*) FROM pending_hooks WHERE id >
+                     COALESCE((SELECT n FROM queue_counts WHERE kind = 'ids' AND name = 'counted'), 0)
+                 GROUP BY point)
+             GROUP BY name HAVING SUM(n) != 0 ORDER BY name",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?)
 }
 
 /// Records that the pending counters have counted every point up to `id`.
@@ -1335,8 +1333,9 @@ pub fn count_new_points(conn: &Connection) -> Result<(), StoreError> {
 }
 
 /// Adds `delta` to the count of pending `point`s that `queue stats` reads, for points at or
-/// below the counted mark (see [`count_new_points`]).
-pub fn count_pending(conn: &Connection, point: &str, delta: i64) -> Result<(), StoreError> {
+/// below the counted mark (see [`count_new_points`]). Deleted points are taken off by the
+/// delete trigger.
+pub(crate) fn count_pending(conn: &Connection, point: &str, delta: i64) -> Result<(), StoreError> {
     if delta != 0 {
         conn.prepare_cached(
             "INSERT INTO queue_counts (kind, name, n) VALUES ('points', ?1, ?2) ON CONFLICT (kind, name) DO UPDATE SET n = n + ?2",
@@ -1424,13 +1423,9 @@ fn clear_in(
     entry: &PendingRow,
     rows: &[NewHistory],
 ) -> Result<(), StoreError> {
-    let deleted = tx
-        .prepare_cached("DELETE FROM pending_hooks WHERE id = ?1")?
+    // The delete trigger keeps the counters and the cleared mark (migration V8).
+    tx.prepare_cached("DELETE FROM pending_hooks WHERE id = ?1")?
         .execute([entry.id])?;
-    // A point above the mark was never counted; its row going is all it takes.
-    if entry.id <= counted_mark(tx)? {
-        count_pending(tx, &entry.point, -(deleted as i64))?;
-    }
     let now = now_ms();
     let state = entry.state.as_deref().unwrap_or("");
     let mut insert = tx.prepare_cached(

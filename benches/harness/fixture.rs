@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use hookq::Workspace;
-use hookq::store::{IdMarks, Store, count_new_points, now_ms};
+use hookq::store::{IdMarks, Store, count_new_points, now_ms, pending_by_point};
 use rusqlite::{Connection, params};
 
 /// Where the run's databases and logs go: `HOOKQ_BENCH_DIR`, else the system temp dir. Floors
@@ -129,17 +129,13 @@ pub fn leave_uncounted(c: &Connection, k: i64) {
     );
 }
 
-/// How many points are pending, as `queue stats` counts them: the counters, and the points
-/// above their mark.
+/// How many points are pending, as `queue stats` counts them.
 pub fn pending_count(c: &Connection) -> i64 {
-    c.query_row(
-        "SELECT COALESCE((SELECT SUM(n) FROM queue_counts WHERE kind = 'points'), 0)
-              + (SELECT COUNT(*) FROM pending_hooks WHERE id >
-                     COALESCE((SELECT n FROM queue_counts WHERE kind = 'ids' AND name = 'counted'), 0))",
-        [],
-        |r| r.get(0),
-    )
-    .expect("count pending")
+    pending_by_point(c)
+        .expect("count pending")
+        .iter()
+        .map(|(_, n)| n)
+        .sum()
 }
 
 /// Moves the WAL into the database file and empties it, so file sizes and whole-process runs
