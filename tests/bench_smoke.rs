@@ -16,8 +16,8 @@ fn every_figure_is_produced() {
     let table = report.table();
     let finite_positive = |x: f64| x.is_finite() && x > 0.0;
     for id in [
-        "F1", "F2", "F3", "F4", "F5", "1a", "1b", "1c", "2a", "2b", "2c", "2d", "2e", "2f", "3a",
-        "3b", "3c", "3d", "3e", "4a", "4b", "4c", "5a", "5b", "6", "6b",
+        "F1", "F2", "F3", "F4", "F5", "1a", "1b", "1c", "1d", "2a", "2b", "2c", "2d", "2e", "2f",
+        "3a", "3b", "3c", "3d", "3e", "4a", "4b", "4c", "5a", "5b", "6", "6b",
     ] {
         let row = report
             .rows

@@ -110,10 +110,17 @@ pub fn fdatasync(dir: &Path, samples: usize) -> f64 {
     median(&times)
 }
 
-/// Opens `dir/<name>.db` with hookq's store pragmas (WAL, synchronous=FULL, foreign keys, busy
-/// timeout), each read back.
-pub fn bare_connection(dir: &Path, name: &str) -> Connection {
+/// SQLite's default page size, the floors' unless a figure says otherwise: the issue's "durable
+/// SQLite commit" is SQLite as it comes. hookq creates its databases with
+/// [`hookq::store::PAGE_SIZE`].
+pub const SQLITE_PAGE_SIZE: i64 = 4096;
+
+/// Creates `dir/<name>.db` with `page_size` and hookq's store pragmas (WAL, synchronous=FULL,
+/// foreign keys, busy timeout), each read back.
+pub fn bare_connection(dir: &Path, name: &str, page_size: i64) -> Connection {
     let conn = Connection::open(dir.join(format!("{name}.db"))).expect("open the bare database");
+    conn.execute_batch(&format!("PRAGMA page_size={page_size}"))
+        .expect("page_size");
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .expect("busy_timeout");
     let mode: String = conn
@@ -126,11 +133,16 @@ pub fn bare_connection(dir: &Path, name: &str) -> Connection {
         .query_row("PRAGMA synchronous", [], |r| r.get(0))
         .expect("synchronous");
     assert_eq!(sync, 2, "synchronous=FULL");
+    // Journal mode WAL wrote the header: the size is fixed now.
+    let page: i64 = conn
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .expect("page_size");
+    assert_eq!(page, page_size, "page_size");
     conn
 }
 
 /// A bare database beside the workspace's: same pragmas as hookq's store (WAL, synchronous=FULL,
-/// foreign keys, busy timeout), one table of its own, its WAL in steady state
+/// foreign keys, busy timeout), the page size it is given, one table of its own, its WAL in steady state
 /// ([`super::fixture::steady_wal`]) as the store's is when it is timed.
 pub struct Bare {
     conn: Connection,
@@ -138,9 +150,9 @@ pub struct Bare {
 }
 
 impl Bare {
-    /// Creates `dir/<name>.db`.
-    pub fn create(dir: &Path, name: &str) -> Self {
-        let conn = bare_connection(dir, name);
+    /// Creates `dir/<name>.db` with `page_size`.
+    pub fn create(dir: &Path, name: &str, page_size: i64) -> Self {
+        let conn = bare_connection(dir, name, page_size);
         conn.execute_batch(
             "CREATE TABLE bare (id INTEGER PRIMARY KEY, name TEXT NOT NULL, at INTEGER NOT NULL) STRICT;",
         )

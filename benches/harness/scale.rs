@@ -191,7 +191,7 @@ fn cancel(dir: &Path, sizes: &Sizes) -> (f64, f64) {
     // `Bare::create`), and each round starts them from a checkpoint that does not truncate it.
     fixture::steady_wal(&ws.db_path());
     let mut store = Store::open(&ws.db_path()).expect("open the store");
-    let mut bare = Bare::create(dir, "bare-batch");
+    let mut bare = Bare::create(dir, "bare-batch", super::floors::SQLITE_PAGE_SIZE);
     let mut times: [Vec<f64>; 2] = Default::default();
     for round in 0..sizes.cancel_rounds {
         let plan = format!("plan{round}");
@@ -307,7 +307,7 @@ pub fn rows(s: &Scale, sizes: &Sizes) -> Vec<Row> {
             "ms",
             None,
         )
-        .note("2 rows per point (a point is a pending_hooks and a pending_hook_states row); same pragmas as hookq"),
+        .note(format!("2 rows per point (a point is a pending_hooks and a pending_hook_states row); same pragmas as hookq, SQLite's default {}-byte pages", super::floors::SQLITE_PAGE_SIZE)),
         Row::new("3a", format!("`hookq queue --limit 50`, whole process, {big} pending"), s.queue.0, "ms")
             .vs(format!("{} pending", sizes.queue_small), s.queue.1)
             .target(Target::ratio_at_most(1.5))

@@ -53,7 +53,10 @@ pub fn run(sizes: Sizes) -> Report {
             "ms",
             Some(0.19),
         )
-        .note("median, interleaved with figure 1"),
+        .note(format!(
+            "median, interleaved with figure 1; SQLite's default {}-byte pages",
+            floors::SQLITE_PAGE_SIZE
+        )),
         Row::floor(
             "F4",
             "fdatasync of a 4 KiB overwrite",
