@@ -13,7 +13,7 @@ use super::report::{Row, Target};
 use super::sizes::Sizes;
 use super::stats::{median, timed};
 
-/// Medians of the six interleaved variants, ms per durable transaction.
+/// Medians of the five interleaved variants, ms per durable transaction.
 pub struct Transitions {
     /// A move into `review.awaiting_human`: records `after_awaiting_human`.
     pub with_point: f64,
@@ -21,13 +21,14 @@ pub struct Transitions {
     pub without_point: f64,
     /// One row into a bare table per durable commit, at SQLite's default page size (F3).
     pub bare_commit: f64,
-    /// The same at the page size hookq gives its databases.
-    pub bare_commit_paged: f64,
     /// The outbox's least possible shape in bare tables: a task row updated, and a point row
     /// and a state row inserted in two more tables, per durable commit.
     pub bare_outbox: f64,
     /// The same task row update alone.
     pub bare_update: f64,
+    /// Row 1d: the same rotation again with F3's table in a database at hookq's page size, its
+    /// transition with a point and its bare commit.
+    pub paged: (f64, f64),
 }
 
 /// Three bare tables shaped as SPEC §3's outbox needs at the least, nothing else: no foreign
@@ -80,23 +81,59 @@ impl BareOutbox {
     }
 }
 
-/// Times `sizes.transitions` of each variant, interleaved A to F with the order rotated
-/// every round so drift and order effects fall on all of them alike.
+/// Times `sizes.transitions` of each variant, interleaved A to E with the order rotated every
+/// round so drift and order effects fall on all of them alike; then, for row 1d, the same
+/// rotation with F3's bare table at hookq's page size. Each rotation commits to three databases
+/// (the store, the bare table's, the bare outbox's): a fourth file in the rotation makes every
+/// commit dearer here (BENCHMARKS.md, 1a), so 1d has a rotation of its own.
 pub fn measure(dir: &Path, sizes: &Sizes) -> Transitions {
     let n = sizes.transitions;
     let ws = fixture::workspace(dir, "transitions", &[]);
     {
         let mut c = fixture::bulk_conn(&ws);
-        fixture::add_tasks(&mut c, "a", "p1", "running.gate", n);
-        fixture::add_tasks(&mut c, "b", "p1", "running.gate", n);
+        for prefix in ["a", "b", "c", "d"] {
+            fixture::add_tasks(&mut c, prefix, "p1", "running.gate", n);
+        }
         fixture::checkpoint(&c);
     }
     // Every database of the figure is timed with its WAL in steady state, as in use.
     fixture::steady_wal(&ws.db_path());
     let mut store = Store::open(&ws.db_path()).expect("open the store");
+    let mut outbox = BareOutbox::create(dir, 4 * n);
     let mut bare = Bare::create(dir, "bare-commit", SQLITE_PAGE_SIZE);
-    let mut bare_paged = Bare::create(dir, "bare-commit-paged", PAGE_SIZE);
-    let mut outbox = BareOutbox::create(dir, 2 * n);
+    let [
+        with_point,
+        without_point,
+        bare_commit,
+        bare_outbox,
+        bare_update,
+    ] = rotate(&mut store, ("a", "b"), &mut bare, &mut outbox, 0, n);
+    drop(bare);
+    let mut bare = Bare::create(dir, "bare-commit-paged", PAGE_SIZE);
+    let [paged_point, _, paged_commit, _, _] =
+        rotate(&mut store, ("c", "d"), &mut bare, &mut outbox, 2 * n, n);
+    Transitions {
+        with_point,
+        without_point,
+        bare_commit,
+        bare_outbox,
+        bare_update,
+        paged: (paged_point, paged_commit),
+    }
+}
+
+/// One rotation of figure 1's five variants over `n` rounds: the store's tasks `<p.0>NNNNNNN`
+/// move into `review.awaiting_human`, its tasks `<p.1>NNNNNNN` into `todo.ready`, `bare` takes
+/// one row a commit, and the outbox moves its tasks from `first` on. Medians, ms, in the order
+/// of [`Transitions`]' fields.
+fn rotate(
+    store: &mut Store,
+    prefixes: (&str, &str),
+    bare: &mut Bare,
+    outbox: &mut BareOutbox,
+    first: usize,
+    n: usize,
+) -> [f64; 5] {
     let awaiting = Phase::new("review.awaiting_human").expect("phase");
     let ready = Phase::new("todo.ready").expect("phase");
     let facts = MoveFacts::default();
@@ -105,18 +142,12 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> Transitions {
             .map(|i| TaskId::new(format!("{p}{i:07}")).expect("id"))
             .collect()
     };
-    let (a_ids, b_ids) = (ids("a"), ids("b"));
-    let (mut a, mut b, mut c, mut d, mut e, mut f) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
+    let (a_ids, b_ids) = (ids(prefixes.0), ids(prefixes.1));
+    let mut times: [Vec<f64>; 5] = Default::default();
     for i in 0..n {
-        for k in 0..6 {
-            match (i + k) % 6 {
+        for k in 0..5 {
+            let which = (i + k) % 5;
+            let ms = match which {
                 0 => {
                     let (t, ms) =
                         timed(|| store.write(|tx| move_task(tx, &a_ids[i], &awaiting, &facts)));
@@ -125,29 +156,22 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> Transitions {
                             .occurrence
                             .is_some()
                     );
-                    a.push(ms);
+                    ms
                 }
                 1 => {
                     let (t, ms) =
                         timed(|| store.write(|tx| move_task(tx, &b_ids[i], &ready, &facts)));
                     assert!(t.expect("move into todo.ready").occurrence.is_none());
-                    b.push(ms);
+                    ms
                 }
-                2 => c.push(bare.insert(1)),
-                3 => d.push(outbox.transition(2 * i, true)),
-                4 => e.push(outbox.transition(2 * i + 1, false)),
-                _ => f.push(bare_paged.insert(1)),
-            }
+                2 => bare.insert(1),
+                3 => outbox.transition(first + 2 * i, true),
+                _ => outbox.transition(first + 2 * i + 1, false),
+            };
+            times[which].push(ms);
         }
     }
-    Transitions {
-        with_point: median(&a),
-        without_point: median(&b),
-        bare_commit: median(&c),
-        bare_commit_paged: median(&f),
-        bare_outbox: median(&d),
-        bare_update: median(&e),
-    }
+    times.map(|t| median(&t))
 }
 
 /// The figure's rows.
@@ -161,7 +185,7 @@ pub fn rows(t: &Transitions) -> Vec<Row> {
         )
         .vs("same move, no point (-> todo.ready)", t.without_point)
         .target(Target::ratio_at_most(1.10))
-        .note(format!("store.write + record::move_task, medians of the six variants of figure 1 interleaved (order rotated); hookq's database has {PAGE_SIZE}-byte pages")),
+        .note(format!("store.write + record::move_task, medians of the five variants of figure 1 interleaved (order rotated); hookq's database has {PAGE_SIZE}-byte pages")),
         Row::new(
             "1b",
             "transitions/s recording a point",
@@ -174,11 +198,11 @@ pub fn rows(t: &Transitions) -> Vec<Row> {
         Row::new(
             "1d",
             "  1b against a bare commit at hookq's page size",
-            1e3 / t.with_point,
+            1e3 / t.paged.0,
             "/s",
         )
-        .vs("bare 1-row durable commits/s, hookq's pages", 1e3 / t.bare_commit_paged)
-        .note(format!("the bare table of 1b in a database with {PAGE_SIZE}-byte pages, as hookq creates its own, interleaved with the rest of figure 1")),
+        .vs("bare 1-row durable commits/s, hookq's pages", 1e3 / t.paged.1)
+        .note(format!("figure 1's rotation run again after the first, with 1b's bare table in a database with {PAGE_SIZE}-byte pages, as hookq creates its own; the transitions/s are that rotation's")),
         Row::new(
             "1c",
             "  floor of 1a's ratio: bare task update + point row + state row, durable",
