@@ -38,7 +38,7 @@ pub const DRAIN_CACHE_SIZE: i64 = -1024;
 /// 0.75-0.79x the bare commit's rate with 4 KiB pages, 0.81-0.84x with 2 KiB and 0.86-0.90x with
 /// 1 KiB. Smaller pages cost the big transactions: `plan cancel` of 10,000 tasks writes the
 /// same bytes in more WAL frames, each with its own `pwrite` calls, and took 44-46 ms with 2 KiB
-/// pages and 56-63 ms with 1 KiB, against 39-44 ms with 4 KiB.
+/// pages and 56-63 ms with 1 KiB, against 38-44 ms with 4 KiB.
 pub const PAGE_SIZE: i64 = 2048;
 
 /// How long one `BEGIN IMMEDIATE` attempt waits in SQLite's busy handler before
