@@ -142,8 +142,8 @@ pub fn bare_connection(dir: &Path, name: &str, page_size: i64) -> Connection {
 }
 
 /// A bare database beside the workspace's: same pragmas as hookq's store (WAL, synchronous=FULL,
-/// foreign keys, busy timeout), the page size it is given, one table of its own, its WAL in steady state
-/// ([`super::fixture::steady_wal`]) as the store's is when it is timed.
+/// foreign keys, busy timeout), the page size it is given, one table of its own, its WAL in
+/// steady state ([`super::fixture::steady_wal`]) as the store's is when it is timed.
 pub struct Bare {
     conn: Connection,
     next: i64,
