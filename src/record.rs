@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::ids::{PlanId, TaskId};
 use crate::phase::{Phase, Point};
 use crate::store::{
-    COUNT_EVERY, IdMarks, StoreError, count_new_points, count_pending, id_mark_columns, now_ms,
+    COUNT_EVERY, IdMarks, StoreError, count_pending, count_up_to, id_mark_columns, now_ms,
     set_counted_mark,
 };
 
@@ -84,7 +84,13 @@ fn record_point(
     // Counted in batches: writing the counter's page every time cost a transition about a
     // tenth of its time (migration V8).
     if id - marks.counted > COUNT_EVERY {
-        count_new_points(tx)?;
+        count_up_to(
+            tx,
+            IdMarks {
+                newest: id,
+                ..marks
+            },
+        )?;
     }
     Ok(Occurrence { id, point })
 }
@@ -204,9 +210,7 @@ pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition
     let now = now_ms();
     let marks = IdMarks::read(tx)?;
     // The points recorded before are counted first, so that the mark can move past these.
-    if marks.newest > marks.counted {
-        count_new_points(tx)?;
-    }
+    count_up_to(tx, marks)?;
     let before = marks.next_id()? - 1;
     marks.ids_after(from.len() as i64)?;
     // The first task's point takes the next id; SQLite numbers the rows the second statement

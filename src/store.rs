@@ -404,16 +404,17 @@ impl Store {
                 ))?
                 .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<Result<_, _>>()?;
-            if !host.is_empty() {
-                tx.execute_batch(&format!(
-                    "CREATE TABLE IF NOT EXISTS {KEPT_OBJECTS} (name TEXT PRIMARY KEY NOT NULL, sql TEXT NOT NULL)"
-                ))?;
+            if host.is_empty() {
+                return Ok(());
             }
+            tx.execute_batch(&format!(
+                "CREATE TABLE IF NOT EXISTS {KEPT_OBJECTS} (name TEXT PRIMARY KEY NOT NULL, sql TEXT NOT NULL)"
+            ))?;
+            let mut keep = tx.prepare(&format!(
+                "INSERT OR IGNORE INTO {KEPT_OBJECTS} (name, sql) VALUES (?1, ?2)"
+            ))?;
             for (name, sql) in &host {
-                tx.execute(
-                    &format!("INSERT OR IGNORE INTO {KEPT_OBJECTS} (name, sql) VALUES (?1, ?2)"),
-                    [name, sql],
-                )?;
+                keep.execute([name, sql])?;
             }
             Ok(())
         })
@@ -1338,7 +1339,12 @@ pub(crate) fn set_counted_mark(conn: &Connection, id: i64) -> Result<(), StoreEr
 /// transition need not write a counter's page (migration V8); code that writes pending rows by
 /// SQL of its own, as the bench's fixtures do, calls it after.
 pub fn count_new_points(conn: &Connection) -> Result<(), StoreError> {
-    let marks = IdMarks::read(conn)?;
+    count_up_to(conn, IdMarks::read(conn)?)
+}
+
+/// [`count_new_points`] for a caller that has the marks as they stand in its transaction
+/// already: counts the points above `marks.counted` and moves the mark to `marks.newest`.
+pub(crate) fn count_up_to(conn: &Connection, marks: IdMarks) -> Result<(), StoreError> {
     if marks.newest <= marks.counted {
         return Ok(());
     }
