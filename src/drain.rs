@@ -703,8 +703,8 @@ fn start(
 
 /// Runs a job's commands one after another, calling `meanwhile` while they run (see
 /// [`exec::run_while`]). Each command's log is opened while the one before it runs, and `after`
-/// (the first log of the point to run next) while the last one runs; that one is handed back in
-/// [`Done::ahead`]. Touches no database.
+/// (the first log of the point to run next) while the last one runs, where their folder exists
+/// (see [`exec::OpenedLog`]); that one is handed back in [`Done::ahead`]. Touches no database.
 fn execute(
     ws: &Workspace,
     lock: &RunnerLock,
@@ -757,7 +757,7 @@ fn execute(
             meanwhile();
             if let Some(path) = next_log.take() {
                 // A failure here is met again, and reported, when that command runs.
-                ahead = exec::OpenedLog::open(&path).ok();
+                ahead = exec::OpenedLog::open(&path).ok().flatten();
             }
         });
         if let Some(o) = opened.filter(|o| o.path() != log) {
@@ -980,23 +980,37 @@ mod tests {
 
     #[test]
     fn a_stop_asked_for_between_points_leaves_the_next_one_unstarted() {
-        let (_dir, ws, mut store) = workspace("after_fail = ['exit 1']");
-        let stop = Stop::new();
-        let lock = runner_lock(&ws);
-        // The warning for the first point's failure arrives after the next point was chosen to
-        // be marked started, and asks to stop: the second point must not keep the mark.
-        let report = Drainer::with_warnings(ws.clone(), &stop, |_| stop.request())
-            .drain(&mut store, &lock)
-            .unwrap();
-        assert_eq!(report.cleared, 1);
-        assert!(report.stopped);
-        let left = store.pending(0, 10, None).unwrap();
-        assert_eq!(left.len(), 1);
-        assert_eq!(left[0].passes, 0, "no pass started it");
-        // Its log, opened ahead while the first point ran, is not left behind empty.
-        let task = TaskId::new(left[0].task.clone()).unwrap();
-        let log = ws.hook_log_path(&task, Point::AfterFail, 1);
-        assert!(!log.exists(), "{} exists", log.display());
+        // Once for tasks with log folders from earlier points, whose next log is opened ahead,
+        // and once for new tasks, whose folders are made only as a command starts.
+        for folders_exist in [true, false] {
+            let (_dir, ws, mut store) = workspace("after_fail = ['exit 1']");
+            if folders_exist {
+                for task in ["a", "b"] {
+                    std::fs::create_dir_all(ws.hook_log_dir(&TaskId::new(task).unwrap())).unwrap();
+                }
+            }
+            let stop = Stop::new();
+            let lock = runner_lock(&ws);
+            // The warning for the first point's failure arrives after the next point was chosen
+            // to be marked started, and asks to stop: the second point must not keep the mark.
+            let report = Drainer::with_warnings(ws.clone(), &stop, |_| stop.request())
+                .drain(&mut store, &lock)
+                .unwrap();
+            assert_eq!(report.cleared, 1);
+            assert!(report.stopped);
+            let left = store.pending(0, 10, None).unwrap();
+            assert_eq!(left.len(), 1);
+            assert_eq!(left[0].passes, 0, "no pass started it");
+            let task = TaskId::new(left[0].task.clone()).unwrap();
+            if folders_exist {
+                // Its log, opened ahead while the first point ran, is not left behind empty.
+                let log = ws.hook_log_path(&task, Point::AfterFail, 1);
+                assert!(!log.exists(), "{} exists", log.display());
+            } else {
+                let dir = ws.hook_log_dir(&task);
+                assert!(!dir.exists(), "{} made ahead", dir.display());
+            }
+        }
     }
 
     #[test]

@@ -308,31 +308,28 @@ pub fn describe(ending: Ending) -> String {
 
 /// Opens `path` for appending, creating it and its folders (owner-only) as needed.
 fn open_log(path: &Path) -> std::io::Result<File> {
-    open_append(path, false)
-}
-
-/// Opens `path` for appending, creating it (owner-only) and its missing folders; with `new`,
-/// only if it does not exist yet.
-fn open_append(path: &Path, new: bool) -> std::io::Result<File> {
-    let open = || {
-        let mut options = std::fs::OpenOptions::new();
-        options.append(true).mode(0o600);
-        if new {
-            options.create_new(true);
-        } else {
-            options.create(true);
-        }
-        options.open(path)
-    };
-    match open() {
+    match open_file(path, false) {
         Err(e) if e.kind() == ErrorKind::NotFound => {
             if let Some(dir) = path.parent() {
                 create_log_dir(dir)?;
             }
-            open()
+            open_file(path, false)
         }
         other => other,
     }
+}
+
+/// Opens `path` for appending, creating it (owner-only) in its folder, which must exist; with
+/// `new`, only if it does not exist yet.
+fn open_file(path: &Path, new: bool) -> std::io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.append(true).mode(0o600);
+    if new {
+        options.create_new(true);
+    } else {
+        options.create(true);
+    }
+    options.open(path)
 }
 
 /// Creates a log folder and its parents, owner-only, as running a command there would.
@@ -345,9 +342,15 @@ fn create_log_dir(dir: &Path) -> std::io::Result<()> {
 
 /// A log opened ahead of its command. Creating a file is the dearest step of running a command
 /// into a new log (0.1-1.5 ms on a disk that recently freed many inodes), so the drain opens the
-/// next command's log, folders and all, while the current command runs, and hands it over in
-/// [`Spec::opened`]. A log removed or replaced meanwhile (a hook cleaning up `runs/`) is not
-/// used: the command opens its log again at its path.
+/// next command's log while the current command runs, and hands it over in [`Spec::opened`]. A
+/// log removed or replaced meanwhile (a hook cleaning up `runs/`) is not used: the command opens
+/// its log again at its path.
+///
+/// Only a log whose folder exists is opened ahead: a task's first log, and its two new folders,
+/// are made as its command starts. Made ahead, while the command before ran, they cost the drain
+/// 0.065 ms more a point in two scratch runs of ten rounds of 2,000 points (new tasks: 1.31 and
+/// 1.37 ms a point against 1.25 and 1.30), and the commands' own CPU time grew with them
+/// (`BENCHMARKS.md`, session 15).
 #[derive(Debug)]
 pub struct OpenedLog {
     path: PathBuf,
@@ -359,20 +362,22 @@ pub struct OpenedLog {
 }
 
 impl OpenedLog {
-    /// Opens `path` for appending, creating it (owner-only) and its folders as needed.
-    pub fn open(path: &Path) -> std::io::Result<Self> {
-        let (file, created) = match open_append(path, true) {
+    /// Opens `path` for appending, creating it (owner-only), if its folder exists: `None` when
+    /// it does not, and the command makes it as it starts.
+    pub fn open(path: &Path) -> std::io::Result<Option<Self>> {
+        let (file, created) = match open_file(path, true) {
             Ok(f) => (f, true),
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => (open_log(path)?, false),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => (open_file(path, false)?, false),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
         let meta = file.metadata()?;
-        Ok(Self {
+        Ok(Some(Self {
             path: path.to_path_buf(),
             id: (meta.dev(), meta.ino()),
             file,
             created,
-        })
+        }))
     }
 
     /// The path it was opened at.
@@ -626,8 +631,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("runs/t/hooks/after_fail-01.log");
         let env = path_env();
-        let ahead = OpenedLog::open(&log).unwrap();
-        assert!(ahead.created && log.exists(), "folders and file made ahead");
+        // A task's first log is not opened ahead: its folders are made as the command starts.
+        assert!(OpenedLog::open(&log).unwrap().is_none());
+        assert!(!dir.path().join("runs").exists(), "no folder made ahead");
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        let ahead = OpenedLog::open(&log).unwrap().unwrap();
+        assert!(ahead.created && log.exists(), "file made ahead");
         let mut s = spec("echo one", &log, &env);
         s.opened = Some(&ahead);
         run(&s, &Stop::new()).unwrap();
@@ -635,7 +644,7 @@ mod tests {
 
         // Removed meanwhile (a hook cleaning up runs/): the command writes a log at the path,
         // not into the unlinked file.
-        let ahead = OpenedLog::open(&log).unwrap();
+        let ahead = OpenedLog::open(&log).unwrap().unwrap();
         assert!(!ahead.created, "it was there already");
         std::fs::remove_dir_all(dir.path().join("runs")).unwrap();
         let mut s = spec("echo two", &log, &env);
@@ -646,9 +655,10 @@ mod tests {
 
         // Not used: removed again when opening it created it, kept when it held a log already.
         let other = dir.path().join("runs/u/hooks/after_fail-01.log");
-        OpenedLog::open(&other).unwrap().discard();
+        std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+        OpenedLog::open(&other).unwrap().unwrap().discard();
         assert!(!other.exists());
-        OpenedLog::open(&log).unwrap().discard();
+        OpenedLog::open(&log).unwrap().unwrap().discard();
         assert!(log.exists());
     }
 

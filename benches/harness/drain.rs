@@ -254,7 +254,7 @@ pub fn rows(d: &DrainFigures) -> Vec<Row> {
             .note(spread(6)),
         Row::new("2f", "  floor of 2b's ratio: the floor loop, each log in 2 new folders", d.floor_new_tasks, "ms")
             .vs(floor, d.floor)
-            .note("F2's loop with SPEC's layout for a task's first point: <task>/ and <task>/hooks/ made with the file, while the command before runs, as the drain does")
+            .note("F2's loop with SPEC's layout for a task's first point: <task>/ and <task>/hooks/ made with the file, while the command before runs (the drain did so until session 15; it now makes them as the command starts)")
             .note(spread(7)),
         Row::new("6", "parallel drain: jobs 2, new tasks (per point)", d.drain_j2_new_tasks, "ms")
             .throughput_vs("jobs 1, new tasks (2b)", d.drain_j1_new_tasks)

@@ -57,8 +57,9 @@ pub fn spawn_to_new_logs(dir: &Path, n: usize) -> f64 {
 /// The floor loop for points of new tasks (figure 2b): as [`spawn_to_new_logs`], but each log's
 /// folders (`<dir>/<task>/` and `<dir>/<task>/hooks/`) are new too, as SPEC's layout makes them
 /// for a task's first point. They are made, with the file, while the command before runs: the
-/// most a runner that starts one command at a time can hide of them, and what the drain does.
-/// Total ms.
+/// most a runner that starts one command at a time could hide of them, and what the drain did
+/// until session 15 (it now makes them as the command starts, which measured faster in the
+/// drain; `BENCHMARKS.md`). Total ms.
 pub fn spawn_to_new_task_logs(dir: &Path, n: usize) -> f64 {
     std::fs::create_dir_all(dir).expect("create the floor's folder");
     let create = |i: usize| {
