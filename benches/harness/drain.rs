@@ -224,6 +224,23 @@ pub fn rows(d: &DrainFigures) -> Vec<Row> {
         let hi = r.iter().copied().fold(0.0, f64::max);
         format!("{} rounds from {} to {} ms", r.len(), num(lo), num(hi))
     };
+    // Each round's ratio to the same round's baseline: how far one run's ratio can move with
+    // nothing changed, beside the ratio of the medians the verdict is on.
+    let paired = |i: usize, base: usize| {
+        let ratios: Vec<f64> = d.rounds[i]
+            .iter()
+            .zip(&d.rounds[base])
+            .map(|(x, b)| x / b)
+            .collect();
+        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ratios.iter().copied().fold(0.0, f64::max);
+        format!(
+            "round by round {} to {} (median {})",
+            num(lo),
+            num(hi),
+            num(median(&ratios))
+        )
+    };
     vec![
         Row::floor("F2", "spawn /bin/sh -c true, output to a newly created log file", d.floor, "ms", Some(1.7))
             .note("the drain's floor loop; median over rounds of the loop's mean")
@@ -233,13 +250,15 @@ pub fn rows(d: &DrainFigures) -> Vec<Row> {
             .target(Target::ratio_at_most(1.15))
             .note("Drainer::drain, one pass, RunnerLock held; one new log file per point, as in the floor loop (the tasks had an earlier point)")
             .note(format!("2a - 2c = {} ms/point: the drain's own work around a command", num(d.drain_j1 - d.exec_existing_dirs)))
-            .note(spread(1)),
+            .note(spread(1))
+            .note(paired(1, 0)),
         Row::new("2b", "drain as 2a, every point a new task (per point)", d.drain_j1_new_tasks, "ms")
             .vs(floor, d.floor)
             .target(Target::ratio_at_most(1.15))
             .note("each point also creates runs/<task>/ and runs/<task>/hooks/: 3 new inodes per point against the floor's 1")
             .note(format!("2b / 2f = {}: what hookq adds to the floor loop laid out as SPEC lays out a new task's log", num(d.drain_j1_new_tasks / d.floor_new_tasks)))
-            .note(spread(2)),
+            .note(spread(2))
+            .note(paired(2, 0)),
         Row::new("2c", "  of which exec::run alone, folders exist (no SQLite)", d.exec_existing_dirs, "ms")
             .vs(floor, d.floor)
             .note("exec::run as the drain calls it, outside any drain: exec's own overhead over the floor (pipe, poll, pidfd, hook env, header/footer)")
