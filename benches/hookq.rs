@@ -1,7 +1,8 @@
 //! `cargo bench --bench hookq`: the price of durability against this machine's floors, as one
 //! table on stdout and as JSON in `target/hookq-bench.json`.
 //!
-//! `--smoke` or `HOOKQ_BENCH=smoke` runs tiny sizes (what `tests/bench_smoke.rs` does);
+//! `--smoke` or `HOOKQ_BENCH=smoke` runs tiny sizes (what `tests/bench_smoke.rs` does), and
+//! writes its JSON to `target/hookq-bench-smoke.json`, leaving the last full run's in place;
 //! `HOOKQ_BENCH_SCALE=0.1` scales the full sizes; `HOOKQ_BENCH_DIR` picks where the databases
 //! and logs go (default: the system temp dir); `HOOKQ_BENCH_WAIT` is how many seconds a full run
 //! waits after the last one ended (default 360, see [`AFTER_THE_LAST_RUN`]).
@@ -22,8 +23,15 @@ const AFTER_THE_LAST_RUN: Duration = Duration::from_secs(360);
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let sizes = harness::Sizes::from_env(&args);
-    let json = target_dir().join("hookq-bench.json");
-    if matches!(sizes.mode, harness::sizes::Mode::Full) {
+    let full = matches!(sizes.mode, harness::sizes::Mode::Full);
+    // A smoke run's JSON goes apart: written over the last full run's, it would lose the
+    // figures to compare with and the time the next full run waits from.
+    let json = target_dir().join(if full {
+        "hookq-bench.json"
+    } else {
+        "hookq-bench-smoke.json"
+    });
+    if full {
         wait_for_the_last_run(&json);
     }
     let after_last_run = since_written(&json);
@@ -50,7 +58,8 @@ fn target_dir() -> PathBuf {
 /// Waits until [`AFTER_THE_LAST_RUN`] has passed since the last full run wrote `json`, which it
 /// does right after removing its files.
 fn wait_for_the_last_run(json: &Path) {
-    // A smoke run removes a few hundred files: only a full run's end counts.
+    // A smoke run removes a few hundred files: only a full run's end counts (smoke runs before
+    // session 16 wrote their JSON here too).
     let full = std::fs::read_to_string(json)
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
