@@ -3,7 +3,9 @@
 //!
 //! `--smoke` or `HOOKQ_BENCH=smoke` runs tiny sizes (what `tests/bench_smoke.rs` does), and
 //! writes its JSON to `target/hookq-bench-smoke.json`, leaving the last full run's in place;
-//! `HOOKQ_BENCH_SCALE=0.1` scales the full sizes; `HOOKQ_BENCH_DIR` picks where the databases
+//! `-- --compare [FILE...]` prints, instead of measuring, each target in every run named (by
+//! default every full run kept in `target/hookq-bench-runs/`), their median and how many met
+//! it; `HOOKQ_BENCH_SCALE=0.1` scales the full sizes; `HOOKQ_BENCH_DIR` picks where the databases
 //! and logs go (default: the system temp dir); `HOOKQ_BENCH_WAIT` is how many seconds a full run
 //! waits after the last one ended (default 360, see [`AFTER_THE_LAST_RUN`]).
 
@@ -22,6 +24,24 @@ const AFTER_THE_LAST_RUN: Duration = Duration::from_secs(360);
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(at) = args.iter().position(|a| a == "--compare") {
+        // cargo passes `--bench` to a bench; the rest are files.
+        let files: Vec<PathBuf> = args[at + 1..]
+            .iter()
+            .filter(|a| !a.starts_with("--"))
+            .map(PathBuf::from)
+            .collect();
+        std::process::exit(match compare(files) {
+            Ok(table) => {
+                print!("{table}");
+                0
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                2
+            }
+        });
+    }
     let sizes = harness::Sizes::from_env(&args);
     let full = matches!(sizes.mode, harness::sizes::Mode::Full);
     // A smoke run's JSON goes apart: written over the last full run's, it would lose the
@@ -42,6 +62,32 @@ fn main() {
         Ok(()) => println!("JSON: {}", json.display()),
         Err(e) => eprintln!("error: cannot write {}: {e}", json.display()),
     }
+    if full {
+        // Kept too, named by the time it ended, for `--compare`.
+        let ended = chrono::Utc::now().format("%Y-%m-%dT%H%M%SZ");
+        let kept = target_dir()
+            .join("hookq-bench-runs")
+            .join(format!("{ended}.json"));
+        match report.write_json(&kept) {
+            Ok(()) => println!("kept as {}", kept.display()),
+            Err(e) => eprintln!("error: cannot write {}: {e}", kept.display()),
+        }
+    }
+}
+
+/// The comparison table of `files`, or of every run kept in `target/hookq-bench-runs/` when
+/// none is named.
+fn compare(files: Vec<PathBuf>) -> Result<String, String> {
+    let files = if files.is_empty() {
+        harness::compare::kept_runs(&target_dir().join("hookq-bench-runs"))?
+    } else {
+        files
+    };
+    let runs = files
+        .iter()
+        .map(|f| harness::compare::Run::read(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    harness::compare::table(&runs)
 }
 
 /// `target/`: the bench executable lives in `target/<profile>/deps/`.

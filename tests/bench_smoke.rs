@@ -1,11 +1,16 @@
 //! The benchmark harness at smoke size: compiles `benches/harness` into the test build and runs
 //! every measurement once with tiny sizes, so the bench can never rot. Asserts only that every
-//! figure was produced (finite and positive), never how fast anything was.
+//! figure was produced (finite and positive), never how fast anything was. Then the comparison
+//! of several runs' JSON (`--compare`), on runs made up here.
 
 #[path = "../benches/harness/mod.rs"]
 mod harness;
 
+use std::path::PathBuf;
+
+use harness::compare::{self, Run, kept_runs};
 use harness::report::Verdict;
+use serde_json::Value;
 
 #[test]
 fn every_figure_is_produced() {
@@ -58,4 +63,174 @@ fn every_figure_is_produced() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(json["rows"].as_array().unwrap().len(), report.rows.len());
+
+    // And `--compare` reads it back: the same run twice, every target met by both or by neither.
+    let twice = [Run::read(&path).unwrap(), Run::read(&path).unwrap()];
+    let compared = compare::table(&twice).unwrap();
+    let (met, _) = report.score();
+    assert!(
+        compared.contains(&format!("meets {met} of 15 targets")),
+        "{compared}"
+    );
+    for row in report.rows.iter().filter(|r| r.target.is_some()) {
+        let line = compared
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(row.id.as_str()))
+            .unwrap_or_else(|| panic!("target {} missing from:\n{compared}", row.id));
+        let count = if row.verdict == Verdict::Pass {
+            "2 of 2"
+        } else {
+            "0 of 2"
+        };
+        assert!(line.contains(count), "{line}");
+    }
+}
+
+fn run(name: &str, mode: &str, readings: &[(&str, &str, f64)]) -> Run {
+    let rows: Vec<Value> = readings
+        .iter()
+        .map(|&(id, cmp, x)| {
+            serde_json::json!({
+                "id": id,
+                "value": x * 2.0,
+                "ratio": x,
+                "target": {"on": "ratio", "cmp": cmp, "limit": 1.15},
+                "target_text": format!("ratio {cmp} 1.15"),
+            })
+        })
+        .chain([serde_json::json!({"id": "F2", "value": 1.2, "ratio": null, "target": null})])
+        .collect();
+    Run {
+        path: PathBuf::from(name),
+        json: serde_json::json!({"sizes": {"mode": mode}, "rows": rows}),
+    }
+}
+
+fn line<'a>(table: &'a str, id: &str) -> Vec<&'a str> {
+    table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(id))
+        .unwrap_or_else(|| panic!("no line for {id} in:\n{table}"))
+        .split_whitespace()
+        .collect()
+}
+
+#[test]
+fn each_target_is_read_in_every_run_with_its_median_and_count() {
+    let runs = [
+        run(
+            "a.json",
+            "Full",
+            &[("2b", "at_most", 1.20), ("6", "at_least", 1.9)],
+        ),
+        run(
+            "b.json",
+            "Full",
+            &[("2b", "at_most", 1.10), ("6", "at_least", 1.5)],
+        ),
+        run(
+            "c.json",
+            "Full",
+            &[("2b", "at_most", 1.14), ("6", "at_least", 1.7)],
+        ),
+    ];
+    let t = compare::table(&runs).unwrap();
+    // ID, "ratio", "<=", "1.15", three runs, median, "k", "of", "n", verdict on the median.
+    assert_eq!(
+        line(&t, "2b")[4..],
+        ["1.20*", "1.10", "1.14", "1.14", "2", "of", "3", "yes"]
+    );
+    assert_eq!(
+        line(&t, "6")[4..],
+        ["1.90", "1.50", "1.70", "1.70", "3", "of", "3", "yes"]
+    );
+    assert!(t.contains("meets 2 of 2 targets"), "{t}");
+    assert!(
+        !t.lines().any(|l| l.starts_with("F2")),
+        "rows without a target are left out"
+    );
+}
+
+#[test]
+fn a_median_beyond_the_bound_is_not_met_however_many_runs_were() {
+    let runs = [
+        run("a.json", "Full", &[("1a", "at_most", 1.16)]),
+        run("b.json", "Full", &[("1a", "at_most", 1.09)]),
+        run("c.json", "Full", &[("1a", "at_most", 1.18)]),
+        run("d.json", "Full", &[("1a", "at_most", 1.20)]),
+    ];
+    let t = compare::table(&runs).unwrap();
+    assert_eq!(
+        line(&t, "1a")[4..],
+        [
+            "1.16*", "1.09", "1.18*", "1.20*", "1.17", "1", "of", "4", "no"
+        ]
+    );
+    assert!(t.contains("meets 0 of 1 targets"), "{t}");
+}
+
+#[test]
+fn a_target_missing_from_a_run_is_shown_as_missing_and_not_counted() {
+    let runs = [
+        run("a.json", "Full", &[("2a", "at_most", 1.10)]),
+        run("b.json", "Full", &[]),
+    ];
+    let t = compare::table(&runs).unwrap();
+    assert_eq!(
+        line(&t, "2a")[4..],
+        ["1.10", "-", "1.10", "1", "of", "1", "yes"]
+    );
+}
+
+#[test]
+fn runs_of_different_sizes_are_refused() {
+    let runs = [
+        run("full.json", "Full", &[("2a", "at_most", 1.1)]),
+        run("smoke.json", "Smoke", &[("2a", "at_most", 1.1)]),
+    ];
+    let e = compare::table(&runs).unwrap_err();
+    assert!(
+        e.contains("smoke.json") && e.contains("do not compare"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_run_says_which_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"rows\": 3}").unwrap();
+    let e = Run::read(&bad).err().unwrap();
+    assert!(
+        e.contains("bad.json") && e.contains("no \"rows\" list"),
+        "{e}"
+    );
+    std::fs::write(&bad, "not json").unwrap();
+    let e = Run::read(&bad).err().unwrap();
+    assert!(e.contains("is not a bench run's JSON"), "{e}");
+    let e = Run::read(&dir.path().join("none.json")).err().unwrap();
+    assert!(e.contains("cannot read") && e.contains("none.json"), "{e}");
+}
+
+#[test]
+fn kept_runs_are_the_json_files_of_their_folder_oldest_first() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "2026-12-01T063500Z.json",
+        "2026-11-30T235900Z.json",
+        "notes.txt",
+    ] {
+        std::fs::write(dir.path().join(name), "{}").unwrap();
+    }
+    let names: Vec<_> = kept_runs(dir.path())
+        .unwrap()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["2026-11-30T235900Z.json", "2026-12-01T063500Z.json"]
+    );
+    let e = kept_runs(&dir.path().join("none")).unwrap_err();
+    assert!(e.contains("no runs to compare"), "{e}");
 }
