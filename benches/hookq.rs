@@ -58,18 +58,18 @@ fn main() {
     let mut report = harness::run(sizes);
     report.after_last_run_secs = after_last_run.map(|d| d.as_secs_f64());
     print!("{}", report.table());
-    match report.write_json(&json) {
-        Ok(()) => println!("JSON: {}", json.display()),
-        Err(e) => eprintln!("error: cannot write {}: {e}", json.display()),
+    if let Err(e) = report.write_json(&json) {
+        eprintln!("error: cannot write {}: {e}", json.display());
+        return;
     }
+    println!("JSON: {}", json.display());
     if full {
         // Kept too, named by the time it ended, for `--compare`.
         let ended = chrono::Utc::now().format("%Y-%m-%dT%H%M%SZ");
-        let kept = target_dir()
-            .join("hookq-bench-runs")
-            .join(format!("{ended}.json"));
-        match report.write_json(&kept) {
-            Ok(()) => println!("kept as {}", kept.display()),
+        let runs = target_dir().join("hookq-bench-runs");
+        let kept = runs.join(format!("{ended}.json"));
+        match std::fs::create_dir_all(&runs).and_then(|()| std::fs::copy(&json, &kept)) {
+            Ok(_) => println!("kept as {}", kept.display()),
             Err(e) => eprintln!("error: cannot write {}: {e}", kept.display()),
         }
     }

@@ -135,7 +135,8 @@ fn each_target_is_read_in_every_run_with_its_median_and_count() {
         ),
     ];
     let t = compare::table(&runs).unwrap();
-    // ID, "ratio", "<=", "1.15", three runs, median, "k", "of", "n", verdict on the median.
+    // ID, the target's three words ("ratio at_most 1.15" here), three runs, median, "k", "of",
+    // "n", verdict on the median.
     assert_eq!(
         line(&t, "2b")[4..],
         ["1.20*", "1.10", "1.14", "1.14", "2", "of", "3", "yes"]

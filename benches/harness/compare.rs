@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::report::num;
+use super::report::{Target, columns, num};
 use super::stats::median;
 
 /// One run's JSON, as `write_json` wrote it, with the file it came from.
@@ -60,34 +60,14 @@ pub fn kept_runs(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(paths)
 }
 
-/// A target as the JSON states it: on the ratio or the value, which way, the bound.
-struct Bound {
-    on_ratio: bool,
-    cmp: String,
-    limit: f64,
+/// A row's target as the run wrote it, if it has one.
+fn target_of(row: &Value) -> Option<Target> {
+    serde_json::from_value(row.get("target")?.clone()).ok()
 }
 
-impl Bound {
-    fn of(row: &Value) -> Option<Self> {
-        let t = row.get("target").filter(|t| !t.is_null())?;
-        Some(Self {
-            on_ratio: t["on"].as_str()? == "ratio",
-            cmp: t["cmp"].as_str()?.to_owned(),
-            limit: t["limit"].as_f64()?,
-        })
-    }
-
-    fn reading(&self, row: &Value) -> Option<f64> {
-        row[if self.on_ratio { "ratio" } else { "value" }].as_f64()
-    }
-
-    fn met(&self, x: f64) -> bool {
-        match self.cmp.as_str() {
-            "at_most" => x <= self.limit,
-            "at_least" => x >= self.limit,
-            _ => x < self.limit,
-        }
-    }
+/// What `target` is read on in `row`: its ratio or its value.
+fn reading(target: &Target, row: &Value) -> Option<f64> {
+    target.reading(row["ratio"].as_f64(), row["value"].as_f64()?)
 }
 
 /// The table comparing `runs`: one line per target, in the order of the first run's rows. Runs
@@ -115,7 +95,7 @@ pub fn table(runs: &[Run]) -> Result<String, String> {
     let (mut medians_met, mut targets) = (0, 0);
     let rows = first.json["rows"].as_array().expect("checked on reading");
     for row in rows {
-        let Some(bound) = Bound::of(row) else {
+        let Some(target) = target_of(row) else {
             continue;
         };
         let id = row["id"].as_str().unwrap_or("?");
@@ -129,11 +109,15 @@ pub fn table(runs: &[Run]) -> Result<String, String> {
             let found = run.json["rows"]
                 .as_array()
                 .and_then(|rs| rs.iter().find(|r| r["id"] == row["id"]))
-                .and_then(|r| bound.reading(r));
+                .and_then(|r| reading(&target, r));
             match found {
                 Some(x) => {
                     readings.push(x);
-                    line.push(format!("{}{}", num(x), if bound.met(x) { "" } else { "*" }));
+                    line.push(format!(
+                        "{}{}",
+                        num(x),
+                        if target.met(x) { "" } else { "*" }
+                    ));
                 }
                 None => line.push("-".into()),
             }
@@ -142,28 +126,15 @@ pub fn table(runs: &[Run]) -> Result<String, String> {
             line.extend(["-", "-", "-"].map(String::from));
         } else {
             let m = median(&readings);
-            let met = readings.iter().filter(|&&x| bound.met(x)).count();
-            medians_met += usize::from(bound.met(m));
+            let met = readings.iter().filter(|&&x| target.met(x)).count();
+            medians_met += usize::from(target.met(m));
             line.push(num(m));
             line.push(format!("{met} of {}", readings.len()));
-            line.push(if bound.met(m) { "yes" } else { "no" }.into());
+            line.push(if target.met(m) { "yes" } else { "no" }.into());
         }
         lines.push(line);
     }
-    let mut width = vec![0; lines[0].len()];
-    for line in &lines {
-        for (w, c) in width.iter_mut().zip(line) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    for line in &lines {
-        let mut s = String::new();
-        for (c, w) in line.iter().zip(&width) {
-            let _ = write!(s, "{c:<w$}  ");
-        }
-        out.push_str(s.trim_end());
-        out.push('\n');
-    }
+    out.push_str(&columns(&lines, &[], true));
     let _ = writeln!(
         out,
         "\n* a run that missed the target. The median of the {} runs meets {medians_met} of {targets} targets.",

@@ -3,12 +3,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::sizes::Sizes;
 
 /// Which way a target points.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cmp {
     /// `≤ limit`.
@@ -20,7 +20,7 @@ pub enum Cmp {
 }
 
 /// What a target is stated on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum On {
     /// The ratio to the floor.
@@ -29,8 +29,8 @@ pub enum On {
     Value,
 }
 
-/// A target.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// A target. Read back from a run's JSON by `--compare` (`compare.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Target {
     /// The ratio or the value.
     pub on: On,
@@ -77,7 +77,16 @@ impl Target {
         }
     }
 
-    fn met(&self, x: f64) -> bool {
+    /// What the target is read on: the ratio (none without a floor) or the value.
+    pub fn reading(&self, ratio: Option<f64>, value: f64) -> Option<f64> {
+        match self.on {
+            On::Ratio => ratio,
+            On::Value => Some(value),
+        }
+    }
+
+    /// Whether `x`, read as [`Target::reading`] gives it, meets the target.
+    pub fn met(&self, x: f64) -> bool {
         match self.cmp {
             Cmp::AtMost => x <= self.limit,
             Cmp::AtLeast => x >= self.limit,
@@ -211,10 +220,9 @@ impl Row {
 
     /// Sets the target and the verdict.
     pub fn target(mut self, t: Target) -> Self {
-        let x = match t.on {
-            On::Ratio => self.ratio.expect("a ratio target needs a floor"),
-            On::Value => self.value,
-        };
+        let x = t
+            .reading(self.ratio, self.value)
+            .expect("a ratio target needs a floor");
         self.verdict = if t.met(x) {
             Verdict::Pass
         } else {
@@ -314,9 +322,9 @@ impl Report {
         let head = [
             "ID", "FIGURE", "VALUE", "FLOOR", "RATIO", "TARGET", "RESULT",
         ];
-        let mut cells: Vec<[String; 7]> = Vec::new();
+        let mut cells: Vec<Vec<String>> = vec![head.map(String::from).to_vec()];
         for r in &self.rows {
-            cells.push([
+            cells.push(vec![
                 r.id.clone(),
                 r.figure.clone(),
                 format!("{} {}", num(r.value), r.unit),
@@ -339,31 +347,8 @@ impl Report {
                 .into(),
             ]);
         }
-        let mut width = head.map(|h| h.chars().count());
-        for row in &cells {
-            for (w, c) in width.iter_mut().zip(row) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-        let line = |out: &mut String, row: &[String]| {
-            let mut s = String::new();
-            for (i, (c, w)) in row.iter().zip(width).enumerate() {
-                // Numbers read best right-aligned.
-                if i == 2 || i == 4 {
-                    let _ = write!(s, "{c:>w$}  ");
-                } else {
-                    let _ = write!(s, "{c:<w$}  ");
-                }
-            }
-            out.push_str(s.trim_end());
-            out.push('\n');
-        };
-        let mut out = String::new();
-        line(&mut out, &head.map(String::from));
-        line(&mut out, &width.map(|w| "-".repeat(w)));
-        for row in &cells {
-            line(&mut out, row);
-        }
+        // Numbers read best right-aligned: the value and the ratio.
+        let mut out = columns(&cells, &[2, 4], true);
         let (met, of) = self.score();
         let _ = writeln!(
             out,
@@ -398,6 +383,38 @@ impl Report {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         std::fs::write(path, text + "\n")
     }
+}
+
+/// `lines` as aligned columns, two spaces apart, the columns in `right` right-aligned; with
+/// `rule`, a line of dashes under the first line.
+pub fn columns(lines: &[Vec<String>], right: &[usize], rule: bool) -> String {
+    let mut width: Vec<usize> = Vec::new();
+    for line in lines {
+        width.resize(width.len().max(line.len()), 0);
+        for (w, c) in width.iter_mut().zip(line) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut put = |line: &[String]| {
+        let mut s = String::new();
+        for (i, (c, &w)) in line.iter().zip(&width).enumerate() {
+            if right.contains(&i) {
+                let _ = write!(s, "{c:>w$}  ");
+            } else {
+                let _ = write!(s, "{c:<w$}  ");
+            }
+        }
+        out.push_str(s.trim_end());
+        out.push('\n');
+    };
+    for (i, line) in lines.iter().enumerate() {
+        put(line);
+        if i == 0 && rule {
+            put(&width.iter().map(|&w| "-".repeat(w)).collect::<Vec<_>>());
+        }
+    }
+    out
 }
 
 /// The first three fields of /proc/loadavg and, where the kernel has them, the share of the
