@@ -339,9 +339,10 @@ fn a_hook_run_from_a_terminal_has_no_terminal_to_wait_on() {
     // `task move` typed in a terminal: its hook runs in a session of its own, without a
     // controlling terminal, so a command that would prompt there (git asking for credentials,
     // ssh for a host key) fails at once instead of being stopped until its timeout. `script`
-    // gives `hookq` a terminal of its own.
+    // gives `hookq` a terminal of its own. The hook writes whether it could open a terminal,
+    // then its pid, process group, session and terminal (`tty_nr`) from `/proc`.
     let ws = ws_with(
-        "after_awaiting_human = ['if (: > /dev/tty) 2>/dev/null; then echo terminal; else echo none; fi >> tty.out']",
+        r#"after_awaiting_human = ['if (: > /dev/tty) 2>/dev/null; then echo terminal; else echo none; fi >> tty.out; cut -d" " -f1,5,6,7 /proc/$$/stat >> tty.out']"#,
     );
     let mut cmd = ws.command("script");
     cmd.args([
@@ -353,7 +354,15 @@ fn a_hook_run_from_a_terminal_has_no_terminal_to_wait_on() {
         .spawn_cmd(cmd, &["task", "move", "(in script)"])
         .wait_within(Duration::from_secs(60));
     assert_eq!(out.code(), Some(0), "{}", out.describe());
-    assert_eq!(ws.lines("tty.out"), ["none"]);
+    let lines = ws.lines("tty.out");
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0], "none");
+    let ids: Vec<&str> = lines[1].split(' ').collect();
+    assert_eq!(
+        ids[1..],
+        [ids[0], ids[0], "0"],
+        "leads a process group and a session of its own, no terminal"
+    );
 }
 
 const ARC_VARS: [&str; 8] = [
