@@ -55,6 +55,15 @@ fn every_figure_is_produced() {
     }
     let (_, targets) = report.score();
     assert_eq!(targets, 15, "every target is in the table:\n{table}");
+    // The cost of one CPUID, which the machine line gives on x86-64.
+    let cpuid = report.machine.cpuid_us;
+    assert_eq!(cpuid.is_some(), cfg!(target_arch = "x86_64"), "{cpuid:?}");
+    assert!(cpuid.is_none_or(finite_positive), "{cpuid:?}");
+    assert_eq!(
+        table.contains("(CPUID "),
+        cpuid.is_some(),
+        "the machine line:\n{table}"
+    );
 
     // The JSON the bench writes parses back with every row.
     let dir = tempfile::tempdir().unwrap();

@@ -258,6 +258,11 @@ pub struct Machine {
     pub kernel: String,
     /// Where the databases and logs were.
     pub bench_dir: String,
+    /// One `CPUID` instruction, microseconds (x86-64 only). glibc's loader runs dozens at every
+    /// process start to learn the CPU's features and caches, and in a virtual machine each is
+    /// an exit to the hypervisor: on the host of sessions 14-17 (7-8 us each) they were about
+    /// 0.7 ms of a `sh -c true`, the largest part of F1 and F2 (BENCHMARKS.md).
+    pub cpuid_us: Option<f64>,
 }
 
 impl Machine {
@@ -285,8 +290,34 @@ impl Machine {
                 .map(|s| s.trim().to_owned())
                 .unwrap_or_default(),
             bench_dir: bench_dir.display().to_string(),
+            cpuid_us: cpuid_us(),
         }
     }
+}
+
+/// The median of nine blocks of 200 `CPUID` (leaf 0), microseconds each.
+#[cfg(target_arch = "x86_64")]
+fn cpuid_us() -> Option<f64> {
+    let mut blocks: Vec<f64> = (0..9)
+        .map(|_| {
+            let start = std::time::Instant::now();
+            for _ in 0..200 {
+                // SAFETY: every x86-64 CPU has CPUID. (Newer Rust makes it a safe function;
+                // `unsafe` keeps this building with the older ones `rust-version` allows.)
+                #[allow(unused_unsafe)]
+                let leaf = unsafe { std::arch::x86_64::__cpuid(std::hint::black_box(0)) };
+                std::hint::black_box(leaf);
+            }
+            start.elapsed().as_secs_f64() * 1e6 / 200.0
+        })
+        .collect();
+    blocks.sort_by(f64::total_cmp);
+    Some(blocks[blocks.len() / 2])
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpuid_us() -> Option<f64> {
+    None
 }
 
 /// A whole run.
@@ -367,9 +398,12 @@ impl Report {
             self.loadavg.0, self.loadavg.1
         );
         let m = &self.machine;
+        let cpuid = m.cpuid_us.map_or(String::new(), |us| {
+            format!(" (CPUID {} us: dozens run at every process start)", num(us))
+        });
         let _ = writeln!(
             out,
-            "machine: {} CPUs, {}, {} MiB RAM, kernel {}, files in {}",
+            "machine: {} CPUs, {}{cpuid}, {} MiB RAM, kernel {}, files in {}",
             m.cpus, m.cpu_model, m.mem_total_mib, m.kernel, m.bench_dir
         );
         out
