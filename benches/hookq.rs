@@ -44,6 +44,12 @@ fn main() {
     }
     let sizes = harness::Sizes::from_env(&args);
     let full = matches!(sizes.mode, harness::sizes::Mode::Full);
+    for stale in harness::fixture::stale_roots(&harness::fixture::bench_base()) {
+        eprintln!(
+            "hookq-bench: warning: {} is left from a run that did not finish; remove it (rm -rf) when no run is due in the next 6 minutes: its files take room, and removing them slows file creation meanwhile",
+            stale.display()
+        );
+    }
     // A smoke run's JSON goes apart: written over the last full run's, it would lose the
     // figures to compare with and the time the next full run waits from.
     let json = target_dir().join(if full {

@@ -244,3 +244,45 @@ fn kept_runs_are_the_json_files_of_their_folder_oldest_first() {
     let e = kept_runs(&dir.path().join("none")).unwrap_err();
     assert!(e.contains("no runs to compare"), "{e}");
 }
+
+#[test]
+fn temp_dirs_left_by_runs_that_did_not_finish_are_found() {
+    let base = tempfile::tempdir().unwrap();
+    let dir = |name: &str, owner: Option<String>| {
+        let path = base.path().join(name);
+        std::fs::create_dir(&path).unwrap();
+        if let Some(text) = owner {
+            std::fs::write(path.join("owner"), text).unwrap();
+        }
+        path
+    };
+    // A run in progress: this process made it.
+    let live = harness::fixture::bench_root_in(base.path());
+    // A run whose process has exited (reaped, so its pid names nothing now, or another process
+    // started since, with another start time).
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone_pid = child.id();
+    child.wait().unwrap();
+    let gone = dir("hookq-bench-gone", Some(format!("{gone_pid} 12345\n")));
+    // This process's pid with another start time: a pid reused since the run.
+    let reused = dir(
+        "hookq-bench-reused",
+        Some(format!("{} 1\n", std::process::id())),
+    );
+    // Made before runs recorded their owner, and one whose owner file is not ours.
+    let unknown = dir("hookq-bench-unknown", None);
+    let garbled = dir("hookq-bench-garbled", Some("not a pid\n".into()));
+    // Not a run's: another prefix, and a file with the prefix.
+    dir("other-bench", None);
+    std::fs::write(base.path().join("hookq-bench-file"), "").unwrap();
+
+    let stale = harness::fixture::stale_roots(base.path());
+    assert_eq!(stale, [garbled, gone, reused, unknown]);
+    assert!(!stale.contains(&live.path().to_path_buf()));
+    // A run that ends removes its own.
+    let live_path = live.path().to_path_buf();
+    drop(live);
+    assert!(!live_path.exists());
+    // A folder that cannot be read has none to report.
+    assert!(harness::fixture::stale_roots(&base.path().join("missing")).is_empty());
+}

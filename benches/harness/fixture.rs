@@ -6,15 +6,81 @@ use hookq::Workspace;
 use hookq::store::{IdMarks, Store, count_new_points, now_ms, pending_by_point};
 use rusqlite::{Connection, params};
 
-/// Where the run's databases and logs go: `HOOKQ_BENCH_DIR`, else the system temp dir. Floors
-/// and figures are measured in the same place, so they share a file system.
+/// The folder each run makes its own temp dir in: `HOOKQ_BENCH_DIR`, else the system temp dir.
+pub fn bench_base() -> PathBuf {
+    std::env::var_os("HOOKQ_BENCH_DIR").map_or_else(std::env::temp_dir, PathBuf::from)
+}
+
+/// The prefix of a run's temp dir in [`bench_base`].
+const ROOT_PREFIX: &str = "hookq-bench-";
+
+/// The file in a run's temp dir naming the process that made it: `<pid> <start time>`, the
+/// start time as `/proc/<pid>/stat` gives it (clock ticks since boot), so that a pid reused
+/// by another process does not pass for the run.
+const OWNER: &str = "owner";
+
+/// Where the run's databases and logs go: a temp dir of its own in [`bench_base`], removed when
+/// the run ends (a run that is killed leaves it: [`stale_roots`]). Floors and figures are
+/// measured in the same place, so they share a file system.
 pub fn bench_root() -> tempfile::TempDir {
-    let base = std::env::var_os("HOOKQ_BENCH_DIR").map_or_else(std::env::temp_dir, PathBuf::from);
-    std::fs::create_dir_all(&base).expect("create the bench dir");
-    tempfile::Builder::new()
-        .prefix("hookq-bench-")
+    bench_root_in(&bench_base())
+}
+
+/// [`bench_root`] in `base`.
+pub fn bench_root_in(base: &Path) -> tempfile::TempDir {
+    std::fs::create_dir_all(base).expect("create the bench dir");
+    let root = tempfile::Builder::new()
+        .prefix(ROOT_PREFIX)
         .tempdir_in(base)
-        .expect("create a temp dir for the bench")
+        .expect("create a temp dir for the bench");
+    let pid = std::process::id();
+    if let Some(started) = process_start(pid) {
+        // Without it the folder is reported as of unknown owner, never removed.
+        let _ = std::fs::write(root.path().join(OWNER), format!("{pid} {started}\n"));
+    }
+    root
+}
+
+/// The temp dirs in `base` that runs left behind: their owner is gone, or was never recorded
+/// (runs before session 17 did not). Each holds the tens of thousands of files a run makes,
+/// and removing them slows file creation for minutes afterwards ("Running it" in
+/// BENCHMARKS.md), so they are reported, not removed. Sorted by name.
+pub fn stale_roots(base: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return Vec::new();
+    };
+    let mut stale: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(ROOT_PREFIX))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .filter(|dir| !owner_alive(dir))
+        .collect();
+    stale.sort();
+    stale
+}
+
+/// Whether the process named in `dir`'s owner file still runs.
+fn owner_alive(dir: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(dir.join(OWNER)) else {
+        return false;
+    };
+    let mut fields = text.split_whitespace().map(str::parse::<u64>);
+    match (fields.next(), fields.next()) {
+        (Some(Ok(pid)), Some(Ok(started))) => u32::try_from(pid)
+            .ok()
+            .and_then(process_start)
+            .is_some_and(|now| now == started),
+        _ => false,
+    }
+}
+
+/// When process `pid` started (field 22 of `/proc/<pid>/stat`), if it runs.
+fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name, field 2, is in parentheses and may hold spaces: count after it.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// A workspace rooted at `dir/name` whose `after_awaiting_human` and `after_fail` points run
