@@ -46,8 +46,9 @@ fn main() {
     let full = matches!(sizes.mode, harness::sizes::Mode::Full);
     for stale in harness::fixture::stale_roots(&harness::fixture::bench_base()) {
         eprintln!(
-            "hookq-bench: warning: {} is left from a run that did not finish; remove it (rm -rf) when no run is due in the next 6 minutes: its files take room, and removing them slows file creation meanwhile",
-            stale.display()
+            "hookq-bench: warning: {} is left from a run that did not finish; remove it (rm -rf) when no run is due in the next {} s: its files take room, and removing them slows file creation meanwhile",
+            stale.display(),
+            AFTER_THE_LAST_RUN.as_secs()
         );
     }
     // A smoke run's JSON goes apart: written over the last full run's, it would lose the

@@ -256,22 +256,36 @@ fn temp_dirs_left_by_runs_that_did_not_finish_are_found() {
         }
         path
     };
-    // A run in progress: this process made it.
+    // A run in progress: this process made it and holds its lock.
     let live = harness::fixture::bench_root_in(base.path());
-    // A run whose process has exited (reaped, so its pid names nothing now, or another process
-    // started since, with another start time).
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    let gone_pid = child.id();
-    child.wait().unwrap();
-    let gone = dir("hookq-bench-gone", Some(format!("{gone_pid} 12345\n")));
-    // This process's pid with another start time: a pid reused since the run.
+    // Another process's run, in progress and then killed: a shell takes the lock as a run
+    // does (`flock(1)` on its descriptor) and becomes `sleep`, and the kernel lets go of the
+    // lock when that process dies.
+    let gone = dir("hookq-bench-gone", None);
+    let mut holder = std::process::Command::new("/bin/sh")
+        .args(["-c", r#"exec 9>"$1" && flock 9 && exec sleep 600"#, "sh"])
+        .arg(gone.join("owner"))
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while harness::fixture::stale_roots(base.path()).contains(&gone) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "flock never took the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // Owner files nobody locks, whatever they say: a pid and start time (this process's pid,
+    // as a run before the lock would have named it), or nothing that parses.
     let reused = dir(
         "hookq-bench-reused",
         Some(format!("{} 1\n", std::process::id())),
     );
-    // Made before runs recorded their owner, and one whose owner file is not ours.
-    let unknown = dir("hookq-bench-unknown", None);
     let garbled = dir("hookq-bench-garbled", Some("not a pid\n".into()));
+    // Made before runs had an owner file.
+    let unknown = dir("hookq-bench-unknown", None);
     // Not a run's: another prefix, and a file with the prefix.
     dir("other-bench", None);
     std::fs::write(base.path().join("hookq-bench-file"), "").unwrap();

@@ -134,7 +134,7 @@ pub fn table(runs: &[Run]) -> Result<String, String> {
         }
         lines.push(line);
     }
-    out.push_str(&columns(&lines, &[], true));
+    out.push_str(&columns(&lines, &[]));
     let _ = writeln!(
         out,
         "\n* a run that missed the target. The median of the {} runs meets {medians_met} of {targets} targets.",

@@ -13,7 +13,7 @@ use super::floors;
 use super::proc;
 use super::report::{Row, Target};
 use super::sizes::Sizes;
-use super::stats::{median, timed};
+use super::stats::{median, percentile, timed};
 
 /// Per-point medians over the rounds, ms.
 pub struct DrainFigures {
@@ -220,8 +220,7 @@ pub fn rows(d: &DrainFigures) -> Vec<Row> {
     let num = super::report::num;
     let spread = |i: usize| {
         let r = &d.rounds[i];
-        let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = r.iter().copied().fold(0.0, f64::max);
+        let (lo, hi) = (percentile(r, 0.0), percentile(r, 100.0));
         format!("{} rounds from {} to {} ms", r.len(), num(lo), num(hi))
     };
     // Each round's ratio to the same round's baseline: how far one run's ratio can move with
@@ -232,12 +231,10 @@ pub fn rows(d: &DrainFigures) -> Vec<Row> {
             .zip(&d.rounds[base])
             .map(|(x, b)| x / b)
             .collect();
-        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = ratios.iter().copied().fold(0.0, f64::max);
         format!(
             "round by round {} to {} (median {})",
-            num(lo),
-            num(hi),
+            num(percentile(&ratios, 0.0)),
+            num(percentile(&ratios, 100.0)),
             num(median(&ratios))
         )
     };

@@ -14,36 +14,49 @@ pub fn bench_base() -> PathBuf {
 /// The prefix of a run's temp dir in [`bench_base`].
 const ROOT_PREFIX: &str = "hookq-bench-";
 
-/// The file in a run's temp dir naming the process that made it: `<pid> <start time>`, the
-/// start time as `/proc/<pid>/stat` gives it (clock ticks since boot), so that a pid reused
-/// by another process does not pass for the run.
+/// The file in a run's temp dir that the run holds an exclusive lock on while it lives (std's
+/// `File::lock`: `flock` on Linux, as the runner lock's holder takes through fs2): the kernel
+/// lets go of it however the run ends, so a lock nobody holds means a run that did not finish.
 const OWNER: &str = "owner";
+
+/// A run's temp dir: removed when dropped, and marked as the run's while it lives ([`OWNER`]).
+pub struct BenchRoot {
+    dir: tempfile::TempDir,
+    _owner: Option<std::fs::File>,
+}
+
+impl BenchRoot {
+    /// The temp dir.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
 
 /// Where the run's databases and logs go: a temp dir of its own in [`bench_base`], removed when
 /// the run ends (a run that is killed leaves it: [`stale_roots`]). Floors and figures are
 /// measured in the same place, so they share a file system.
-pub fn bench_root() -> tempfile::TempDir {
+pub fn bench_root() -> BenchRoot {
     bench_root_in(&bench_base())
 }
 
 /// [`bench_root`] in `base`.
-pub fn bench_root_in(base: &Path) -> tempfile::TempDir {
+pub fn bench_root_in(base: &Path) -> BenchRoot {
     std::fs::create_dir_all(base).expect("create the bench dir");
-    let root = tempfile::Builder::new()
+    let dir = tempfile::Builder::new()
         .prefix(ROOT_PREFIX)
         .tempdir_in(base)
         .expect("create a temp dir for the bench");
-    let pid = std::process::id();
-    if let Some(started) = process_start(pid) {
-        // Without it the folder is reported as of unknown owner, never removed.
-        let _ = std::fs::write(root.path().join(OWNER), format!("{pid} {started}\n"));
-    }
-    root
+    // Blocking: another run looking at the dir holds the lock only for that look. Without it
+    // the dir is reported as left behind: a false warning, never a removal.
+    let owner = std::fs::File::create(dir.path().join(OWNER))
+        .ok()
+        .filter(|f| f.lock().is_ok());
+    BenchRoot { dir, _owner: owner }
 }
 
-/// The temp dirs in `base` that runs left behind: their owner is gone, or was never recorded
-/// (runs before session 17 did not). Each holds the tens of thousands of files a run makes,
-/// and removing them slows file creation for minutes afterwards ("Running it" in
+/// The temp dirs in `base` that runs left behind: nobody holds their [`OWNER`] lock, or they
+/// have none (runs before session 17 made none). Each holds the tens of thousands of files a
+/// run makes, and removing them slows file creation for minutes afterwards ("Running it" in
 /// BENCHMARKS.md), so they are reported, not removed. Sorted by name.
 pub fn stale_roots(base: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(base) else {
@@ -54,33 +67,15 @@ pub fn stale_roots(base: &Path) -> Vec<PathBuf> {
         .filter(|e| e.file_name().to_string_lossy().starts_with(ROOT_PREFIX))
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path())
-        .filter(|dir| !owner_alive(dir))
+        .filter(|dir| !owned(dir))
         .collect();
     stale.sort();
     stale
 }
 
-/// Whether the process named in `dir`'s owner file still runs.
-fn owner_alive(dir: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(dir.join(OWNER)) else {
-        return false;
-    };
-    let mut fields = text.split_whitespace().map(str::parse::<u64>);
-    match (fields.next(), fields.next()) {
-        (Some(Ok(pid)), Some(Ok(started))) => u32::try_from(pid)
-            .ok()
-            .and_then(process_start)
-            .is_some_and(|now| now == started),
-        _ => false,
-    }
-}
-
-/// When process `pid` started (field 22 of `/proc/<pid>/stat`), if it runs.
-fn process_start(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name, field 2, is in parentheses and may hold spaces: count after it.
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(19)?.parse().ok()
+/// Whether a live run holds `dir`'s [`OWNER`] lock. Taking it, to see, lets go at once.
+fn owned(dir: &Path) -> bool {
+    std::fs::File::open(dir.join(OWNER)).is_ok_and(|f| f.try_lock_shared().is_err())
 }
 
 /// A workspace rooted at `dir/name` whose `after_awaiting_human` and `after_fail` points run

@@ -379,7 +379,7 @@ impl Report {
             ]);
         }
         // Numbers read best right-aligned: the value and the ratio.
-        let mut out = columns(&cells, &[2, 4], true);
+        let mut out = columns(&cells, &[2, 4]);
         let (met, of) = self.score();
         let _ = writeln!(
             out,
@@ -419,9 +419,9 @@ impl Report {
     }
 }
 
-/// `lines` as aligned columns, two spaces apart, the columns in `right` right-aligned; with
-/// `rule`, a line of dashes under the first line.
-pub fn columns(lines: &[Vec<String>], right: &[usize], rule: bool) -> String {
+/// `lines` as aligned columns, two spaces apart, the columns in `right` right-aligned, and a
+/// line of dashes under the first line (the head).
+pub fn columns(lines: &[Vec<String>], right: &[usize]) -> String {
     let mut width: Vec<usize> = Vec::new();
     for line in lines {
         width.resize(width.len().max(line.len()), 0);
@@ -444,7 +444,7 @@ pub fn columns(lines: &[Vec<String>], right: &[usize], rule: bool) -> String {
     };
     for (i, line) in lines.iter().enumerate() {
         put(line);
-        if i == 0 && rule {
+        if i == 0 {
             put(&width.iter().map(|&w| "-".repeat(w)).collect::<Vec<_>>());
         }
     }
