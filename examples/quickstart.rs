@@ -13,9 +13,9 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use hookq::config::initial_config;
-use hookq::record::{self, MoveFacts};
-use hookq::store::{HistoryRow, PendingRow};
+use hookq::queue::config::initial_config;
+use hookq::queue::record::{self, MoveFacts};
+use hookq::queue::store::{HistoryRow, PendingRow};
 use hookq::{
     Config, Drainer, Phase, PlanId, Point, RunnerLock, Stop, Store, TaskId, Transition, Wait,
     Workspace,

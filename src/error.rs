@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::config::ConfigError;
-use crate::drain::DrainError;
 use crate::exec::ExecError;
-use crate::hub::HubError;
-use crate::lock::LockError;
-use crate::store::StoreError;
+use crate::queue::config::ConfigError;
+use crate::queue::drain::DrainError;
+use crate::queue::hub::HubError;
+use crate::queue::lock::LockError;
+use crate::queue::store::StoreError;
 
 /// Exit codes, as the README documents them.
 pub mod code {

@@ -1,9 +1,11 @@
-//! hookq: a SQLite-backed, transactional hook queue.
+//! hookq: the hook engine for three hook models on one executor.
 //!
-//! A task's phase change and the hook point it triggers are written in one SQLite transaction
-//! ([`record`]); a worker holding `runner.lock` ([`lock`]) drains the points ([`drain`]), running
-//! each command with a timeout and appending its output to a log ([`exec`]). See the README for
-//! the guarantees and for embedding.
+//! - [`queue`]: arc's durable hook queue. A task's phase change and the hook points it triggers
+//!   are written in one SQLite transaction; a worker holding `runner.lock` drains them.
+//! - [`exec`]: the shared floor that runs every model's commands: process groups, timeouts,
+//!   stdin, capped output.
+//!
+//! See `docs/` for each model and for embedding.
 #![warn(missing_docs)]
 
 /// `println!` that ignores a closed stdout (`hookq queue | head -1`) instead of panicking, and
@@ -24,32 +26,17 @@ macro_rules! errln {
 }
 
 pub mod cli;
-pub mod config;
-pub mod drain;
-pub mod env;
 pub mod error;
 pub mod exec;
-pub mod hub;
-pub mod ids;
-pub mod lock;
-pub mod phase;
-pub mod record;
-mod spawn;
-pub mod starts;
-pub mod store;
-pub mod workspace;
+pub mod queue;
 
-pub use config::Config;
-pub use drain::{Drainer, PassReport};
 pub use exec::Stop;
-pub use ids::{PlanId, TaskId};
-pub use lock::{RunnerLock, Wait};
-pub use phase::{Phase, Point};
-pub use record::{MoveFacts, Transition};
+pub use queue::{
+    Config, Drainer, MoveFacts, PassReport, Phase, PlanId, Point, RunnerLock, Store, TaskId,
+    Transition, Wait, Workspace,
+};
 /// The SQLite binding hookq's API speaks, re-exported so a host uses the very same version.
 pub use rusqlite;
-pub use store::Store;
-pub use workspace::Workspace;
 
 /// The README's Rust example (embedding the library) runs as a doctest of this item.
 #[cfg(doctest)]

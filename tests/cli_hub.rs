@@ -299,7 +299,7 @@ fn a_config_rewritten_in_place_never_clears_a_point_unrun() {
     for i in 0..points {
         let phase = hookq::Phase::new(&format!("failed.s{i}")).unwrap();
         store
-            .write(|tx| hookq::record::move_task(tx, &task, &phase, &Default::default()))
+            .write(|tx| hookq::queue::record::move_task(tx, &task, &phase, &Default::default()))
             .unwrap();
         std::thread::sleep(Duration::from_millis(30));
     }

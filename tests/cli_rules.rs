@@ -317,7 +317,7 @@ fn task_show_lists_the_pending_points_and_says_when_there_are_more() {
             for _ in 0..1001 {
                 for phase in ["failed.x", "todo.ready"] {
                     let phase = hookq::Phase::new(phase).unwrap();
-                    hookq::record::move_task(tx, &t1, &phase, &facts)?;
+                    hookq::queue::record::move_task(tx, &t1, &phase, &facts)?;
                 }
             }
             Ok(())

@@ -15,8 +15,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{count, figures, stress};
-use hookq::record::{self, MoveFacts};
-use hookq::store::Store;
+use hookq::queue::record::{self, MoveFacts};
+use hookq::queue::store::Store;
 use hookq::{Phase, PlanId, TaskId, Workspace};
 
 const WRITER_DB: &str = "HOOKQ_WRITER_DB";

@@ -19,8 +19,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{assert_outbox_consistent, figures, stress};
-use hookq::record::{self, MoveFacts};
-use hookq::store::Store;
+use hookq::queue::record::{self, MoveFacts};
+use hookq::queue::store::Store;
 use hookq::{Phase, PlanId, TaskId, Workspace};
 
 const CHILD_DB: &str = "HOOKQ_CRASH_CHILD_DB";
@@ -152,7 +152,7 @@ fn writer_child_entry() {
 fn log(
     tx: &rusqlite::Transaction<'_>,
     tr: &hookq::Transition,
-) -> Result<(), hookq::store::StoreError> {
+) -> Result<(), hookq::queue::store::StoreError> {
     tx.execute(
         "INSERT INTO host_log (task, phase, occurrence) VALUES (?1, ?2, ?3)",
         rusqlite::params![tr.task, tr.to, tr.occurrence.as_ref().map(|o| o.id)],

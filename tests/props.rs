@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use hookq::config::{Config, ConfigError};
+use hookq::queue::config::{Config, ConfigError};
 use hookq::{Phase, PlanId, Point, TaskId};
 use proptest::prelude::*;
 
@@ -110,7 +110,7 @@ proptest! {
     #[test]
     fn hook_lines_round_trip(lines in prop::collection::vec("[ -~]{1,40}", 0..5)) {
         let lines: Vec<String> = lines.into_iter().filter(|l| !l.trim().is_empty()).collect();
-        let body: Vec<String> = lines.iter().map(|l| hookq::config::toml_quote(l)).collect();
+        let body: Vec<String> = lines.iter().map(|l| hookq::queue::config::toml_quote(l)).collect();
         let text = format!("[hooks]\nafter_merge = [{}]\n", body.join(", "));
         let c = Config::parse(Path::new("c.toml"), text.as_bytes()).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(c.hooks(Point::AfterMerge), lines.as_slice());

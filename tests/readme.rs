@@ -188,7 +188,7 @@ fn example_command_lines_parse() {
 #[test]
 fn every_config_key_is_documented() {
     let config = section("Configuration");
-    let initial = hookq::config::initial_config("origin", "main");
+    let initial = hookq::queue::config::initial_config("origin", "main");
     let mut table = "";
     for line in initial.lines() {
         let line = line.trim_start_matches('#').trim();
@@ -225,7 +225,7 @@ fn every_config_key_is_documented() {
 #[test]
 fn every_hook_variable_and_stripped_variable_is_documented() {
     let section = section("How a hook command runs");
-    let vars = hookq::env::HookVars {
+    let vars = hookq::queue::env::HookVars {
         task: "t",
         plan: "p",
         attempt: 1,
@@ -235,7 +235,7 @@ fn every_hook_variable_and_stripped_variable_is_documented() {
         state: "done.merged",
         point: hookq::Point::AfterMerge,
     };
-    let env = hookq::env::hook_env(&hookq::env::Environ::new(), &vars);
+    let env = hookq::queue::env::hook_env(&hookq::exec::Environ::new(), &vars);
     assert!(env.len() >= 9);
     for (name, _) in env.iter() {
         let name = name.to_str().unwrap();
@@ -244,7 +244,7 @@ fn every_hook_variable_and_stripped_variable_is_documented() {
             "{name} is not in the variable table"
         );
     }
-    for name in hookq::env::GIT_LOCAL_ENV_VARS {
+    for name in hookq::queue::env::GIT_LOCAL_ENV_VARS {
         assert!(
             section.contains(&format!("`{name}`")),
             "stripped {name} is not documented"

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use hookq::env::Environ;
+use hookq::exec::Environ;
 use hookq::exec::{self, Ending, Stop};
 
 #[test]

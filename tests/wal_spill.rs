@@ -10,8 +10,9 @@
 
 use std::path::Path;
 
-use hookq::store::{StoreOptions, Synchronous};
-use hookq::{Phase, PlanId, Store, TaskId, record};
+use hookq::queue::record;
+use hookq::queue::store::{StoreOptions, Synchronous};
+use hookq::{Phase, PlanId, Store, TaskId};
 use rusqlite::Connection;
 
 /// `PRAGMA integrity_check` and the number of tasks of `plan`, on a plain connection.

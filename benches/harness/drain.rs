@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use hookq::env::{HookVars, base_env, hook_env};
 use hookq::exec::{self, Ending};
-use hookq::store::Store;
+use hookq::queue::env::{HookVars, base_env, hook_env};
+use hookq::queue::store::Store;
 use hookq::{Drainer, Point, RunnerLock, Stop, TaskId, Wait, Workspace};
 
 use super::fixture;
@@ -158,7 +158,7 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> DrainFigures {
 /// are created beforehand, untimed, so only the log file is new, as in the floor loop.
 fn exec_only(
     ws: &Workspace,
-    base: &hookq::env::Environ,
+    base: &hookq::exec::Environ,
     stop: &Stop,
     prefix: &str,
     n: usize,

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use hookq::Workspace;
-use hookq::store::{IdMarks, Store, count_new_points, now_ms, pending_by_point};
+use hookq::queue::store::{IdMarks, Store, count_new_points, now_ms, pending_by_point};
 use rusqlite::{Connection, params};
 
 /// The folder each run makes its own temp dir in: `HOOKQ_BENCH_DIR`, else the system temp dir.
@@ -93,7 +93,7 @@ pub fn workspace(dir: &Path, name: &str, commands: &[&str]) -> Workspace {
 pub fn write_config(ws: &Workspace, commands: &[&str]) {
     let list = commands
         .iter()
-        .map(|c| hookq::config::toml_quote(c))
+        .map(|c| hookq::queue::config::toml_quote(c))
         .collect::<Vec<_>>()
         .join(", ");
     let text = format!("[hooks]\nafter_awaiting_human = [{list}]\nafter_fail = [{list}]\n");
@@ -168,7 +168,7 @@ pub fn add_points(c: &mut Connection, prefix: &str, tasks: usize, points: usize)
 
 /// Leaves the newest `k` pending points (all of them if fewer) out of the pending counters, as
 /// if recorded since the counters last counted: the most `queue stats` then counts itself is
-/// [`hookq::store::COUNT_EVERY`]. The points must all be `after_awaiting_human`, as
+/// [`hookq::queue::store::COUNT_EVERY`]. The points must all be `after_awaiting_human`, as
 /// [`add_points`] makes them.
 pub fn leave_uncounted(c: &Connection, k: i64) {
     let before = pending_count(c);

@@ -113,7 +113,7 @@ pub fn fdatasync(dir: &Path, samples: usize) -> f64 {
 
 /// SQLite's default page size, the floors' unless a figure says otherwise: the issue's "durable
 /// SQLite commit" is SQLite as it comes. hookq creates its databases with
-/// [`hookq::store::PAGE_SIZE`].
+/// [`hookq::queue::store::PAGE_SIZE`].
 pub const SQLITE_PAGE_SIZE: i64 = 4096;
 
 /// Creates `dir/<name>.db` with `page_size` and hookq's store pragmas (WAL, synchronous=FULL,

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hookq::record::{MoveFacts, move_task};
-use hookq::store::Store;
+use hookq::queue::record::{MoveFacts, move_task};
+use hookq::queue::store::Store;
 use hookq::{Phase, TaskId};
 
 use super::fixture;

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use hookq::record::{MoveFacts, move_task};
-use hookq::store::{PAGE_SIZE, Store};
+use hookq::queue::record::{MoveFacts, move_task};
+use hookq::queue::store::{PAGE_SIZE, Store};
 use hookq::{Phase, TaskId};
 
 use super::fixture;

@@ -6,8 +6,8 @@ use clap::{Parser, Subcommand};
 
 use crate::error::Error;
 use crate::exec::Stop;
-use crate::store::{Store, StoreOptions};
-use crate::workspace::{NotFound, Workspace};
+use crate::queue::store::{Store, StoreOptions};
+use crate::queue::workspace::{NotFound, Workspace};
 
 /// hookq: a transactional hook queue for task runners.
 #[derive(Debug, Parser)]

@@ -2,9 +2,9 @@
 
 use serde::Serialize;
 
-use crate::config::Config;
 use crate::error::Error;
-use crate::phase::Point;
+use crate::queue::config::Config;
+use crate::queue::phase::Point;
 
 use super::app::Ctx;
 use super::output;

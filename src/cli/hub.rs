@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use crate::drain::Drainer;
 use crate::error::Error;
-use crate::hub::{self, HubOptions};
+use crate::queue::drain::Drainer;
+use crate::queue::hub::{self, HubOptions};
 
 use super::app::{Ctx, stop_on_signals};
 

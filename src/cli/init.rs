@@ -4,10 +4,10 @@ use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
-use crate::config::initial_config;
 use crate::error::Error;
-use crate::store::Store;
-use crate::workspace::Workspace;
+use crate::queue::config::initial_config;
+use crate::queue::store::Store;
+use crate::queue::workspace::Workspace;
 
 use super::app::{Ctx, store_options};
 

@@ -52,7 +52,7 @@ pub(super) fn json<T: Serialize + ?Sized>(value: &T) -> Result<(), Error> {
 
 /// The line a pass that did something ends with: `ran 3 point(s): 2 command(s), 1 failed,
 /// 1 parked`. `None` when the pass found nothing to do.
-pub(super) fn ran(r: &crate::drain::PassReport) -> Option<String> {
+pub(super) fn ran(r: &crate::queue::drain::PassReport) -> Option<String> {
     (r.cleared + r.parked > 0 || r.stopped).then(|| {
         format!(
             "ran {} point(s): {} command(s), {} failed, {} parked{}",

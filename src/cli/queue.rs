@@ -3,13 +3,13 @@
 
 use serde::Serialize;
 
-use crate::config::Config;
 use crate::error::Error;
-use crate::ids::TaskId;
-use crate::lock::{self, Holder};
-use crate::phase::Point;
-use crate::record;
-use crate::store::{HistoryRow, PendingRow, Stats, now_ms};
+use crate::queue::config::Config;
+use crate::queue::ids::TaskId;
+use crate::queue::lock::{self, Holder};
+use crate::queue::phase::Point;
+use crate::queue::record;
+use crate::queue::store::{HistoryRow, PendingRow, Stats, now_ms};
 
 use super::app::Ctx;
 use super::output::{self, or_dash};
@@ -190,8 +190,8 @@ struct Shown {
 }
 
 fn show(
-    ws: &crate::workspace::Workspace,
-    store: &crate::store::Store,
+    ws: &crate::queue::workspace::Workspace,
+    store: &crate::queue::store::Store,
     id: i64,
     json: bool,
 ) -> Result<(), Error> {

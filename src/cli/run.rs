@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use crate::drain::Drainer;
 use crate::error::Error;
-use crate::lock::{self, RunnerLock, Wait};
+use crate::queue::drain::Drainer;
+use crate::queue::lock::{self, RunnerLock, Wait};
 
 use super::app::{Ctx, stop_on_signals};
 

@@ -2,14 +2,14 @@
 
 use serde::Serialize;
 
-use crate::drain::Drainer;
 use crate::error::Error;
-use crate::ids::{PlanId, TaskId};
-use crate::lock::{RunnerLock, Wait};
-use crate::phase::Phase;
-use crate::record::{self, MoveFacts, Transition};
-use crate::store::{HistoryRow, PendingRow, Store, TaskRow, now_ms};
-use crate::workspace::Workspace;
+use crate::queue::drain::Drainer;
+use crate::queue::ids::{PlanId, TaskId};
+use crate::queue::lock::{RunnerLock, Wait};
+use crate::queue::phase::Phase;
+use crate::queue::record::{self, MoveFacts, Transition};
+use crate::queue::store::{HistoryRow, PendingRow, Store, TaskRow, now_ms};
+use crate::queue::workspace::Workspace;
 
 use super::app::{Ctx, stop_on_signals};
 use super::output;

@@ -500,7 +500,8 @@ impl Ws {
     /// Pending points in run order, counting the starts a runner logged but did not fold into
     /// the table yet (`arc.db-starts`), as `hookq queue` does.
     pub fn pending(&self) -> Vec<Pending> {
-        let starts = hookq::starts::read(&hookq::starts::path_for(&self.db_path())).unwrap();
+        let starts =
+            hookq::queue::starts::read(&hookq::queue::starts::path_for(&self.db_path())).unwrap();
         let db = self.db();
         let mut st = db
             .prepare(
@@ -511,7 +512,7 @@ impl Ws {
             .unwrap();
         st.query_map([], |r| {
             let (id, mut passes, mut last) = (r.get(0)?, r.get(4)?, r.get(5)?);
-            hookq::starts::apply(&starts, id, &mut passes, &mut last);
+            hookq::queue::starts::apply(&starts, id, &mut passes, &mut last);
             Ok(Pending {
                 id,
                 task: r.get(1)?,

@@ -1,11 +1,12 @@
-//! The environment a hook command gets (SPEC §5): the runner's own, minus inherited git
-//! repository overrides and `ARC_*`, plus the `ARC_*` table for this point.
+//! The environment an arc hook command gets: the runner's own, minus inherited git repository
+//! overrides and `ARC_*`, plus the `ARC_*` table for this point.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use crate::phase::Point;
+use crate::exec::Environ;
+use crate::queue::phase::Point;
 
 /// What `git rev-parse --local-env-vars` lists: variables that would point a hook's git at
 /// another repository than the workspace's.
@@ -57,83 +58,6 @@ fn stripped(name: &OsStr) -> bool {
         // Only meaningful with GIT_CONFIG_COUNT, which goes: drop the pairs with it.
         || name.starts_with(b"GIT_CONFIG_KEY_")
         || name.starts_with(b"GIT_CONFIG_VALUE_")
-}
-
-/// A command's whole environment, laid out as `execve` takes it: `NAME=value` strings, each
-/// ending in a NUL byte, in one buffer. A point's environment is the pass's base copied in one
-/// piece plus the `ARC_*` table, and starting a command reads it as it is: no map, and no
-/// string per variable (see `spawn`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Environ {
-    bytes: Vec<u8>,
-    /// Where each variable starts in `bytes`.
-    starts: Vec<usize>,
-    /// A name or value held a NUL byte, which no environment can carry: starting a command
-    /// with it fails, as it does with `std::process::Command`.
-    nul: bool,
-}
-
-impl Environ {
-    /// An empty environment.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Adds `name=value` after the variables already there. Names are expected once each (a
-    /// name added twice is passed twice).
-    pub fn push(&mut self, name: impl AsRef<OsStr>, value: impl AsRef<OsStr>) {
-        let (name, value) = (name.as_ref().as_bytes(), value.as_ref().as_bytes());
-        self.nul |= name.contains(&0) || value.contains(&0);
-        self.starts.push(self.bytes.len());
-        self.bytes.extend_from_slice(name);
-        self.bytes.push(b'=');
-        self.bytes.extend_from_slice(value);
-        self.bytes.push(0);
-    }
-
-    /// The value of `name`, if set.
-    pub fn get(&self, name: &str) -> Option<&OsStr> {
-        self.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
-    }
-
-    /// The variables in order, as (name, value).
-    pub fn iter(&self) -> impl Iterator<Item = (&OsStr, &OsStr)> {
-        self.starts.iter().map(|&at| {
-            let end = at + self.bytes[at..].iter().position(|&b| b == 0).unwrap_or(0);
-            let var = &self.bytes[at..end];
-            // Split at the first `=`: a name holds none. A variable with a NUL byte in it reads
-            // back cut there; such an environment is never handed to a command (`raw`).
-            let eq = var.iter().position(|&b| b == b'=').unwrap_or(var.len());
-            let value = var.get(eq + 1..).unwrap_or_default();
-            (OsStr::from_bytes(&var[..eq]), OsStr::from_bytes(value))
-        })
-    }
-
-    /// How many variables there are.
-    pub fn len(&self) -> usize {
-        self.starts.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.starts.is_empty()
-    }
-
-    /// The buffer of NUL-terminated `NAME=value` strings, and where each starts; `None` when a
-    /// name or value held a NUL byte.
-    pub(crate) fn raw(&self) -> Option<(&[u8], &[usize])> {
-        (!self.nul).then_some((&self.bytes, &self.starts))
-    }
-}
-
-impl<K: AsRef<OsStr>, V: AsRef<OsStr>> FromIterator<(K, V)> for Environ {
-    fn from_iter<I: IntoIterator<Item = (K, V)>>(vars: I) -> Self {
-        let mut env = Environ::new();
-        for (k, v) in vars {
-            env.push(k, v);
-        }
-        env
-    }
 }
 
 /// The runner's environment with the overrides removed; computed once per pass.
@@ -221,23 +145,5 @@ mod tests {
         ]);
         let names: Vec<&[u8]> = base.iter().map(|(k, _)| k.as_bytes()).collect();
         assert_eq!(names, [b"KEPT_\xff".as_slice()]);
-    }
-
-    #[test]
-    fn an_environ_reads_back_what_was_pushed() {
-        let env: Environ = [("A", "1"), ("EMPTY", ""), ("EQ", "x=y"), ("U", "é")]
-            .into_iter()
-            .collect();
-        let read: Vec<(&OsStr, &OsStr)> = env.iter().collect();
-        assert_eq!(
-            read,
-            [("A", "1"), ("EMPTY", ""), ("EQ", "x=y"), ("U", "é")]
-                .map(|(k, v)| (OsStr::new(k), OsStr::new(v)))
-        );
-        assert_eq!(env.len(), 4);
-        assert_eq!(env.raw().unwrap().0, b"A=1\0EMPTY=\0EQ=x=y\0U=\xc3\xa9\0");
-        let mut bad = env.clone();
-        bad.push("B", "x\0y");
-        assert!(bad.raw().is_none(), "a NUL byte cannot be passed");
     }
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use crate::phase::Point;
+use crate::queue::phase::Point;
 
 /// The most command lines one point may have: its logs are numbered with two digits.
 pub const MAX_COMMANDS: usize = 99;

@@ -32,7 +32,7 @@ use std::ptr;
 
 use rustix::process::{Pid, WaitOptions, waitpid};
 
-use crate::env::Environ;
+use crate::exec::Environ;
 
 /// A started `/bin/sh`: wait for it with [`Shell::try_wait`] or [`Shell::wait`]. Like
 /// `std::process::Child`, dropping it neither kills nor reaps it.

@@ -2,12 +2,12 @@
 
 use std::time::{Duration, Instant};
 
-use crate::config::FileVersion;
-use crate::drain::{DrainError, Drainer};
 use crate::exec::Stop;
-use crate::lock::{LockError, RunnerLock, Wait};
-use crate::store::{Store, StoreError};
-use crate::workspace::Workspace;
+use crate::queue::config::FileVersion;
+use crate::queue::drain::{DrainError, Drainer};
+use crate::queue::lock::{LockError, RunnerLock, Wait};
+use crate::queue::store::{Store, StoreError};
+use crate::queue::workspace::Workspace;
 
 /// Hub settings.
 #[derive(Debug, Clone, Copy)]

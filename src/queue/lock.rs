@@ -21,6 +21,11 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use fs2::FileExt;
+
+use crate::exec::GroupTracker;
+#[cfg(test)]
+use crate::exec::group::has_live_member;
+use crate::exec::group::{group_running, live_members, stat_fields};
 use serde::Serialize;
 
 /// A lock file problem.
@@ -169,21 +174,6 @@ impl RunnerLock {
         &self.left_behind
     }
 
-    /// Names `group` in the file while its command runs; [`RunnerLock::untrack`] when it ended.
-    /// A file that cannot be written only loses the naming.
-    pub(crate) fn track(&self, group: Group) {
-        let mut running = self.running();
-        running.groups.push(group);
-        let _ = self.write_out(&mut running);
-    }
-
-    /// The command of group `pgid` ended: the file stops naming it.
-    pub(crate) fn untrack(&self, pgid: i32) {
-        let mut running = self.running();
-        running.groups.retain(|g| g.pgid != pgid);
-        let _ = self.write_out(&mut running);
-    }
-
     fn running(&self) -> std::sync::MutexGuard<'_, Running> {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -287,13 +277,20 @@ impl Lines {
     }
 }
 
-/// The fields of `/proc/<pid>/stat` (or of the `stat` file at `path`) after the command name,
-/// which is in parentheses and may hold spaces and parentheses: the first is the state (field
-/// 3 of proc(5)).
-fn stat_fields(path: &Path) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(path).ok()?;
-    let after = &stat[stat.rfind(')')? + 1..];
-    Some(after.split_whitespace().map(str::to_owned).collect())
+/// Names a command's group in the file while it runs; a file that cannot be written only loses
+/// the naming.
+impl GroupTracker for RunnerLock {
+    fn track(&self, pgid: i32, started_ms: i64) {
+        let mut running = self.running();
+        running.groups.push(Group { pgid, started_ms });
+        let _ = self.write_out(&mut running);
+    }
+
+    fn untrack(&self, pgid: i32) {
+        let mut running = self.running();
+        running.groups.retain(|g| g.pgid != pgid);
+        let _ = self.write_out(&mut running);
+    }
 }
 
 /// When this machine booted, unix ms (`btime` in `/proc/stat`, whole seconds).
@@ -384,35 +381,6 @@ fn end_left_behind(groups: Vec<Group>, grace: Duration) -> Vec<(Group, bool)> {
         std::thread::sleep(Duration::from_millis(10));
     }
     named.into_iter().map(|(g, _)| g).zip(killed).collect()
-}
-
-/// Whether a process of group `pgid` still runs. A group of zombies has ended: a zombie has
-/// exited and waits to be collected, an orphan's by init, which some machines (this one's PID 1)
-/// do a second or two late. `kill(-pgid, 0)` counts zombies, so the `/proc` scan confirms what
-/// it finds; a group `kill` does not find costs no scan. Both ending a timed-out command
-/// ([`crate::exec`]) and ending what a killed runner left ([`RunnerLock::acquire`]) wait on this.
-pub(crate) fn group_running(pgid: rustix::process::Pid) -> bool {
-    rustix::process::test_kill_process_group(pgid).is_ok()
-        && has_live_member(pgid.as_raw_nonzero().get())
-}
-
-/// Whether a process of group `pgid` is alive, not a zombie (a scan of `/proc`; `true` when
-/// `/proc` cannot be read).
-fn has_live_member(pgid: i32) -> bool {
-    live_members(pgid).is_none_or(|mut m| m.next().is_some())
-}
-
-/// The pids of group `pgid`'s processes that are alive, not zombies, as `/proc` lists them;
-/// `None` when it cannot be read.
-fn live_members(pgid: i32) -> Option<impl Iterator<Item = i32>> {
-    let dir = std::fs::read_dir("/proc").ok()?;
-    Some(dir.flatten().filter_map(move |e| {
-        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-        let f = stat_fields(&e.path().join("stat"))?;
-        // State (field 3), ppid, pgrp (field 5).
-        let pgrp = f.get(2).and_then(|v| v.parse::<i32>().ok());
-        (pgrp == Some(pgid) && f.first().is_some_and(|s| s != "Z" && s != "X")).then_some(pid)
-    }))
 }
 
 /// Who holds the lock at `path`, or last held it: the file's holder line, checked against
@@ -661,7 +629,7 @@ mod tests {
             pgid: other,
             started_ms: 1,
         };
-        lock.track(g);
+        lock.track(g.pgid, g.started_ms);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
             text.contains(&format!("\ngroup {} {}\n", g.pgid, g.started_ms)),

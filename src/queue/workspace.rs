@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::ids::TaskId;
-use crate::phase::Point;
+use crate::queue::ids::TaskId;
+use crate::queue::phase::Point;
 
 /// The state dir's path below the workspace root.
 pub const STATE_DIR: &str = ".radian/arc";

@@ -7,9 +7,9 @@
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde::Serialize;
 
-use crate::ids::{PlanId, TaskId};
-use crate::phase::{Phase, Point};
-use crate::store::{
+use crate::queue::ids::{PlanId, TaskId};
+use crate::queue::phase::{Phase, Point};
+use crate::queue::store::{
     COUNT_EVERY, IdMarks, StoreError, count_pending, count_up_to, id_mark_columns, now_ms,
     set_counted_mark,
 };
@@ -296,7 +296,7 @@ pub fn requeue(tx: &Transaction<'_>, history_id: i64) -> Result<Occurrence, Stor
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
+    use crate::queue::store::Store;
 
     fn ids(t: &str, p: &str) -> (TaskId, PlanId) {
         (TaskId::new(t).unwrap(), PlanId::new(p).unwrap())

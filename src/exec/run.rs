@@ -1,5 +1,5 @@
-//! Running one hook command (SPEC §5): `/bin/sh -c`, its own process group, a timeout that
-//! signals the whole group, output appended to a log with a cap. Knows nothing of SQLite.
+//! Running one command into a log: `/bin/sh -c`, its own process group, a timeout that signals
+//! the whole group, output appended to a log with a header, a footer and a cap.
 
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
@@ -14,9 +14,8 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::process::{Pid, Signal, kill_process_group, pidfd_open};
 
-use crate::env::Environ;
-use crate::lock::{Group, RunnerLock};
-use crate::spawn::Shell;
+use super::env::Environ;
+use super::spawn::Shell;
 
 /// How often a running command checks for a stop request when nothing else wakes it.
 const TICK: Duration = Duration::from_millis(50);
@@ -99,10 +98,10 @@ pub struct Spec<'a> {
     pub opened: Option<&'a OpenedLog>,
     /// The header line's text after the time stamp (no newline).
     pub header: &'a str,
-    /// The runner lock the command runs under, if any: its file names the command's process
-    /// group while it runs, so that if hookq is killed meanwhile, the next holder ends the
-    /// command before it runs the point again (see [`crate::lock`]).
-    pub owner: Option<&'a RunnerLock>,
+    /// Who is told the command's process group while it runs, if anyone (the queue's runner
+    /// lock names it in its file, so that if hookq is killed meanwhile, the next holder ends the
+    /// command before it runs the point again).
+    pub owner: Option<&'a dyn GroupTracker>,
 }
 
 /// How a command ended.
@@ -265,30 +264,32 @@ fn is_transient(e: &std::io::Error) -> bool {
     .contains(&e.raw_os_error().unwrap_or(0))
 }
 
-/// A command's process group, named in the runner lock's file while it lives (see
-/// [`Spec::owner`]).
+/// Told of a command's process group while it lives: [`GroupTracker::track`] once it started,
+/// [`GroupTracker::untrack`] once it was reaped, whichever way the run ends.
+pub trait GroupTracker: std::fmt::Debug {
+    /// The command leading process group `pgid` started at `started_ms` (unix ms).
+    fn track(&self, pgid: i32, started_ms: i64);
+    /// The command of group `pgid` was reaped.
+    fn untrack(&self, pgid: i32);
+}
+
+/// A command's process group, told to its tracker while it lives (see [`Spec::owner`]).
 struct Tracked<'a> {
-    lock: &'a RunnerLock,
+    tracker: &'a dyn GroupTracker,
     pgid: i32,
 }
 
 impl<'a> Tracked<'a> {
-    fn new(lock: &'a RunnerLock, leader: Pid) -> Self {
-        let group = Group {
-            pgid: leader.as_raw_nonzero().get(),
-            started_ms: chrono::Utc::now().timestamp_millis(),
-        };
-        lock.track(group);
-        Self {
-            lock,
-            pgid: group.pgid,
-        }
+    fn new(tracker: &'a dyn GroupTracker, leader: Pid) -> Self {
+        let pgid = leader.as_raw_nonzero().get();
+        tracker.track(pgid, chrono::Utc::now().timestamp_millis());
+        Self { tracker, pgid }
     }
 }
 
 impl Drop for Tracked<'_> {
     fn drop(&mut self) {
-        self.lock.untrack(self.pgid);
+        self.tracker.untrack(self.pgid);
     }
 }
 
@@ -598,7 +599,7 @@ fn signal_group(child: &Shell, sig: Signal) {
 /// Whether a process of the command's group still runs (zombies, its orphans waiting for init,
 /// do not count: waiting for them would SIGKILL a group that SIGTERM already ended).
 fn group_alive(child: &Shell) -> bool {
-    crate::lock::group_running(child.pid())
+    super::group::group_running(child.pid())
 }
 
 #[cfg(test)]

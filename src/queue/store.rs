@@ -12,10 +12,10 @@ use rusqlite::{
 };
 use serde::Serialize;
 
-use crate::ids::TaskId;
-use crate::lock::RunnerLock;
-use crate::phase::Point;
-use crate::starts::{self, Start, StartLog};
+use crate::queue::ids::TaskId;
+use crate::queue::lock::RunnerLock;
+use crate::queue::phase::Point;
+use crate::queue::starts::{self, Start, StartLog};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -122,7 +122,7 @@ pub enum StoreError {
     /// A value given by the caller is not valid.
     #[error("{0}")]
     Invalid(String),
-    /// The start log beside the database (see [`crate::starts`]) cannot be read or written.
+    /// The start log beside the database (see [`crate::queue::starts`]) cannot be read or written.
     #[error("cannot {action} {}: {source}", path.display())]
     StartLog {
         /// What failed: "read", "write" or "empty".
@@ -478,7 +478,7 @@ impl Store {
     }
 
     /// Begins a write transaction (`BEGIN IMMEDIATE`). Record transitions into it with
-    /// [`crate::record`], then commit it yourself.
+    /// [`crate::queue::record`], then commit it yourself.
     ///
     /// Waits up to `busy_timeout` for another writer, trying again every millisecond or two.
     /// SQLite's own busy handler backs off to 100 ms sleeps, and a writer that sleeps that long
@@ -756,7 +756,7 @@ impl PendingRow {
     pub fn point(&self) -> Result<Point, StoreError> {
         self.point
             .parse()
-            .map_err(|e: crate::phase::UnknownPoint| StoreError::BadRow(e.to_string()))
+            .map_err(|e: crate::queue::phase::UnknownPoint| StoreError::BadRow(e.to_string()))
     }
 
     /// The task id, parsed.
@@ -967,7 +967,7 @@ impl Store {
     }
 
     /// Pending points in the order they run, from occurrence `after` (exclusive), at most `limit`.
-    /// Starts in the start log not folded yet are counted in `passes` (see [`crate::starts`]).
+    /// Starts in the start log not folded yet are counted in `passes` (see [`crate::queue::starts`]).
     pub fn pending(
         &self,
         after: i64,
@@ -1127,7 +1127,7 @@ impl Store {
         Ok(n)
     }
 
-    /// Records that this pass starts `entry` now, in the start log (see [`crate::starts`]):
+    /// Records that this pass starts `entry` now, in the start log (see [`crate::queue::starts`]):
     /// one `write`, no commit. Returns false when the point is no longer pending (dropped since
     /// it was read), and then records nothing.
     pub fn mark_started(
@@ -1431,7 +1431,7 @@ fn start_log_error(path: &Path, action: &'static str, source: std::io::Error) ->
     }
 }
 
-/// Counts starts a pass recorded in the start log, each once (see [`crate::starts`]).
+/// Counts starts a pass recorded in the start log, each once (see [`crate::queue::starts`]).
 fn fold_in(tx: &Transaction<'_>, starts: &[Start]) -> Result<(), StoreError> {
     let mut fold = tx.prepare_cached(
         "UPDATE pending_hooks SET passes = passes + 1, last_started_ms = ?2
@@ -1545,9 +1545,9 @@ mod tests {
 
     #[test]
     fn a_database_made_elsewhere_keeps_its_page_size() {
-        use crate::ids::{PlanId, TaskId};
-        use crate::phase::Phase;
-        use crate::record::{self, MoveFacts};
+        use crate::queue::ids::{PlanId, TaskId};
+        use crate::queue::phase::Phase;
+        use crate::queue::record::{self, MoveFacts};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("arc.db");
         // A host made the database first, with a table of its own, at SQLite's default.
@@ -1578,9 +1578,9 @@ mod tests {
 
     #[test]
     fn pending_counts_survive_the_move_from_triggers_to_code() {
-        use crate::ids::{PlanId, TaskId};
-        use crate::phase::Phase;
-        use crate::record::{self, MoveFacts};
+        use crate::queue::ids::{PlanId, TaskId};
+        use crate::queue::phase::Phase;
+        use crate::queue::record::{self, MoveFacts};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("arc.db");
         // A database at V3, where triggers counted: two points recorded there.
@@ -1611,9 +1611,9 @@ mod tests {
 
     #[test]
     fn rebuilding_pending_hooks_keeps_points_states_and_the_id_sequence() {
-        use crate::ids::TaskId;
-        use crate::phase::Phase;
-        use crate::record::{self, MoveFacts};
+        use crate::queue::ids::TaskId;
+        use crate::queue::phase::Phase;
+        use crate::queue::record::{self, MoveFacts};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("arc.db");
         // A database at V4 with three points recorded, the newest since dropped: the sequence
@@ -1795,9 +1795,9 @@ mod tests {
 
     #[test]
     fn two_stores_upgrading_one_database_at_once_both_open_it_whole() {
-        use crate::ids::TaskId;
-        use crate::phase::Phase;
-        use crate::record::{self, MoveFacts};
+        use crate::queue::ids::TaskId;
+        use crate::queue::phase::Phase;
+        use crate::queue::record::{self, MoveFacts};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("arc.db");
         // Big enough that the second store reads the applied versions while the first is still
@@ -1978,10 +1978,10 @@ mod tests {
     /// A new store whose `tasks` were each created in `failed.x` (one pending point each), and
     /// the runner lock beside it.
     fn with_failed_tasks(tasks: &[&str]) -> (tempfile::TempDir, PathBuf, RunnerLock, Store) {
-        use crate::ids::{PlanId, TaskId};
-        use crate::lock::Wait;
-        use crate::phase::Phase;
-        use crate::record;
+        use crate::queue::ids::{PlanId, TaskId};
+        use crate::queue::lock::Wait;
+        use crate::queue::phase::Phase;
+        use crate::queue::record;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("arc.db");
         let lock = RunnerLock::acquire(&dir.path().join("runner.lock"), Wait::No, &|| true)

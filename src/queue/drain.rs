@@ -8,7 +8,7 @@
 //! on a connection of its own ([`StartMarker`]). Workers never write the database.
 //!
 //! A point is marked started before its first command starts by a line in the start log
-//! ([`crate::starts`]), not a commit: a pass first folds the lines a killed runner left there.
+//! ([`crate::queue::starts`]), not a commit: a pass first folds the lines a killed runner left there.
 //! Finished points are cleared in batches, committed while a command runs (so the commit costs
 //! the pass no time of its own, and, not waiting for another writer there, never holds up the
 //! command's timeout), with the starts of the points still running folded in: once
@@ -25,16 +25,17 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::config::{Config, ConfigError, ConfigSource};
-use crate::env::{Environ, HookVars, base_env, hook_env};
+use crate::exec::Environ;
 use crate::exec::{self, Ending, ExecError, Stop};
-use crate::ids::TaskId;
-use crate::lock::{LockError, RunnerLock, Wait};
-use crate::phase::Point;
-use crate::store::{
+use crate::queue::config::{Config, ConfigError, ConfigSource};
+use crate::queue::env::{HookVars, base_env, hook_env};
+use crate::queue::ids::TaskId;
+use crate::queue::lock::{LockError, RunnerLock, Wait};
+use crate::queue::phase::Point;
+use crate::queue::store::{
     Cleared, NewHistory, Outcome, PendingRow, StartMarker, Store, StoreError, now_ms,
 };
-use crate::workspace::Workspace;
+use crate::queue::workspace::Workspace;
 
 /// How many pending rows one read fetches.
 const BATCH: usize = 256;
@@ -115,7 +116,7 @@ impl std::fmt::Debug for Drainer<'_> {
 }
 
 /// A point ready to run: its commands and environment fixed, and its start logged (see
-/// [`crate::starts`]), by the worker that runs it in a parallel pass.
+/// [`crate::queue::starts`]), by the worker that runs it in a parallel pass.
 struct Job {
     entry: PendingRow,
     task: TaskId,
@@ -853,11 +854,11 @@ fn outcome_of(ending: Ending) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{PlanId, TaskId};
-    use crate::lock::Wait;
-    use crate::phase::Phase;
-    use crate::record::{self, MoveFacts};
-    use crate::store::StoreOptions;
+    use crate::queue::ids::{PlanId, TaskId};
+    use crate::queue::lock::Wait;
+    use crate::queue::phase::Phase;
+    use crate::queue::record::{self, MoveFacts};
+    use crate::queue::store::StoreOptions;
 
     fn workspace(hooks: &str) -> (tempfile::TempDir, Workspace, Store) {
         let dir = tempfile::tempdir().unwrap();
