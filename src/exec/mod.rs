@@ -2,11 +2,13 @@
 //! collect or log its output, time it out and end its whole process group, always reap it.
 //! Knows nothing of SQLite, JSON decisions or git.
 
+pub mod collect;
 pub mod env;
 pub mod group;
 pub mod run;
 pub(crate) mod spawn;
 
+pub use collect::{Collected, Input, Job, Program, collect};
 pub use env::Environ;
 pub use run::{
     Ending, ExecError, Finished, GroupTracker, OpenedLog, Spec, Stop, describe, run, run_while,
