@@ -4,6 +4,8 @@
 //!   are written in one SQLite transaction; a worker holding `runner.lock` drains them.
 //! - [`exec`]: the shared floor that runs every model's commands: process groups, timeouts,
 //!   stdin, capped output.
+//! - [`lifecycle`]: hooks around creating and removing git worktrees across a workspace's
+//!   repositories, with fail-fast preflight, rollback and an outcome ledger.
 //!
 //! See `docs/` for each model and for embedding.
 #![warn(missing_docs)]
@@ -28,6 +30,7 @@ macro_rules! errln {
 pub mod cli;
 pub mod error;
 pub mod exec;
+pub mod lifecycle;
 pub mod queue;
 
 pub use exec::Stop;

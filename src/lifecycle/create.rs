@@ -1,0 +1,235 @@
+//! Carrying out a create plan: fail-fast, each change written to the journal before it is
+//! made, and everything this invocation made undone when any step fails.
+
+use super::discovery::SourcedCommand;
+use super::env::{self, HookFacts};
+use super::error::{Error, FailureKind};
+use super::hook::{Place, Runner};
+use super::input::InputPolicy;
+use super::journal::{Record, StateLock};
+use super::ledger::{Ledger, label};
+use super::plan::{CreatePlan, CreateStep};
+use super::point::Scope;
+use super::policy::FailurePolicy;
+use super::rollback::{self, RollbackReport};
+use super::workspace::{Mode, Workspace};
+use crate::exec::Stop;
+
+/// How a command runs its hooks.
+#[derive(Debug, Clone, Copy)]
+pub struct RunOptions<'a> {
+    /// The command-wide input mode.
+    pub input: InputPolicy,
+    /// `--json`: a failed hook's output goes to stderr only.
+    pub json: bool,
+    /// The stop token.
+    pub stop: &'a Stop,
+}
+
+/// What a create did.
+#[derive(Debug, Clone)]
+pub struct CreateReport {
+    /// Every evaluated hook.
+    pub ledger: Ledger,
+    /// The targets whose worktree was made (and stays, unless `failure`).
+    pub made: Vec<usize>,
+    /// Why it failed, if it did.
+    pub failure: Option<(FailureKind, String)>,
+    /// What the rollback did, after a failure.
+    pub rollback: RollbackReport,
+}
+
+/// The facts of a create hook: workspace-scope hooks get no child target, repository hooks
+/// their repository, checkout and new worktree, standalone hooks the main root's.
+fn facts<'a>(
+    ws: &'a Workspace,
+    plan: &'a CreatePlan,
+    hook: &'a SourcedCommand,
+    input: InputPolicy,
+) -> (HookFacts<'a>, String) {
+    let target = hook
+        .target
+        .as_deref()
+        .and_then(|r| plan.targets.iter().find(|t| t.repo == r));
+    let mut f = HookFacts {
+        name: &hook.name,
+        scope: hook.scope,
+        source_path: hook.source.script_path(),
+        execution_path: &ws.root,
+        mode: ws.kind(),
+        main_repo: &ws.root,
+        branch: Some(&plan.branch),
+        target_repository: None,
+        target_repo_path: None,
+        target_worktree: None,
+        parent_repo: None,
+        input,
+        remove_targets: None,
+    };
+    let subject;
+    match (&ws.mode, hook.scope, target) {
+        (Mode::Configured(_), Scope::Repository, Some(t)) => {
+            f.execution_path = &t.worktree;
+            f.target_repository = Some(&t.repo);
+            f.target_repo_path = Some(&t.checkout);
+            f.target_worktree = Some(&t.worktree);
+            f.parent_repo = Some(&ws.root);
+            subject = format!("{} worktree {}", t.repo, t.worktree.display());
+        }
+        (Mode::Standalone { .. }, _, Some(t)) => {
+            f.target_repository = Some(&t.repo);
+            f.target_repo_path = Some(&ws.root);
+            f.target_worktree = Some(&t.worktree);
+            subject = format!("{} worktree {}", t.repo, t.worktree.display());
+        }
+        _ => subject = format!("workspace {}", ws.root.display()),
+    }
+    (f, subject)
+}
+
+/// Runs `plan`. `lock` is the workspace's lock, held by the caller.
+pub fn create(
+    ws: &Workspace,
+    plan: &CreatePlan,
+    lock: &StateLock,
+    opts: RunOptions<'_>,
+) -> Result<CreateReport, Error> {
+    let base = env::base(std::env::vars_os());
+    let runner = plan.bash.as_ref().map(|bash| Runner {
+        bash: bash.clone(),
+        timeout: plan.timeout,
+        input: opts.input,
+        json: opts.json,
+        stop: opts.stop,
+    });
+    let policy = FailurePolicy::FailFast;
+    let mut ledger = Ledger::default();
+    let mut made = Vec::new();
+    let mut owned: Vec<Record> = Vec::new();
+    let mut journal = None;
+    let mut failure: Option<(FailureKind, String)> = None;
+    let mut next = 0;
+    while next < plan.steps.len() {
+        let step = plan.steps[next];
+        next += 1;
+        if opts.stop.graceful() {
+            failure = Some((
+                FailureKind::Stopped,
+                "stopped by a signal before it finished".into(),
+            ));
+            next -= 1;
+            break;
+        }
+        match step {
+            CreateStep::Hook(i) => {
+                let hook = &plan.hooks[i];
+                let (f, subject) = facts(ws, plan, hook, opts.input);
+                let env = env::build(&base, &f);
+                let place = Place {
+                    cwd: f.execution_path,
+                    subject,
+                    env: &env,
+                };
+                let Some(runner) = runner.as_ref() else {
+                    continue;
+                };
+                let outcome = runner.run(hook, &place);
+                let failed = outcome.status.failed();
+                if failed {
+                    failure = Some((
+                        FailureKind::Hook,
+                        format!("hook {} {}", label(hook), outcome.status.describe()),
+                    ));
+                }
+                ledger.push(outcome);
+                if failed && policy.stops() {
+                    break;
+                }
+            }
+            CreateStep::Add(i) => {
+                let t = &plan.targets[i];
+                if journal.is_none() {
+                    match lock.begin(&plan.branch) {
+                        Ok(j) => journal = Some(j),
+                        Err(e) => {
+                            failure = Some((FailureKind::Git, e.to_string()));
+                            break;
+                        }
+                    }
+                }
+                let Some(j) = journal.as_mut() else { break };
+                let mut records: Vec<Record> = t
+                    .make_dirs
+                    .iter()
+                    .map(|d| Record::Dir { path: d.clone() })
+                    .collect();
+                if t.new_at.is_some() {
+                    records.push(Record::Branch {
+                        checkout: t.checkout.clone(),
+                        name: plan.branch.clone(),
+                    });
+                }
+                records.push(Record::Worktree {
+                    checkout: t.checkout.clone(),
+                    path: t.worktree.clone(),
+                });
+                // Nothing is made until its record is on disk.
+                if let Err(e) = j.append(&records) {
+                    failure = Some((FailureKind::Git, e.to_string()));
+                    break;
+                }
+                owned.extend(records);
+                if let Err(e) = make_dirs(&t.make_dirs) {
+                    failure = Some((FailureKind::Git, e));
+                    break;
+                }
+                match super::git::add_worktree(
+                    &t.checkout,
+                    &t.worktree,
+                    &plan.branch,
+                    t.new_at.as_deref(),
+                ) {
+                    Ok(()) => made.push(i),
+                    Err(e) => {
+                        failure = Some((FailureKind::Git, e.to_string()));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    let mut rollback = RollbackReport::default();
+    if failure.is_some() {
+        for step in &plan.steps[next..] {
+            if let CreateStep::Hook(i) = step {
+                ledger.skip(&plan.hooks[*i], "an earlier step of this create failed");
+            }
+        }
+        rollback = rollback::undo(&owned, false);
+        made.clear();
+    }
+    if let Some(j) = journal
+        && let Err(e) = j.finish()
+    {
+        // The next command would roll back a completed create: say so loudly.
+        rollback.warnings.push(format!(
+            "{e}; remove it by hand, or the next `hookq worktree` command rolls this create back"
+        ));
+    }
+    Ok(CreateReport {
+        ledger,
+        made,
+        failure,
+        rollback,
+    })
+}
+
+fn make_dirs(dirs: &[std::path::PathBuf]) -> Result<(), String> {
+    for d in dirs {
+        if let Err(e) = std::fs::create_dir(d) {
+            return Err(format!("cannot create {}: {e}", d.display()));
+        }
+    }
+    Ok(())
+}
+

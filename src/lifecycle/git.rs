@@ -1,0 +1,288 @@
+//! The git commands hookq runs itself: real `git`, never a library, so what it does to a
+//! repository is exactly what a user's own `git worktree add` would do.
+//!
+//! Each git process dies with hookq (`PR_SET_PDEATHSIG`): a create killed outright must not
+//! leave a git still writing while the next command rolls that create back.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Variables that would point git at another repository than the one asked for (what
+/// `git rev-parse --local-env-vars` lists, and the `-c` pairs that go with `GIT_CONFIG_COUNT`).
+/// Stripped from hookq's git commands and from every lifecycle hook.
+pub const GIT_LOCAL_ENV_VARS: &[&str] = &[
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+];
+
+/// Whether an inherited variable named `name` is one of git's repository overrides.
+pub fn is_git_local(name: &OsStr) -> bool {
+    let name = name.as_bytes();
+    GIT_LOCAL_ENV_VARS.iter().any(|v| v.as_bytes() == name)
+        || name.starts_with(b"GIT_CONFIG_KEY_")
+        || name.starts_with(b"GIT_CONFIG_VALUE_")
+}
+
+/// A git command that failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("`git {args}` in {}: {why}", dir.display())]
+pub struct GitError {
+    /// Where it ran.
+    pub dir: PathBuf,
+    /// Its arguments, joined (branch names and paths only: never hook text).
+    pub args: String,
+    /// Its stderr's last non-empty line, or how it could not start.
+    pub why: String,
+}
+
+/// What a git command printed when it succeeded.
+fn run(dir: &Path, args: &[&OsStr]) -> Result<Vec<u8>, GitError> {
+    let out = output(dir, args)?;
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(failure(dir, args, &out.stderr, out.status.to_string()))
+    }
+}
+
+fn failure(dir: &Path, args: &[&OsStr], stderr: &[u8], status: String) -> GitError {
+    let text = String::from_utf8_lossy(stderr);
+    let why = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .next_back()
+        .map(str::to_owned)
+        .unwrap_or(status);
+    GitError {
+        dir: dir.to_path_buf(),
+        args: args
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" "),
+        why,
+    }
+}
+
+fn output(dir: &Path, args: &[&OsStr]) -> Result<std::process::Output, GitError> {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(dir).args(args);
+    for (name, _) in std::env::vars_os() {
+        if is_git_local(&name) {
+            cmd.env_remove(name);
+        }
+    }
+    cmd.env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe and touches only the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd.output().map_err(|e| GitError {
+        dir: dir.to_path_buf(),
+        args: args
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" "),
+        why: format!("cannot run git: {e}"),
+    })
+}
+
+fn os<'a>(args: &'a [&'a str]) -> Vec<&'a OsStr> {
+    args.iter().map(OsStr::new).collect()
+}
+
+/// One entry of `git worktree list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorktreeEntry {
+    /// Its path.
+    pub path: PathBuf,
+    /// The branch checked out (`feature/x`, without `refs/heads/`), if any.
+    pub branch: Option<String>,
+    /// Whether it is the bare main entry.
+    pub bare: bool,
+    /// Whether it is locked.
+    pub locked: bool,
+}
+
+/// The worktrees of the repository at `dir`, the main one first.
+pub fn worktrees(dir: &Path) -> Result<Vec<WorktreeEntry>, GitError> {
+    let out = run(dir, &os(&["worktree", "list", "--porcelain", "-z"]))?;
+    let mut list = Vec::new();
+    let mut cur: Option<WorktreeEntry> = None;
+    for field in out.split(|&b| b == 0) {
+        if field.is_empty() {
+            list.extend(cur.take());
+            continue;
+        }
+        if let Some(p) = field.strip_prefix(b"worktree ") {
+            list.extend(cur.take());
+            cur = Some(WorktreeEntry {
+                path: PathBuf::from(OsStr::from_bytes(p)),
+                branch: None,
+                bare: false,
+                locked: false,
+            });
+        } else if let Some(e) = cur.as_mut() {
+            if let Some(b) = field.strip_prefix(b"branch refs/heads/") {
+                e.branch = Some(String::from_utf8_lossy(b).into_owned());
+            } else if field == b"bare" {
+                e.bare = true;
+            } else if field == b"locked" || field.starts_with(b"locked ") {
+                e.locked = true;
+            }
+        }
+    }
+    list.extend(cur);
+    Ok(list)
+}
+
+/// The commit `rev` names in the repository at `dir`, or `None` when it names none.
+pub fn resolve_commit(dir: &Path, rev: &str) -> Result<Option<String>, GitError> {
+    let spec = format!("{rev}^{{commit}}");
+    let argv = ["rev-parse", "--verify", "--quiet", "--end-of-options", &spec];
+    let args = os(&argv);
+    let out = output(dir, &args)?;
+    match out.status.code() {
+        Some(0) => Ok(Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())),
+        Some(1) => Ok(None),
+        _ => Err(failure(dir, &args, &out.stderr, out.status.to_string())),
+    }
+}
+
+/// Whether branch `name` exists in the repository at `dir`.
+pub fn branch_exists(dir: &Path, name: &str) -> Result<bool, GitError> {
+    let r = format!("refs/heads/{name}");
+    let argv = ["show-ref", "--verify", "--quiet", &r];
+    let args = os(&argv);
+    let out = output(dir, &args)?;
+    match out.status.code() {
+        Some(0) => Ok(true),
+        Some(1) => Ok(false),
+        _ => Err(failure(dir, &args, &out.stderr, out.status.to_string())),
+    }
+}
+
+/// What git knows of a directory: its main worktree's root and its common git dir.
+#[derive(Debug, Clone)]
+pub struct RepoDirs {
+    /// The top of the worktree the directory is in.
+    pub toplevel: PathBuf,
+    /// The shared git dir (`<main>/.git`).
+    pub common_dir: PathBuf,
+}
+
+/// Where the repository holding `dir` keeps its files, or `None` when `dir` is in no work
+/// tree.
+pub fn repo_dirs(dir: &Path) -> Result<Option<RepoDirs>, GitError> {
+    let argv = [
+        "rev-parse",
+        "--path-format=absolute",
+        "--show-toplevel",
+        "--git-common-dir",
+    ];
+    let args = os(&argv);
+    let out = output(dir, &args)?;
+    if !out.status.success() {
+        return Ok(None);
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    match (lines.next(), lines.next()) {
+        (Some(top), Some(common)) if !top.is_empty() => Ok(Some(RepoDirs {
+            toplevel: PathBuf::from(top),
+            common_dir: PathBuf::from(common),
+        })),
+        _ => Ok(None),
+    }
+}
+
+/// `git worktree add`: a new branch `branch` at `base` (`Some`), or the existing branch.
+pub fn add_worktree(
+    dir: &Path,
+    path: &Path,
+    branch: &str,
+    new_at: Option<&str>,
+) -> Result<(), GitError> {
+    let mut args: Vec<&OsStr> = os(&["worktree", "add", "--quiet"]);
+    match new_at {
+        Some(base) => {
+            args.extend([OsStr::new("--no-track"), OsStr::new("-b"), OsStr::new(branch)]);
+            args.push(path.as_os_str());
+            args.push(OsStr::new(base));
+        }
+        None => {
+            args.push(path.as_os_str());
+            args.push(OsStr::new(branch));
+        }
+    }
+    run(dir, &args).map(drop)
+}
+
+/// `git worktree remove [--force] path`. `force_locked` removes a locked one too (a worktree
+/// git left locked "initializing" when it was killed midway).
+pub fn remove_worktree(
+    dir: &Path,
+    path: &Path,
+    force: bool,
+    force_locked: bool,
+) -> Result<(), GitError> {
+    let mut args: Vec<&OsStr> = os(&["worktree", "remove"]);
+    if force {
+        args.push(OsStr::new("--force"));
+    }
+    if force_locked {
+        args.push(OsStr::new("--force"));
+    }
+    args.push(path.as_os_str());
+    run(dir, &args).map(drop)
+}
+
+/// `git branch -D name`.
+pub fn delete_branch(dir: &Path, name: &str) -> Result<(), GitError> {
+    run(dir, &os(&["branch", "-D", "--", name])).map(drop)
+}
+
+/// `git worktree prune`: forgets worktrees whose directory is gone.
+pub fn prune(dir: &Path) -> Result<(), GitError> {
+    run(dir, &os(&["worktree", "prune"])).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_overrides_are_recognised() {
+        for n in ["GIT_DIR", "GIT_WORK_TREE", "GIT_CONFIG_KEY_0", "GIT_INDEX_FILE"] {
+            assert!(is_git_local(OsStr::new(n)), "{n}");
+        }
+        for n in ["GIT_AUTHOR_NAME", "PATH", "GIT_SSH_COMMAND"] {
+            assert!(!is_git_local(OsStr::new(n)), "{n}");
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Running one discovered hook on the shared executor and turning how it ended into a ledger
+//! row. Hooks run one at a time, so two never compete for the terminal.
+
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::discovery::{Source, SourcedCommand};
+use super::input::InputPolicy;
+use super::ledger::{Outcome, Status};
+use crate::exec::{self, Ending, Environ, Input, Job, Program, Stop};
+
+/// How long a hook that ignores SIGTERM at its timeout has before SIGKILL.
+pub const KILL_GRACE: Duration = Duration::from_secs(5);
+
+/// The most bytes of each of a hook's stdout and stderr kept for showing a failure.
+pub const MAX_OUTPUT: usize = 1 << 20;
+
+/// What every hook of one command runs with.
+#[derive(Debug)]
+pub struct Runner<'a> {
+    /// The Bash that runs every hook.
+    pub bash: PathBuf,
+    /// Each hook's timeout.
+    pub timeout: Duration,
+    /// The command-wide input mode.
+    pub input: InputPolicy,
+    /// Where a failed hook's captured output goes: its own streams (human), or stderr only
+    /// (JSON, whose stdout carries the result alone).
+    pub json: bool,
+    /// The stop token SIGINT and SIGTERM bump.
+    pub stop: &'a Stop,
+}
+
+/// Where a hook runs and what it is told about it, for the banner.
+#[derive(Debug, Clone)]
+pub struct Place<'a> {
+    /// Its working directory.
+    pub cwd: &'a Path,
+    /// What it acts on, for the banner: `workspace /ws` or `web worktree /ws/worktrees/web/x`.
+    pub subject: String,
+    /// Its whole environment.
+    pub env: &'a Environ,
+}
+
+impl Runner<'_> {
+    /// Runs `hook` and returns its ledger row.
+    pub fn run(&self, hook: &SourcedCommand, place: &Place<'_>) -> Outcome {
+        let args: Vec<OsString> = match &hook.source {
+            // `$0` is the hook's logical name, so Bash's own messages name the hook, not "bash".
+            Source::Inline { snippet, .. } => {
+                vec!["-c".into(), snippet.to_arg(), hook.name.clone().into()]
+            }
+            Source::Native { path, .. } => vec![path.clone().into_os_string()],
+        };
+        let tty = self.input == InputPolicy::Tty;
+        if tty {
+            // Complete, and flushed, before the hook can read or prompt.
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(
+                err,
+                "hookq: running {} hook {} for {} (source: {})",
+                hook.lifecycle,
+                label_scope(hook),
+                place.subject,
+                hook.source.describe()
+            );
+            let _ = err.flush();
+        }
+        let job = Job {
+            program: Program::Exec {
+                program: &self.bash,
+                args: &args,
+            },
+            cwd: place.cwd,
+            env: place.env,
+            input: if tty { Input::Terminal } else { Input::Null },
+            timeout: self.timeout,
+            kill_grace: KILL_GRACE,
+            max_output: MAX_OUTPUT,
+            echo: tty,
+        };
+        let (status, duration) = match exec::collect(&job, self.stop) {
+            Ok(c) => {
+                let status = status_of(c.ending);
+                if status.failed() && !tty {
+                    self.replay(&c.stdout, &c.stderr);
+                }
+                (status, c.duration)
+            }
+            Err(e) => (Status::FailedValidation(e.to_string()), Duration::ZERO),
+        };
+        Outcome {
+            hook: hook.clone(),
+            status,
+            duration,
+            cwd: Some(place.cwd.to_path_buf()),
+        }
+    }
+
+    /// A failed hook's captured output, on its own streams (JSON: both on stderr).
+    fn replay(&self, stdout: &[u8], stderr: &[u8]) {
+        if self.json {
+            let mut e = std::io::stderr().lock();
+            let _ = e.write_all(stdout);
+            let _ = e.write_all(stderr);
+            let _ = e.flush();
+        } else {
+            let mut o = std::io::stdout().lock();
+            let _ = o.write_all(stdout);
+            let _ = o.flush();
+            let mut e = std::io::stderr().lock();
+            let _ = e.write_all(stderr);
+            let _ = e.flush();
+        }
+    }
+}
+
+fn label_scope(h: &SourcedCommand) -> String {
+    format!("{} ({} scope)", h.name, h.scope)
+}
+
+/// The ledger status of an ending.
+pub fn status_of(ending: Ending) -> Status {
+    match ending {
+        Ending::Exited(0) => Status::Succeeded,
+        Ending::Exited(code) => Status::ExitedNonzero { code, signal: None },
+        Ending::Signalled(sig) => Status::ExitedNonzero {
+            code: 128 + sig,
+            signal: Some(sig),
+        },
+        Ending::TimedOut { .. } => Status::TimedOut,
+        Ending::Interrupted => Status::ExitedNonzero {
+            code: 128 + libc::SIGKILL,
+            signal: Some(libc::SIGKILL),
+        },
+        Ending::SpawnFailed(errno) => Status::FailedValidation(format!(
+            "the interpreter could not be started: {}",
+            std::io::Error::from_raw_os_error(errno)
+        )),
+    }
+}

@@ -1,0 +1,94 @@
+//! Which Bash runs the hooks, chosen the same way on every run and never by accident of the
+//! terminal: the configured `hooks.interpreters.bash`, else the first executable `bash` in the
+//! non-empty `PATH` entries, in order. An empty entry is not read as the current directory: a
+//! hook's interpreter must not depend on where the command was started.
+
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// Why no Bash can run the hooks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailable {
+    /// The configured Bash is not an executable file.
+    Configured(PathBuf),
+    /// None of the `PATH` entries holds one (or `PATH` is unset).
+    NotOnPath,
+}
+
+/// The Bash to run hooks with.
+pub fn find_bash(configured: Option<&Path>, path_var: Option<&OsStr>) -> Result<PathBuf, Unavailable> {
+    if let Some(c) = configured {
+        return if executable(c) {
+            Ok(c.to_path_buf())
+        } else {
+            Err(Unavailable::Configured(c.to_path_buf()))
+        };
+    }
+    let Some(var) = path_var else {
+        return Err(Unavailable::NotOnPath);
+    };
+    std::env::split_paths(var)
+        .filter(|d| !d.as_os_str().is_empty() && d.is_absolute())
+        .map(|d| d.join("bash"))
+        .find(|p| executable(p))
+        .ok_or(Unavailable::NotOnPath)
+}
+
+fn executable(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+impl Unavailable {
+    /// The problem's message.
+    pub fn message(&self) -> String {
+        match self {
+            Unavailable::Configured(p) => format!(
+                "interpreter_unavailable: the configured bash {} (hooks.interpreters.bash) is not an executable file",
+                p.display()
+            ),
+            Unavailable::NotOnPath => {
+                "interpreter_unavailable: no executable bash in the non-empty PATH entries".into()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn fake_bash(dir: &Path, mode: u32) -> PathBuf {
+        std::fs::create_dir_all(dir).unwrap();
+        let p = dir.join("bash");
+        std::fs::write(&p, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p
+    }
+
+    #[test]
+    fn path_order_empty_entries_and_the_configured_bash() {
+        let t = tempfile::tempdir().unwrap();
+        let a = t.path().join("a");
+        let b = fake_bash(&t.path().join("b"), 0o755);
+        let c = fake_bash(&t.path().join("c"), 0o755);
+        fake_bash(&a, 0o644); // not executable: skipped
+        let path = std::env::join_paths([&a, &t.path().join("b"), &t.path().join("c")]).unwrap();
+        assert_eq!(find_bash(None, Some(&path)), Ok(b.clone()));
+        // Configured wins over PATH.
+        assert_eq!(find_bash(Some(&c), Some(&path)), Ok(c.clone()));
+        // A configured bash that is not there is an error, not a fallback.
+        let missing = t.path().join("nope/bash");
+        assert_eq!(
+            find_bash(Some(&missing), Some(&path)),
+            Err(Unavailable::Configured(missing))
+        );
+        // Empty and relative entries are never read (the integration tests start hookq in a
+        // directory holding a bash to show an empty entry is not the current directory).
+        assert_eq!(find_bash(None, Some(OsStr::new("::"))), Err(Unavailable::NotOnPath));
+        assert_eq!(find_bash(None, Some(OsStr::new(""))), Err(Unavailable::NotOnPath));
+        assert_eq!(find_bash(None, None), Err(Unavailable::NotOnPath));
+        assert_eq!(find_bash(None, Some(OsStr::new("relative"))), Err(Unavailable::NotOnPath));
+    }
+}

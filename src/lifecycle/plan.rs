@@ -1,0 +1,452 @@
+//! Plan, then act: a create or remove is first worked out in full (which repositories, which
+//! worktree paths, which branches are new and from where, which hooks run in which order with
+//! which interpreter) and refused before any change when any part of it cannot be done.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::config::DEFAULT_TIMEOUT_MS;
+use super::discovery::{self, Problem, SourcedCommand};
+use super::error::Error;
+use super::git;
+use super::interpreter;
+use super::names;
+use super::point::Lifecycle;
+use super::workspace::{Mode, RepoRef, Workspace};
+
+/// What a create was asked for.
+#[derive(Debug, Clone, Default)]
+pub struct CreateRequest {
+    /// The branch.
+    pub branch: String,
+    /// `--repo`: the repositories, in the order given (empty: all, in config order).
+    pub repos: Vec<String>,
+    /// `--base`: where new branches start (default: each repository's HEAD).
+    pub base: Option<String>,
+    /// `--no-hooks`.
+    pub no_hooks: bool,
+    /// `--dry-run`: no hook discovery, no change.
+    pub dry_run: bool,
+}
+
+/// One repository's part of a create.
+#[derive(Debug, Clone)]
+pub struct CreateTarget {
+    /// The repository's name.
+    pub repo: String,
+    /// Its source checkout (canonical).
+    pub checkout: PathBuf,
+    /// The new worktree's path.
+    pub worktree: PathBuf,
+    /// `Some(commit)`: the branch is new, made at this commit; `None`: it exists.
+    pub new_at: Option<String>,
+    /// The directories to make before `git worktree add`, outermost first.
+    pub make_dirs: Vec<PathBuf>,
+}
+
+/// One step of a create, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateStep {
+    /// Run `hooks[i]`.
+    Hook(usize),
+    /// `git worktree add` for `targets[i]`.
+    Add(usize),
+}
+
+/// A create, worked out and checked.
+#[derive(Debug, Clone)]
+pub struct CreatePlan {
+    /// The branch.
+    pub branch: String,
+    /// The repositories, in order.
+    pub targets: Vec<CreateTarget>,
+    /// The hooks, indexed by [`CreateStep::Hook`].
+    pub hooks: Vec<SourcedCommand>,
+    /// The steps, in order.
+    pub steps: Vec<CreateStep>,
+    /// The Bash that runs the hooks (`None` when there are none).
+    pub bash: Option<PathBuf>,
+    /// Each hook's timeout.
+    pub timeout: Duration,
+}
+
+/// The repositories a command acts on: the named ones (each must exist), else all.
+fn select(ws: &Workspace, names: &[String]) -> Result<Vec<RepoRef>, Error> {
+    let all = ws.repos();
+    if names.is_empty() {
+        if all.is_empty() {
+            return Err(Error::Usage(format!(
+                "no repositories are configured in {}",
+                ws.config().map_or_else(String::new, |c| c.path.display().to_string())
+            )));
+        }
+        return Ok(all);
+    }
+    if let Mode::Standalone { name } = &ws.mode {
+        return Err(Error::Usage(format!(
+            "--repo needs a configured workspace (.arashi/config.json); here the one repository is {name}"
+        )));
+    }
+    let mut picked: Vec<RepoRef> = Vec::new();
+    for n in names {
+        let Some(r) = all.iter().find(|r| &r.name == n) else {
+            return Err(Error::Usage(format!(
+                "unknown repository {n}: the config lists {}",
+                all.iter()
+                    .map(|r| r.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        if !picked.iter().any(|p| p.name == r.name) {
+            picked.push(r.clone());
+        }
+    }
+    Ok(picked)
+}
+
+fn check_branch(branch: &str) -> Result<(), Error> {
+    match names::branch_name_problem(branch) {
+        Some(why) => Err(Error::Usage(format!("invalid branch name {branch:?}: it {why}"))),
+        None => Ok(()),
+    }
+}
+
+/// Each hook's timeout.
+pub fn timeout(ws: &Workspace) -> Duration {
+    ws.config()
+        .map_or(Duration::from_millis(DEFAULT_TIMEOUT_MS), |c| c.timeout)
+}
+
+/// The Bash for `hooks`, or a problem.
+fn bash_for(ws: &Workspace, any_hooks: bool, problems: &mut Vec<Problem>) -> Option<PathBuf> {
+    if !any_hooks {
+        return None;
+    }
+    let configured = ws.config().and_then(|c| c.bash.as_deref());
+    match interpreter::find_bash(configured, std::env::var_os("PATH").as_deref()) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            problems.push(Problem {
+                code: "interpreter_unavailable",
+                message: e.message(),
+            });
+            None
+        }
+    }
+}
+
+/// The checkout of `repo`, canonical, if it is the top of a git work tree.
+fn checkout_of(repo: &RepoRef, problems: &mut Vec<Problem>) -> Result<Option<PathBuf>, Error> {
+    let Ok(canonical) = repo.checkout.canonicalize() else {
+        problems.push(Problem {
+            code: "not_a_repository",
+            message: format!(
+                "repository {}: {} does not exist",
+                repo.name,
+                repo.checkout.display()
+            ),
+        });
+        return Ok(None);
+    };
+    match git::repo_dirs(&canonical)? {
+        Some(d) if d.toplevel.canonicalize().ok().as_deref() == Some(canonical.as_path()) => {
+            Ok(Some(canonical))
+        }
+        _ => {
+            problems.push(Problem {
+                code: "not_a_repository",
+                message: format!(
+                    "repository {}: {} is not the top of a git work tree",
+                    repo.name,
+                    canonical.display()
+                ),
+            });
+            Ok(None)
+        }
+    }
+}
+
+impl CreatePlan {
+    /// Works out `req` in `ws`, refusing it before any change when any part cannot be done.
+    pub fn build(ws: &Workspace, req: &CreateRequest) -> Result<CreatePlan, Error> {
+        check_branch(&req.branch)?;
+        let repos = select(ws, &req.repos)?;
+        let mut problems = Vec::new();
+        // The repositories are looked at side by side: each costs a few git processes.
+        let looked: Vec<Result<(Option<CreateTarget>, Vec<Problem>), Error>> =
+            std::thread::scope(|s| {
+                let handles: Vec<_> = repos
+                    .iter()
+                    .map(|r| s.spawn(|| look_at(ws, r, req)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|_| Err(Error::Usage("a planning thread panicked".into()))))
+                    .collect()
+            });
+        let mut targets = Vec::new();
+        for l in looked {
+            let (t, p) = l?;
+            targets.extend(t);
+            problems.extend(p);
+        }
+        let mut hooks = Vec::new();
+        let mut steps = Vec::new();
+        let discover = !req.no_hooks && !req.dry_run;
+        let mut add_hook = |h: SourcedCommand, steps: &mut Vec<CreateStep>| {
+            steps.push(CreateStep::Hook(hooks.len()));
+            hooks.push(h);
+        };
+        match &ws.mode {
+            Mode::Configured(_) => {
+                if discover
+                    && let Some(h) =
+                        discovery::configured_create(ws, Lifecycle::PreCreate, None, &mut problems)
+                {
+                    add_hook(h, &mut steps);
+                }
+                for (i, t) in targets.iter().enumerate() {
+                    steps.push(CreateStep::Add(i));
+                    for lc in [Lifecycle::PreCreate, Lifecycle::PostCreate] {
+                        if discover
+                            && let Some(h) =
+                                discovery::configured_create(ws, lc, Some(&t.repo), &mut problems)
+                        {
+                            add_hook(h, &mut steps);
+                        }
+                    }
+                }
+                if discover
+                    && let Some(h) =
+                        discovery::configured_create(ws, Lifecycle::PostCreate, None, &mut problems)
+                {
+                    add_hook(h, &mut steps);
+                }
+            }
+            Mode::Standalone { .. } => {
+                if discover {
+                    for h in discovery::standalone_create(ws, Lifecycle::PreCreate, &mut problems)
+                    {
+                        add_hook(h, &mut steps);
+                    }
+                }
+                steps.extend((0..targets.len()).map(CreateStep::Add));
+                if discover {
+                    for h in discovery::standalone_create(ws, Lifecycle::PostCreate, &mut problems)
+                    {
+                        add_hook(h, &mut steps);
+                    }
+                }
+            }
+        }
+        let bash = bash_for(ws, !hooks.is_empty(), &mut problems);
+        if !problems.is_empty() {
+            return Err(Error::Refused(problems));
+        }
+        Ok(CreatePlan {
+            branch: req.branch.clone(),
+            targets,
+            hooks,
+            steps,
+            bash,
+            timeout: timeout(ws),
+        })
+    }
+}
+
+fn look_at(
+    ws: &Workspace,
+    repo: &RepoRef,
+    req: &CreateRequest,
+) -> Result<(Option<CreateTarget>, Vec<Problem>), Error> {
+    let mut problems = Vec::new();
+    let Some(checkout) = checkout_of(repo, &mut problems)? else {
+        return Ok((None, problems));
+    };
+    let worktree = names::normalize(&ws.worktree_path(&repo.name, &req.branch));
+    if worktree.symlink_metadata().is_ok() {
+        problems.push(Problem {
+            code: "path_exists",
+            message: format!(
+                "repository {}: {} exists already; hookq never touches an existing path",
+                repo.name,
+                worktree.display()
+            ),
+        });
+    }
+    let new_at = if git::branch_exists(&checkout, &req.branch)? {
+        if let Some(w) = git::worktrees(&checkout)?
+            .into_iter()
+            .find(|w| w.branch.as_deref() == Some(req.branch.as_str()))
+        {
+            problems.push(Problem {
+                code: "branch_checked_out",
+                message: format!(
+                    "repository {}: branch {} is checked out at {} already",
+                    repo.name,
+                    req.branch,
+                    w.path.display()
+                ),
+            });
+        }
+        None
+    } else {
+        let base = req.base.as_deref().unwrap_or("HEAD");
+        match git::resolve_commit(&checkout, base)? {
+            Some(sha) => Some(sha),
+            None => {
+                problems.push(Problem {
+                    code: "bad_base",
+                    message: format!(
+                        "repository {}: {base} names no commit to start branch {} from",
+                        repo.name, req.branch
+                    ),
+                });
+                None
+            }
+        }
+    };
+    let mut make_dirs = Vec::new();
+    let mut dir = worktree.parent();
+    while let Some(d) = dir {
+        if d.symlink_metadata().is_ok() {
+            break;
+        }
+        make_dirs.push(d.to_path_buf());
+        dir = d.parent();
+    }
+    make_dirs.reverse();
+    Ok((
+        Some(CreateTarget {
+            repo: repo.name.clone(),
+            checkout,
+            worktree,
+            new_at,
+            make_dirs,
+        }),
+        problems,
+    ))
+}
+
+/// One repository's part of a remove.
+#[derive(Debug, Clone)]
+pub struct RemoveTarget {
+    /// The repository's name.
+    pub repo: String,
+    /// Its source checkout (canonical).
+    pub checkout: PathBuf,
+    /// The worktree to remove.
+    pub worktree: PathBuf,
+    /// The branch checked out there (`None`: detached).
+    pub branch: Option<String>,
+}
+
+/// A remove, worked out and checked.
+#[derive(Debug, Clone)]
+pub struct RemovePlan {
+    /// The branch asked for.
+    pub branch: String,
+    /// The worktrees, in repository order.
+    pub targets: Vec<RemoveTarget>,
+    /// Per target, its pre-remove hooks in scope order.
+    pub pre: Vec<Vec<SourcedCommand>>,
+    /// Per target, its post-remove hooks in scope order.
+    pub post: Vec<Vec<SourcedCommand>>,
+    /// The Bash (`None` when there are no hooks).
+    pub bash: Option<PathBuf>,
+    /// Each hook's timeout.
+    pub timeout: Duration,
+    /// `--force`.
+    pub force: bool,
+}
+
+impl RemovePlan {
+    /// Works out the removal of `branch`'s worktree in `repos` (empty: all).
+    pub fn build(
+        ws: &Workspace,
+        branch: &str,
+        repos: &[String],
+        force: bool,
+    ) -> Result<RemovePlan, Error> {
+        check_branch(branch)?;
+        let selected = select(ws, repos)?;
+        let mut problems = Vec::new();
+        let mut targets = Vec::new();
+        for r in &selected {
+            let Some(checkout) = checkout_of(r, &mut problems)? else {
+                continue;
+            };
+            let layout = names::normalize(&ws.worktree_path(&r.name, branch));
+            let list = git::worktrees(&checkout)?;
+            // The worktree that has the branch checked out, else the one at hookq's own
+            // layout path (its branch switched or detached since); never the main worktree.
+            let found = list
+                .iter()
+                .skip(1)
+                .find(|w| w.branch.as_deref() == Some(branch))
+                .or_else(|| list.iter().skip(1).find(|w| same(&w.path, &layout)));
+            match found {
+                Some(w) => targets.push(RemoveTarget {
+                    repo: r.name.clone(),
+                    checkout,
+                    worktree: w.path.clone(),
+                    branch: w.branch.clone(),
+                }),
+                None if !repos.is_empty() => {
+                    return Err(Error::NotFound(format!(
+                        "repository {} has no worktree of branch {branch}",
+                        r.name
+                    )));
+                }
+                None => {}
+            }
+        }
+        if targets.is_empty() && problems.is_empty() {
+            return Err(Error::NotFound(format!(
+                "no worktree of branch {branch} in {}",
+                selected
+                    .iter()
+                    .map(|r| r.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let mut pre = Vec::new();
+        let mut post = Vec::new();
+        for t in &targets {
+            pre.push(discovery::remove_hooks(
+                ws,
+                Lifecycle::PreRemove,
+                &t.repo,
+                &t.checkout,
+                &mut problems,
+            ));
+            post.push(discovery::remove_hooks(
+                ws,
+                Lifecycle::PostRemove,
+                &t.repo,
+                &t.checkout,
+                &mut problems,
+            ));
+        }
+        let any = pre.iter().chain(&post).any(|h| !h.is_empty());
+        let bash = bash_for(ws, any, &mut problems);
+        if !problems.is_empty() {
+            return Err(Error::Refused(problems));
+        }
+        Ok(RemovePlan {
+            branch: branch.into(),
+            targets,
+            pre,
+            post,
+            bash,
+            timeout: timeout(ws),
+            force,
+        })
+    }
+}
+
+fn same(a: &Path, b: &Path) -> bool {
+    a == b || a.canonicalize().is_ok_and(|c| c == b)
+}

@@ -1,0 +1,230 @@
+//! Carrying out a remove plan: every target's pre-remove hooks (the first failure aborts the
+//! whole removal, nothing removed), then each worktree's removal (a failure is recorded and
+//! the others go on), then every target's post-remove hooks, whatever happened before.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::create::RunOptions;
+use super::discovery::SourcedCommand;
+use super::env::{self, HookFacts, RemoveTarget as TargetRecord};
+use super::error::FailureKind;
+use super::git;
+use super::hook::{Place, Runner};
+use super::ledger::{Ledger, label};
+use super::plan::{RemovePlan, RemoveTarget};
+use super::point::Scope;
+use super::policy::FailurePolicy;
+use super::workspace::Workspace;
+
+/// How one worktree's removal went.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Removal {
+    /// The repository.
+    pub repository: String,
+    /// The worktree.
+    pub worktree_path: PathBuf,
+    /// The branch checked out there.
+    pub branch_name: Option<String>,
+    /// `removed`, `failed` or `skipped`.
+    pub status: &'static str,
+    /// Why it failed or was skipped.
+    pub reason: Option<String>,
+}
+
+/// What a remove did.
+#[derive(Debug, Clone)]
+pub struct RemoveReport {
+    /// Every evaluated hook.
+    pub ledger: Ledger,
+    /// Each target's removal.
+    pub removals: Vec<Removal>,
+    /// Why it failed, if it did.
+    pub failure: Option<(FailureKind, String)>,
+}
+
+/// `ARASHI_REMOVE_TARGETS_JSON` for `plan`.
+pub fn targets_json(plan: &RemovePlan) -> String {
+    let records: Vec<TargetRecord> = plan
+        .targets
+        .iter()
+        .map(|t| TargetRecord {
+            repository: t.repo.clone(),
+            branch_name: t.branch.clone(),
+            worktree_path: Some(t.worktree.to_string_lossy().into_owned()),
+        })
+        .collect();
+    env::remove_targets_json(&records)
+}
+
+/// Runs `plan`; the caller holds the workspace's lock.
+pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> RemoveReport {
+    let base = env::base(std::env::vars_os());
+    let targets_json = targets_json(plan);
+    let runner = plan.bash.as_ref().map(|bash| Runner {
+        bash: bash.clone(),
+        timeout: plan.timeout,
+        input: opts.input,
+        json: opts.json,
+        stop: opts.stop,
+    });
+    let mut ledger = Ledger::default();
+    let run = |hook: &SourcedCommand, t: &RemoveTarget, ledger: &mut Ledger| -> bool {
+        let cwd = if hook.scope == Scope::Workspace {
+            &ws.root
+        } else {
+            &t.checkout
+        };
+        let f = HookFacts {
+            name: &hook.name,
+            scope: hook.scope,
+            source_path: hook.source.script_path(),
+            execution_path: cwd,
+            mode: ws.kind(),
+            main_repo: &ws.root,
+            branch: t.branch.as_deref(),
+            target_repository: Some(&t.repo),
+            target_repo_path: Some(&t.checkout),
+            target_worktree: Some(&t.worktree),
+            parent_repo: None,
+            input: opts.input,
+            remove_targets: Some(&targets_json),
+        };
+        let env = env::build(&base, &f);
+        let place = Place {
+            cwd,
+            subject: format!("{} worktree {}", t.repo, t.worktree.display()),
+            env: &env,
+        };
+        let Some(runner) = runner.as_ref() else {
+            return true;
+        };
+        let outcome = runner.run(hook, &place);
+        let ok = !outcome.status.failed();
+        ledger.push(outcome);
+        ok
+    };
+
+    // Pre-remove: a gate.
+    let gate = FailurePolicy::FailFast;
+    let mut aborted: Option<String> = None;
+    for (t, hooks) in plan.targets.iter().zip(&plan.pre) {
+        for h in hooks {
+            if aborted.is_some() {
+                ledger.skip(h, "an earlier pre-remove hook failed");
+                continue;
+            }
+            if opts.stop.graceful() {
+                aborted = Some("stopped by a signal before removing anything".into());
+                ledger.skip(h, "stopped by a signal");
+                continue;
+            }
+            if !run(h, t, &mut ledger) && gate.stops() {
+                let o = ledger.outcomes.last().expect("just pushed");
+                aborted = Some(format!(
+                    "hook {} {}; nothing was removed",
+                    label(h),
+                    o.status.describe()
+                ));
+            }
+        }
+    }
+    if let Some(why) = aborted {
+        for hooks in &plan.post {
+            for h in hooks {
+                ledger.skip(h, "the removal was aborted by a pre-remove hook");
+            }
+        }
+        let removals = plan
+            .targets
+            .iter()
+            .map(|t| removal(t, "skipped", Some("a pre-remove hook failed".into())))
+            .collect();
+        return RemoveReport {
+            ledger,
+            removals,
+            failure: Some((FailureKind::Hook, why)),
+        };
+    }
+
+    // Removal: each target on its own.
+    let mut removals = Vec::new();
+    for t in &plan.targets {
+        if opts.stop.graceful() {
+            removals.push(removal(t, "skipped", Some("stopped by a signal".into())));
+            continue;
+        }
+        match git::remove_worktree(&t.checkout, &t.worktree, plan.force, false) {
+            Ok(()) => removals.push(removal(t, "removed", None)),
+            Err(e) => removals.push(removal(t, "failed", Some(e.why))),
+        }
+    }
+
+    // Post-remove: every hook runs.
+    let finish = FailurePolicy::Continue;
+    let mut hook_failures = 0;
+    for (t, hooks) in plan.targets.iter().zip(&plan.post) {
+        for h in hooks {
+            if opts.stop.immediate() {
+                ledger.skip(h, "stopped by a signal");
+                continue;
+            }
+            if !run(h, t, &mut ledger) {
+                hook_failures += 1;
+                if finish.stops() {
+                    break;
+                }
+            }
+        }
+    }
+    let failed_removals: Vec<&Removal> =
+        removals.iter().filter(|r| r.status != "removed").collect();
+    let failure = if hook_failures > 0 {
+        Some((
+            FailureKind::Hook,
+            format!(
+                "{hook_failures} post-remove hook(s) failed{}",
+                if failed_removals.is_empty() {
+                    String::new()
+                } else {
+                    format!(", and {} worktree(s) were not removed", failed_removals.len())
+                }
+            ),
+        ))
+    } else if !failed_removals.is_empty() {
+        Some((
+            FailureKind::Removal,
+            failed_removals
+                .iter()
+                .map(|r| {
+                    format!(
+                        "cannot remove {} ({}): {}",
+                        r.worktree_path.display(),
+                        r.repository,
+                        r.reason.as_deref().unwrap_or("failed")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        ))
+    } else {
+        None
+    };
+    RemoveReport {
+        ledger,
+        removals,
+        failure,
+    }
+}
+
+fn removal(t: &RemoveTarget, status: &'static str, reason: Option<String>) -> Removal {
+    Removal {
+        repository: t.repo.clone(),
+        worktree_path: t.worktree.clone(),
+        branch_name: t.branch.clone(),
+        status,
+        reason,
+    }
+}
