@@ -335,10 +335,10 @@ fn create_log_dir(dir: &Path) -> std::io::Result<()> {
 /// its log again at its path.
 ///
 /// Only a log whose folder exists is opened ahead: a task's first log, and its two new folders,
-/// are made as its command starts. Made ahead, while the command before ran, they cost the drain
-/// 0.065 ms more a point in two scratch runs of ten rounds of 2,000 points (new tasks: 1.31 and
-/// 1.37 ms a point against 1.25 and 1.30), and the commands' own CPU time grew with them
-/// (`BENCHMARKS.md`, session 15).
+/// are made as its command starts. Making folders ahead, while the command before runs, costs
+/// more than it saves: the directory writes compete with the running command for the same
+/// CPU, and a drain of new tasks measured about 0.065 ms a point slower that way (1.31-1.37
+/// against 1.25-1.30 ms a point over ten rounds of 2,000 points).
 #[derive(Debug)]
 pub struct OpenedLog {
     path: PathBuf,
