@@ -26,8 +26,17 @@ pub mod code {
     /// The database is locked beyond `busy_timeout`, corrupt, newer than this hookq, read-only
     /// or on a full disk.
     pub const DATABASE: u8 = 5;
-    /// `run --wait` ran out before the runner lock was free.
+    /// `run --wait` ran out before the runner lock was free; another `hookq worktree`
+    /// command holds the workspace's lifecycle lock.
     pub const LOCKED: u8 = 6;
+    /// A worktree lifecycle hook failed or timed out, or a stop ended the command: a create
+    /// was rolled back, a remove aborted or finished with failures.
+    pub const HOOK_FAILED: u8 = 7;
+    /// A git step of a worktree command failed (a create rolled back; a worktree not removed).
+    pub const GIT_FAILED: u8 = 8;
+    /// A worktree command was refused before any change: an inline/file ambiguity, no Bash, a
+    /// hook that is not a file, a path that exists, a branch checked out elsewhere.
+    pub const PREFLIGHT: u8 = 9;
 }
 
 /// A failure of a `hookq` command.
@@ -68,6 +77,9 @@ pub enum Error {
     /// A command could not be run.
     #[error(transparent)]
     Exec(#[from] ExecError),
+    /// A worktree lifecycle command failed.
+    #[error(transparent)]
+    Lifecycle(#[from] crate::lifecycle::Error),
     /// Another I/O failure.
     #[error("{what} {}: {source}", path.display())]
     Io {
@@ -129,12 +141,25 @@ impl Error {
             },
             Error::Locked { .. } | Error::Stopped(_) => code::LOCKED,
             Error::Lock(_) | Error::Exec(_) | Error::Io { .. } => code::FAILURE,
+            Error::Lifecycle(e) => lifecycle_code(e),
         }
     }
 
     /// A line of advice, where one helps.
     pub fn hint(&self) -> Option<String> {
+        use crate::lifecycle::Error as L;
+        use crate::lifecycle::workspace::FindError;
         match self {
+            Error::Lifecycle(L::Find(FindError::Missing { .. })) => {
+                Some("run `hookq worktree init` in a workspace folder, or run inside a git repository (standalone mode)".into())
+            }
+            Error::Lifecycle(L::Find(FindError::Config(_))) => {
+                Some("nothing was changed and no hook ran; `hookq worktree hooks` checks the config".into())
+            }
+            Error::Lifecycle(L::Refused(_)) => Some(
+                "nothing was changed and no hook ran; `hookq worktree hooks` shows every hook and where it comes from".into(),
+            ),
+            Error::Lifecycle(L::Busy(_)) => Some("wait for it to finish, then try again".into()),
             Error::NotFound(m) if m.starts_with("no hookq workspace") => {
                 Some("run `hookq init` in the repository root, or pass -C DIR".into())
             }
@@ -167,11 +192,37 @@ impl Error {
     }
 
     /// Prints `error: …` (and `hint: …`) on stderr and returns the exit code.
+    ///
+    /// A refused worktree plan lists every problem, one line each, after the first.
     pub fn report(&self) -> ExitCode {
         errln!("error: {self}");
+        if let Error::Lifecycle(crate::lifecycle::Error::Refused(problems)) = self {
+            for p in problems.iter().skip(1) {
+                errln!("error: {}", p.message);
+            }
+        }
         if let Some(h) = self.hint() {
             errln!("hint: {h}");
         }
         ExitCode::from(self.exit_code())
+    }
+}
+
+/// The exit code of a worktree lifecycle failure.
+fn lifecycle_code(e: &crate::lifecycle::Error) -> u8 {
+    use crate::lifecycle::workspace::FindError;
+    use crate::lifecycle::{Error as L, FailureKind};
+    match e {
+        L::Find(FindError::Config(_)) => code::CONFIG,
+        L::Find(FindError::Missing { .. }) | L::NotFound(_) => code::NOT_FOUND,
+        L::Find(_) | L::State(_) => code::FAILURE,
+        L::Usage(_) => code::USAGE,
+        L::Refused(_) => code::PREFLIGHT,
+        L::Git(_) => code::GIT_FAILED,
+        L::Busy(_) => code::LOCKED,
+        L::Failed { kind, .. } => match kind {
+            FailureKind::Hook | FailureKind::Stopped => code::HOOK_FAILED,
+            FailureKind::Git | FailureKind::Removal => code::GIT_FAILED,
+        },
     }
 }

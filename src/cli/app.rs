@@ -13,7 +13,8 @@ use crate::queue::workspace::{NotFound, Workspace};
 #[derive(Debug, Parser)]
 #[command(name = "hookq", version, about, long_about = None)]
 pub struct Cli {
-    /// Start looking for the workspace (`.radian/arc`) in DIR instead of the current directory.
+    /// Start looking for the workspace (`.radian/arc`; for `worktree`, `.arashi/config.json` or
+    /// the git repository) in DIR instead of the current directory.
     #[arg(short = 'C', value_name = "DIR", global = true)]
     pub dir: Option<PathBuf>,
 
@@ -39,6 +40,9 @@ enum Command {
     Queue(super::queue::Args),
     /// Validate config.toml and print the hooks each point would run.
     Check(super::check::Args),
+    /// Create and remove git worktrees across a workspace's repositories, with lifecycle hooks.
+    #[command(subcommand)]
+    Worktree(super::worktree::Command),
 }
 
 /// Where a command works.
@@ -111,6 +115,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Command::Hub(a) => super::hub::run(&ctx, a),
         Command::Queue(a) => super::queue::run(&ctx, a),
         Command::Check(a) => super::check::run(&ctx, a),
+        Command::Worktree(c) => super::worktree::run(&ctx, c),
     }?;
     super::output::stdout_written()
 }

@@ -9,5 +9,6 @@ mod plan;
 mod queue;
 mod run;
 mod task;
+mod worktree;
 
 pub use app::{Cli, run};

@@ -185,10 +185,15 @@ impl CreatePlan {
                     .map(|h| h.join().unwrap_or_else(|_| Err(Error::Usage("a planning thread panicked".into()))))
                     .collect()
             });
-        let mut targets = Vec::new();
+        let mut targets: Vec<CreateTarget> = Vec::new();
         for l in looked {
             let (t, p) = l?;
-            targets.extend(t);
+            if let Some(mut t) = t {
+                // A folder two repositories share (`worktrees/`) is made, and owned, once.
+                t.make_dirs
+                    .retain(|d| !targets.iter().any(|o| o.make_dirs.contains(d)));
+                targets.push(t);
+            }
             problems.extend(p);
         }
         let mut hooks = Vec::new();

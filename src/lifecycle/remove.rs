@@ -157,7 +157,10 @@ pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> Remove
             continue;
         }
         match git::remove_worktree(&t.checkout, &t.worktree, plan.force, false) {
-            Ok(()) => removals.push(removal(t, "removed", None)),
+            Ok(()) => {
+                prune_empty_parents(ws, t);
+                removals.push(removal(t, "removed", None));
+            }
             Err(e) => removals.push(removal(t, "failed", Some(e.why))),
         }
     }
@@ -216,6 +219,21 @@ pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> Remove
         ledger,
         removals,
         failure,
+    }
+}
+
+/// Removes the folders a branch name with `/` left between the worktree and its layout base
+/// (`worktrees/web/feature/` after `feature/x`), when they are empty.
+fn prune_empty_parents(ws: &Workspace, t: &RemoveTarget) {
+    let base = ws.worktree_path(&t.repo, "x");
+    let Some(base) = base.parent() else { return };
+    if !t.worktree.starts_with(base) {
+        return;
+    }
+    for dir in t.worktree.ancestors().skip(1) {
+        if dir == base || !dir.starts_with(base) || std::fs::remove_dir(dir).is_err() {
+            break;
+        }
     }
 }
 
