@@ -1,0 +1,352 @@
+//! Shared helper for the worktree lifecycle tests: a workspace of real git repositories in a
+//! temp dir, `HOME` pointed at a temp dir for the user-global hooks, and the real `hookq` binary
+//! run with a pinned environment. Every run asserts that the secret marker placed in every
+//! inline snippet appears nowhere in what hookq printed or left in its state folder.
+#![allow(dead_code)]
+
+pub mod pty;
+pub mod schema;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub const HOOKQ: &str = env!("CARGO_BIN_EXE_hookq");
+
+/// Placed in every inline snippet; must never be printed by hookq.
+pub const MARKER: &str = "hookq-secret-5f3a9c";
+
+/// How long one hookq run may take before the test calls it a hang.
+pub const HANG: Duration = Duration::from_secs(120);
+
+/// `fixtures/lifecycle/`.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/lifecycle")
+}
+
+/// An inline snippet holding the marker (as a no-op word, never printed by the command).
+pub fn inline(cmd: &str) -> String {
+    format!(": {MARKER}; {cmd}")
+}
+
+/// What one run gave.
+#[derive(Debug)]
+pub struct Out {
+    /// Exit status.
+    pub status: ExitStatus,
+    /// Stdout.
+    pub stdout: String,
+    /// Stderr.
+    pub stderr: String,
+}
+
+impl Out {
+    /// The exit code.
+    pub fn code(&self) -> i32 {
+        self.status.code().unwrap_or(-1)
+    }
+
+    /// Stdout parsed as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+    }
+
+    /// Panics with both streams unless the exit code is `code`.
+    pub fn expect(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code(),
+            code,
+            "stdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+/// A temp workspace: `<tmp>/ws` (the root), `<tmp>/home`, repositories under `ws/repos/`.
+pub struct Ws {
+    pub tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    /// Extra variables for hookq's environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// Runs git, panicking on failure.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Makes a git repository at `dir` with `files` small files and one commit.
+pub fn make_repo(dir: &Path, files: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q", "-b", "main"]);
+    for i in 0..files {
+        std::fs::write(dir.join(format!("f{i}.txt")), format!("{i}\n")).unwrap();
+    }
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", "init", "--allow-empty"]);
+}
+
+impl Ws {
+    /// A workspace with configured repositories `repos` (each with a few files), the config
+    /// given as JSON text (`None`: a plain config listing the repositories).
+    pub fn configured(repos: &[&str], config: Option<&str>) -> Ws {
+        let ws = Ws::bare();
+        for r in repos {
+            make_repo(&ws.root.join("repos").join(r), 3);
+        }
+        let text = match config {
+            Some(c) => c.to_string(),
+            None => {
+                let map: serde_json::Map<String, serde_json::Value> = repos
+                    .iter()
+                    .map(|r| (r.to_string(), serde_json::json!({"path": format!("repos/{r}")})))
+                    .collect();
+                serde_json::json!({"repos": map}).to_string()
+            }
+        };
+        ws.write_config(&text);
+        ws
+    }
+
+    /// A temp dir with `ws/` and `home/`, nothing in them.
+    pub fn bare() -> Ws {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("ws");
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(tmp.path().join("envs")).unwrap();
+        let root = root.canonicalize().unwrap();
+        let home = home.canonicalize().unwrap();
+        Ws {
+            tmp,
+            root,
+            home,
+            env: Vec::new(),
+        }
+    }
+
+    /// Writes `.arashi/config.json`.
+    pub fn write_config(&self, text: &str) {
+        std::fs::create_dir_all(self.root.join(".arashi")).unwrap();
+        std::fs::write(self.root.join(".arashi/config.json"), text).unwrap();
+    }
+
+    /// A repository's checkout.
+    pub fn repo(&self, name: &str) -> PathBuf {
+        self.root.join("repos").join(name)
+    }
+
+    /// Writes a native hook at `rel` (relative to the root; `~/…` relative to home).
+    pub fn native(&self, rel: &str, body: &str) -> PathBuf {
+        let path = match rel.strip_prefix("~/") {
+            Some(r) => self.home.join(r),
+            None => self.root.join(rel),
+        };
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, body).unwrap();
+        path
+    }
+
+    /// Installs the recording fixture at `rel`.
+    pub fn recorder(&self, rel: &str) -> PathBuf {
+        let body = std::fs::read_to_string(fixtures().join("record.sh")).unwrap();
+        self.native(rel, &body)
+    }
+
+    /// The order log's lines: `name|scope|target|cwd`.
+    pub fn order(&self) -> Vec<String> {
+        std::fs::read_to_string(self.order_log())
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// `$ORDER_LOG`.
+    pub fn order_log(&self) -> PathBuf {
+        self.tmp.path().join("order.log")
+    }
+
+    /// The ARASHI_* variables the `n`th recorded run (1-based) saw.
+    pub fn env_of(&self, n: usize) -> BTreeMap<String, String> {
+        let text = std::fs::read_to_string(self.tmp.path().join(format!("envs/{n}.env")))
+            .unwrap_or_else(|e| panic!("no env dump {n}: {e}"));
+        text.lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+
+    /// The pinned environment of a hookq run.
+    pub fn command(&self, dir: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(HOOKQ);
+        c.current_dir(dir)
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", &self.home)
+            .env("LANG", "C")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .env("ORDER_LOG", self.order_log())
+            .env("ENV_DIR", self.tmp.path().join("envs"));
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    /// Runs hookq in the root with stdin from /dev/null.
+    pub fn run(&self, args: &[&str]) -> Out {
+        self.run_in(&self.root, args)
+    }
+
+    /// Runs hookq in `dir` with stdin from /dev/null.
+    pub fn run_in(&self, dir: &Path, args: &[&str]) -> Out {
+        let mut c = self.command(dir, args);
+        run_bounded(&mut c, self)
+    }
+
+    /// Every file under the state folders hookq may write, for the secret check.
+    fn state_files(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut stack = vec![self.root.join(".arashi/hookq-worktree")];
+        if let Ok(entries) = std::fs::read_dir(self.root.join("repos")) {
+            for e in entries.flatten() {
+                stack.push(e.path().join(".git/hookq-worktree"));
+            }
+        }
+        while let Some(d) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                if e.path().is_dir() {
+                    stack.push(e.path());
+                } else {
+                    out.push(e.path());
+                }
+            }
+        }
+        out
+    }
+
+    /// Asserts the marker is nowhere in `out` or the state folders.
+    pub fn assert_no_secret(&self, out: &Out) {
+        assert!(
+            !out.stdout.contains(MARKER) && !out.stderr.contains(MARKER),
+            "an inline snippet's text was printed:\nstdout:\n{}\nstderr:\n{}",
+            out.stdout,
+            out.stderr
+        );
+        for f in self.state_files() {
+            let text = std::fs::read(&f).unwrap_or_default();
+            assert!(
+                !String::from_utf8_lossy(&text).contains(MARKER),
+                "{} holds an inline snippet's text",
+                f.display()
+            );
+        }
+    }
+
+    /// The state of every repository: worktrees, branches with their commits, and the files
+    /// under the root's `worktrees/` (what a create may change).
+    pub fn snapshot(&self) -> String {
+        let mut s = String::new();
+        if let Ok(entries) = std::fs::read_dir(self.root.join("repos")) {
+            let mut repos: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+            repos.sort();
+            for r in repos {
+                s += &format!("== {}\n", r.display());
+                s += &git(&r, &["worktree", "list", "--porcelain"]);
+                s += &git(&r, &["for-each-ref", "--format=%(refname) %(objectname)"]);
+            }
+        }
+        s += &tree(&self.root.join("worktrees"));
+        s
+    }
+}
+
+/// The paths under `dir`, sorted (directories only below depth 4).
+pub fn tree(dir: &Path) -> String {
+    let mut out = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), 0)];
+    while let Some((d, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            out.push(e.path().display().to_string());
+            if e.path().is_dir() && depth < 4 && e.file_name() != ".git" {
+                stack.push((e.path(), depth + 1));
+            }
+        }
+    }
+    out.sort();
+    out.join("\n") + "\n"
+}
+
+/// Runs `c` to its end, killing it after [`HANG`], and checks the secret marker.
+pub fn run_bounded(c: &mut Command, ws: &Ws) -> Out {
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let t1 = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = stdout.read_to_end(&mut b);
+        b
+    });
+    let t2 = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = stderr.read_to_end(&mut b);
+        b
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > HANG {
+            let _ = child.kill();
+            panic!("hookq hung for {HANG:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let out = Out {
+        status,
+        stdout: String::from_utf8_lossy(&t1.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&t2.join().unwrap()).into_owned(),
+    };
+    ws.assert_no_secret(&out);
+    out
+}

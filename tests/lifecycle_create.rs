@@ -1,0 +1,317 @@
+//! `hookq worktree create` against real git repositories: order, working directories, the
+//! environment, fail-fast and rollback.
+
+mod lifecycle_common;
+
+use lifecycle_common::{Ws, git, inline};
+
+const RECORD: &str = "bash \"$RECORDER\"";
+
+/// A workspace of web and api where every create location holds a recording hook, inline
+/// for some and native for others, plus decoys that must not run.
+fn recording_ws(post_create_ws: &str) -> Ws {
+    // Written by hand: the repositories run in file order, web first.
+    let q = |s: &str| serde_json::to_string(s).unwrap();
+    let config = format!(
+        r#"{{"repos": {{"web": {{"path": "repos/web", "hooks": {{"pre-create": {}}}}},
+                     "api": {{"path": "repos/api"}}}},
+            "hooks": {{"scripts": {{"post-create": {}}}}}}}"#,
+        q(&inline(RECORD)),
+        q(&inline(post_create_ws))
+    );
+    let mut ws = Ws::configured(&["web", "api"], Some(&config));
+    ws.recorder(".arashi/hooks/pre-create.sh");
+    ws.recorder(".arashi/hooks/post-create.web.sh");
+    ws.recorder(".arashi/hooks/pre-create.api.sh");
+    ws.recorder(".arashi/hooks/post-create.api.sh");
+    // Decoys: Windows variants, repository-local and user-global create scripts, examples.
+    for decoy in [
+        ".arashi/hooks/pre-create.ps1",
+        ".arashi/hooks/pre-create.cmd",
+        ".arashi/hooks/pre-create.bat",
+        ".arashi/hooks/post-create.sh.example",
+        "repos/web/.arashi/hooks/pre-create.sh",
+        "~/.arashi/hooks/pre-create.sh",
+        "~/.arashi/hooks/web/post-create.sh",
+    ] {
+        ws.native(decoy, "echo DECOY >> \"$ORDER_LOG\"\n");
+    }
+    let recorder = lifecycle_common::fixtures().join("record.sh");
+    ws.env
+        .push(("RECORDER".into(), recorder.display().to_string()));
+    ws
+}
+
+#[test]
+fn create_runs_every_hook_in_order_in_its_working_directory() {
+    let ws = recording_ws(RECORD);
+    ws.run(&["worktree", "create", "feature/auth"]).expect(0);
+    let root = ws.root.display().to_string();
+    let wt = |r: &str| format!("{root}/worktrees/{r}/feature/auth");
+    assert_eq!(
+        ws.order(),
+        [
+            format!("pre-create|workspace|-|{root}"),
+            format!("pre-create.web|repository|web|{}", wt("web")),
+            format!("post-create.web|repository|web|{}", wt("web")),
+            format!("pre-create.api|repository|api|{}", wt("api")),
+            format!("post-create.api|repository|api|{}", wt("api")),
+            format!("post-create|workspace|-|{root}"),
+        ]
+    );
+    for r in ["web", "api"] {
+        let list = git(&ws.repo(r), &["worktree", "list", "--porcelain"]);
+        assert!(list.contains(&format!("worktree {}", wt(r))), "{list}");
+        assert!(list.contains("branch refs/heads/feature/auth"), "{list}");
+    }
+}
+
+#[test]
+fn each_scope_gets_exactly_its_environment() {
+    let mut ws = recording_ws(RECORD);
+    // Inherited look-alikes and git overrides must not reach a hook or confuse hookq's git.
+    ws.env.push(("ARASHI_HOOK_SCOPE".into(), "forged".into()));
+    ws.env.push(("ARASHI_PARENT_REPO_PATH".into(), "/forged".into()));
+    ws.env.push(("ARASHI_HOOK_TARGET_REPOSITORY".into(), "forged".into()));
+    ws.env.push(("GIT_DIR".into(), "/nowhere".into()));
+    ws.run(&["worktree", "create", "feature/auth"]).expect(0);
+    let root = ws.root.display().to_string();
+    let ws_pre = ws.env_of(1);
+    let expected_ws: std::collections::BTreeMap<String, String> = [
+        ("ARASHI_BRANCH_NAME", "feature/auth".to_string()),
+        ("ARASHI_HOOK_EXECUTION_PATH", root.clone()),
+        ("ARASHI_HOOK_INPUT", "unavailable".into()),
+        ("ARASHI_HOOK_NAME", "pre-create".into()),
+        ("ARASHI_HOOK_SCOPE", "workspace".into()),
+        (
+            "ARASHI_HOOK_SOURCE_PATH",
+            format!("{root}/.arashi/hooks/pre-create.sh"),
+        ),
+        ("ARASHI_HOOK_WORKSPACE_MODE", "configured".into()),
+        ("ARASHI_MAIN_REPO_PATH", root.clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(ws_pre, expected_ws);
+    // The inline repository hook: no source path; every target field.
+    let web_pre = ws.env_of(2);
+    let wt = format!("{root}/worktrees/web/feature/auth");
+    let expected_web: std::collections::BTreeMap<String, String> = [
+        ("ARASHI_BRANCH_NAME", "feature/auth".to_string()),
+        ("ARASHI_HOOK_EXECUTION_PATH", wt.clone()),
+        ("ARASHI_HOOK_INPUT", "unavailable".into()),
+        ("ARASHI_HOOK_NAME", "pre-create.web".into()),
+        ("ARASHI_HOOK_SCOPE", "repository".into()),
+        ("ARASHI_HOOK_TARGET_REPOSITORY", "web".into()),
+        ("ARASHI_HOOK_TARGET_REPO_PATH", format!("{root}/repos/web")),
+        ("ARASHI_HOOK_TARGET_WORKTREE_PATH", wt.clone()),
+        ("ARASHI_HOOK_WORKSPACE_MODE", "configured".into()),
+        ("ARASHI_MAIN_REPO_PATH", root.clone()),
+        ("ARASHI_PARENT_REPO_PATH", root.clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(web_pre, expected_web);
+    let web_post = ws.env_of(3);
+    assert_eq!(
+        web_post["ARASHI_HOOK_SOURCE_PATH"],
+        format!("{root}/.arashi/hooks/post-create.web.sh")
+    );
+    // The inline workspace post-create: no child fields.
+    let ws_post = ws.env_of(6);
+    assert!(!ws_post.contains_key("ARASHI_HOOK_SOURCE_PATH"));
+    assert!(!ws_post.keys().any(|k| k.contains("TARGET") || k.contains("PARENT")));
+    assert_eq!(ws_post["ARASHI_HOOK_NAME"], "post-create");
+}
+
+#[test]
+fn a_failing_or_timed_out_workspace_pre_create_changes_nothing() {
+    for (hook, status) in [("exit 3", "exited-nonzero"), ("sleep 30", "timed-out")] {
+        let config = serde_json::json!({
+            "repos": {"web": {"path": "repos/web"}, "api": {"path": "repos/api"}},
+            "hooks": {"timeout": 300, "scripts": {"pre-create": inline(hook)}}
+        });
+        let ws = Ws::configured(&["web", "api"], Some(&config.to_string()));
+        ws.recorder(".arashi/hooks/post-create.web.sh");
+        let before = ws.snapshot();
+        let out = ws.run(&["worktree", "create", "feature/x", "--json"]);
+        out.expect(7);
+        assert_eq!(ws.snapshot(), before, "{hook}");
+        assert!(ws.order().is_empty(), "no later hook ran");
+        let j = out.json();
+        let outcomes = j["error"]["details"]["hookOutcomes"].as_array().unwrap();
+        assert_eq!(outcomes[0]["status"], status, "{hook}");
+        assert_eq!(outcomes[1]["status"], "skipped");
+        assert!(!ws.root.join("worktrees").exists());
+    }
+}
+
+#[test]
+fn a_failure_after_the_first_change_rolls_back_everything_this_create_made() {
+    // The last repository's post-create fails: both new worktrees and branches go.
+    let mut ws = recording_ws(RECORD);
+    let before = ws.snapshot();
+    ws.env.push(("HOOK_EXIT".into(), "0".into()));
+    ws.native(
+        ".arashi/hooks/post-create.api.sh",
+        "bash \"$RECORDER\"; exit 4\n",
+    );
+    let out = ws.run(&["worktree", "create", "feature/auth"]);
+    out.expect(7);
+    assert_eq!(ws.snapshot(), before);
+    assert!(!ws.root.join("worktrees").exists(), "the folders it made go too");
+    assert!(out.stdout.contains("hooks: 4 succeeded, 1 skipped, 1 failed"), "{}", out.stdout);
+    assert!(out.stdout.contains("rolled back: removed worktree"), "{}", out.stdout);
+    assert!(out.stderr.contains("error: create of branch feature/auth failed: hook post-create.api (repository, api) exited with 4"), "{}", out.stderr);
+}
+
+#[test]
+fn an_existing_branch_keeps_its_commits_and_an_existing_path_is_never_touched() {
+    let ws = recording_ws("exit 5");
+    // web has the branch already, one commit ahead of main.
+    git(&ws.repo("web"), &["branch", "feature/auth"]);
+    git(&ws.repo("web"), &["worktree", "add", "-q", "../../scratch", "feature/auth"]);
+    let scratch = ws.root.join("scratch");
+    std::fs::write(scratch.join("ahead.txt"), "x").unwrap();
+    git(&scratch, &["add", "ahead.txt"]);
+    git(&scratch, &["commit", "-qm", "ahead"]);
+    git(&ws.repo("web"), &["worktree", "remove", "../../scratch"]);
+    let tip = git(&ws.repo("web"), &["rev-parse", "feature/auth"]);
+    // An unrelated file sits where api's worktree folders go.
+    std::fs::create_dir_all(ws.root.join("worktrees/api")).unwrap();
+    std::fs::write(ws.root.join("worktrees/api/keep.txt"), "mine").unwrap();
+    let before = ws.snapshot();
+    let out = ws.run(&["worktree", "create", "feature/auth"]);
+    out.expect(7);
+    assert_eq!(ws.snapshot(), before);
+    assert_eq!(git(&ws.repo("web"), &["rev-parse", "feature/auth"]), tip);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("worktrees/api/keep.txt")).unwrap(),
+        "mine"
+    );
+    // A path that exists is refused before anything runs.
+    std::fs::create_dir_all(ws.root.join("worktrees/api/feature/auth")).unwrap();
+    let before = ws.snapshot();
+    let lines = ws.order().len();
+    let out = ws.run(&["worktree", "create", "feature/auth", "--json"]);
+    out.expect(9);
+    assert_eq!(out.json()["error"]["code"], "path_exists");
+    assert_eq!(ws.snapshot(), before);
+    assert_eq!(ws.order().len(), lines, "no hook ran");
+}
+
+#[test]
+fn a_rollback_step_that_fails_is_a_rollback_warning() {
+    // The hook checks the new branch out in a worktree of its own, so the rollback cannot
+    // delete the branch: that step is reported, the others still run.
+    let ws = recording_ws("exit 6");
+    let elsewhere = ws.tmp.path().join("elsewhere");
+    ws.native(
+        ".arashi/hooks/post-create.api.sh",
+        &format!(
+            "git checkout -q --detach && git worktree add -q {} feature/auth\n",
+            elsewhere.display()
+        ),
+    );
+    let out = ws.run(&["worktree", "create", "feature/auth", "--json"]);
+    out.expect(7);
+    let j = out.json();
+    let warnings = j["error"]["details"]["rollbackWarnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].as_str().unwrap().contains("cannot delete branch feature/auth"),
+        "{warnings:?}"
+    );
+    assert!(out.stderr.contains("warning: rollback: cannot delete branch"), "{}", out.stderr);
+    // Everything else went: web's branch and both of hookq's worktrees.
+    assert!(!ws.root.join("worktrees").exists());
+    assert!(git(&ws.repo("web"), &["branch", "--list", "feature/auth"]).is_empty());
+}
+
+#[test]
+fn no_hooks_skips_the_create_hooks_and_base_picks_the_start() {
+    let ws = recording_ws(RECORD);
+    let first = git(&ws.repo("web"), &["rev-parse", "HEAD"]);
+    std::fs::write(ws.repo("web").join("next.txt"), "n").unwrap();
+    git(&ws.repo("web"), &["add", "next.txt"]);
+    git(&ws.repo("web"), &["commit", "-qm", "next"]);
+    let out = ws.run(&[
+        "worktree", "create", "topic", "--no-hooks", "--repo", "web", "--base", first.trim(),
+        "--json",
+    ]);
+    out.expect(0);
+    assert!(ws.order().is_empty());
+    let j = out.json();
+    assert_eq!(j["data"]["hookOutcomes"], serde_json::json!([]));
+    assert_eq!(j["data"]["worktrees"].as_array().unwrap().len(), 1);
+    assert_eq!(git(&ws.repo("web"), &["rev-parse", "topic"]), first);
+    assert!(!ws.root.join("worktrees/api").exists());
+    // An unknown repository is a usage error.
+    ws.run(&["worktree", "create", "t2", "--repo", "nope"]).expect(2);
+    ws.run(&["worktree", "create", "bad..name"]).expect(2);
+}
+
+#[test]
+fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
+    let ws = lifecycle_common::Ws::bare();
+    let main = ws.root.join("app");
+    lifecycle_common::make_repo(&main, 2);
+    let recorder = lifecycle_common::fixtures().join("record.sh");
+    let mut ws = ws;
+    ws.env.push(("RECORDER".into(), recorder.display().to_string()));
+    for lc in ["pre-create", "post-create", "pre-remove", "post-remove"] {
+        ws.recorder(&format!("~/.arashi/hooks/app/{lc}.sh"));
+        ws.recorder(&format!("~/.arashi/hooks/{lc}.sh"));
+    }
+    // Repository-local hooks are inactive without a config.
+    ws.native("app/.arashi/hooks/pre-create.sh", "echo DECOY >> \"$ORDER_LOG\"\n");
+    ws.run_in(&main, &["worktree", "create", "one"]).expect(0);
+    let wt1 = ws.root.join("app.worktrees/one");
+    assert!(wt1.join(".git").exists());
+    // From inside the linked worktree, the main root's name still picks the hooks.
+    ws.run_in(&wt1, &["worktree", "create", "two"]).expect(0);
+    let main_s = main.display().to_string();
+    let order = ws.order();
+    assert_eq!(
+        order[..4],
+        [
+            format!("pre-create|global-repository|app|{main_s}"),
+            format!("pre-create|global-shared|app|{main_s}"),
+            format!("post-create|global-repository|app|{main_s}"),
+            format!("post-create|global-shared|app|{main_s}"),
+        ]
+    );
+    let env = ws.env_of(8);
+    assert_eq!(env["ARASHI_HOOK_WORKSPACE_MODE"], "standalone");
+    assert_eq!(env["ARASHI_MAIN_REPO_PATH"], main_s);
+    assert_eq!(env["ARASHI_HOOK_TARGET_REPOSITORY"], "app");
+    assert_eq!(env["ARASHI_HOOK_TARGET_REPO_PATH"], main_s);
+    assert_eq!(
+        env["ARASHI_HOOK_TARGET_WORKTREE_PATH"],
+        ws.root.join("app.worktrees/two").display().to_string()
+    );
+    assert!(!env.contains_key("ARASHI_PARENT_REPO_PATH"));
+    // Remove, started elsewhere with -C.
+    let elsewhere = ws.tmp.path().to_path_buf();
+    ws.run_in(&elsewhere, &["-C", &main_s, "worktree", "remove", "two"])
+        .expect(0);
+    assert!(!ws.root.join("app.worktrees/two").exists());
+    let order = ws.order();
+    assert_eq!(order.len(), 12);
+    assert!(order[8].starts_with("pre-remove|global-repository|app|"));
+    assert!(order[11].starts_with("post-remove|global-shared|app|"));
+    let env = ws.env_of(12);
+    assert_eq!(
+        env["ARASHI_REMOVE_TARGETS_JSON"],
+        format!(
+            r#"[{{"repository":"app","branchName":"two","worktreePath":"{}"}}]"#,
+            ws.root.join("app.worktrees/two").display()
+        )
+    );
+    // --repo needs a config.
+    ws.run_in(&main, &["worktree", "create", "three", "--repo", "app"]).expect(2);
+    // Outside any repository and without a config: not found.
+    ws.run_in(&elsewhere, &["worktree", "hooks"]).expect(4);
+}
