@@ -1,0 +1,188 @@
+//! Discovery and configuration: inline versus native alternatives, ambiguity, the Bash that
+//! runs hooks, `hooks.timeout` validation, the inspector. Every refusal comes before any hook
+//! or change.
+
+mod lifecycle_common;
+
+use std::os::unix::fs::PermissionsExt;
+
+use lifecycle_common::{Ws, inline};
+
+/// web and api with a recording workspace pre-create (which must never run when the plan is
+/// refused) and the config's `hooks` object as given.
+fn ws(hooks: &str, web_hooks: &str) -> Ws {
+    let config = format!(
+        r#"{{"repos": {{"web": {{"path": "repos/web", "hooks": {web_hooks}}}, "api": {{"path": "repos/api"}}}},
+            "hooks": {hooks}}}"#
+    );
+    let mut ws = Ws::configured(&["web", "api"], Some(&config));
+    ws.recorder(".arashi/hooks/pre-create.sh");
+    let recorder = lifecycle_common::fixtures().join("record.sh");
+    ws.env.push(("RECORDER".into(), recorder.display().to_string()));
+    ws
+}
+
+fn q(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+#[test]
+fn inline_and_native_at_one_location_is_an_ambiguity_and_nothing_runs() {
+    let w = ws("{}", &format!(r#"{{"post-create": {}}}"#, q(&inline("true"))));
+    w.native(".arashi/hooks/post-create.web.sh", "true\n");
+    let before = w.snapshot();
+    let out = w.run(&["worktree", "create", "x", "--json"]);
+    out.expect(9);
+    let j = out.json();
+    assert_eq!(j["error"]["code"], "inline_file_ambiguity");
+    let msg = j["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("repos.web.hooks.post-create") && msg.contains("post-create.web.sh"), "{msg}");
+    assert!(w.order().is_empty(), "the workspace pre-create did not run either");
+    assert_eq!(w.snapshot(), before);
+    // Each alone is fine: the inline one.
+    std::fs::remove_file(w.root.join(".arashi/hooks/post-create.web.sh")).unwrap();
+    w.run(&["worktree", "create", "x"]).expect(0);
+}
+
+#[test]
+fn an_interpreter_map_without_bash_fails_preflight() {
+    let w = ws(
+        "{}",
+        r#"{"pre-create": {"powershell": "Write-Output hi", "cmd": "echo hi"}}"#,
+    );
+    let before = w.snapshot();
+    let out = w.run(&["worktree", "create", "x", "--json"]);
+    out.expect(9);
+    assert_eq!(out.json()["error"]["code"], "interpreter_unavailable");
+    assert!(w.order().is_empty());
+    assert_eq!(w.snapshot(), before);
+    // A map with a bash variant runs that variant.
+    let w = ws(
+        "{}",
+        &format!(
+            r#"{{"pre-create": {{"bash": {}, "powershell": "exit 1"}}}}"#,
+            q(&inline("bash \"$RECORDER\""))
+        ),
+    );
+    w.run(&["worktree", "create", "x"]).expect(0);
+    assert_eq!(w.order().len(), 2);
+}
+
+#[test]
+fn no_bash_on_path_is_interpreter_unavailable_and_empty_entries_are_not_the_cwd() {
+    let mut w = ws("{}", "{}");
+    // A PATH with git but no bash; the start directory holds an executable `bash` that an
+    // empty PATH entry must not find.
+    let bin = w.tmp.path().join("gitonly");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/git", bin.join("git")).unwrap();
+    let trap = w.root.join("bash");
+    std::fs::write(&trap, "#!/bin/sh\necho TRAP >> \"$ORDER_LOG\"\n").unwrap();
+    std::fs::set_permissions(&trap, std::fs::Permissions::from_mode(0o755)).unwrap();
+    w.env.push(("PATH".into(), format!("::{}:", bin.display())));
+    let before = w.snapshot();
+    let out = w.run(&["worktree", "create", "x", "--json"]);
+    out.expect(9);
+    assert_eq!(out.json()["error"]["code"], "interpreter_unavailable");
+    assert!(w.order().is_empty());
+    assert_eq!(w.snapshot(), before);
+    // Without hooks, no Bash is needed.
+    std::fs::remove_file(w.root.join(".arashi/hooks/pre-create.sh")).unwrap();
+    w.run(&["worktree", "create", "x"]).expect(0);
+}
+
+#[test]
+fn the_configured_bash_wins_over_path() {
+    let t = tempfile::tempdir().unwrap();
+    let fake = t.path().join("mybash");
+    let used = t.path().join("used");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\necho used > {}\nexec /bin/bash \"$@\"\n", used.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let w = ws(&format!(r#"{{"interpreters": {{"bash": {}}}}}"#, q(&fake.display().to_string())), "{}");
+    w.run(&["worktree", "create", "x"]).expect(0);
+    assert!(used.exists(), "the configured bash ran the hook");
+    assert_eq!(w.order().len(), 1);
+    // A configured bash that is missing is an error, not a fallback to PATH.
+    let w = ws(r#"{"interpreters": {"bash": "/nonexistent/bash"}}"#, "{}");
+    let out = w.run(&["worktree", "create", "x", "--json"]);
+    out.expect(9);
+    assert!(out.stdout.contains("/nonexistent/bash"));
+    assert!(w.order().is_empty());
+}
+
+#[test]
+fn every_invalid_timeout_is_a_config_error_before_anything() {
+    for bad in [
+        "0".to_string(),
+        "-1".into(),
+        "1.5".into(),
+        "\"300\"".into(),
+        "2147483648".into(),
+        "123456789012345678901234567890".into(),
+        format!("1{}", "0".repeat(400)),
+    ] {
+        let w = ws(&format!(r#"{{"timeout": {bad}}}"#), "{}");
+        let before = w.snapshot();
+        for args in [
+            &["worktree", "create", "x"][..],
+            &["worktree", "remove", "x"],
+            &["worktree", "hooks"],
+        ] {
+            let out = w.run(args);
+            out.expect(3);
+            let config = w.root.join(".arashi/config.json").display().to_string();
+            assert!(out.stderr.contains(&config), "{bad}: {}", out.stderr);
+            if bad.len() < 100 {
+                assert!(out.stderr.contains("hooks.timeout"), "{bad}: {}", out.stderr);
+            }
+        }
+        let out = w.run(&["worktree", "create", "x", "--json"]);
+        assert_eq!(out.json()["error"]["code"], "config_invalid");
+        assert!(w.order().is_empty(), "{bad}");
+        assert_eq!(w.snapshot(), before, "{bad}");
+    }
+    ws(r#"{"timeout": 2147483647}"#, "{}")
+        .run(&["worktree", "create", "x"])
+        .expect(0);
+}
+
+#[test]
+fn the_inspector_shows_each_hook_by_scope_and_source_without_running_it() {
+    let w = ws(
+        &format!(r#"{{"scripts": {{"post-remove": {}}}}}"#, q(&inline("exit 1"))),
+        &format!(r#"{{"post-create": {}}}"#, q(&inline("exit 1"))),
+    );
+    w.native("~/.arashi/hooks/pre-remove.sh", "exit 1\n");
+    let out = w.run(&["worktree", "hooks"]);
+    out.expect(0);
+    assert!(out.stdout.contains("inline repos.web.hooks.post-create (owned by repository web)"), "{}", out.stdout);
+    assert!(out.stdout.contains(&format!("{}/.arashi/hooks/pre-create.sh", w.root.display())));
+    assert!(w.order().is_empty());
+    let j = w.run(&["worktree", "hooks", "--json"]).json();
+    let hooks = j["data"]["hooks"].as_array().unwrap();
+    // pre-create (workspace), post-create.web, then pre-remove global-shared and
+    // post-remove workspace for each of web and api.
+    assert_eq!(hooks.len(), 6, "{hooks:#?}");
+    assert_eq!(j["data"]["timeoutMs"], 300000);
+    // A problem is shown and fails the inspector.
+    w.native(".arashi/hooks/post-remove.sh", "true\n");
+    let out = w.run(&["worktree", "hooks"]);
+    out.expect(9);
+    assert!(out.stderr.contains("inline/file ambiguity"), "{}", out.stderr);
+}
+
+#[test]
+fn unknown_keys_in_the_hook_tables_are_config_errors() {
+    let w = ws(r#"{"scripts": {"precreate": "true"}}"#, "{}");
+    let out = w.run(&["worktree", "create", "x"]);
+    out.expect(3);
+    assert!(out.stderr.contains("hooks.scripts.precreate"), "{}", out.stderr);
+    let w = ws("{}", r#"{"pre-create": {"zsh": "true"}}"#);
+    let out = w.run(&["worktree", "create", "x"]);
+    out.expect(3);
+    assert!(out.stderr.contains("repos.web.hooks.pre-create.zsh"), "{}", out.stderr);
+}
