@@ -203,10 +203,16 @@ impl Ws {
 
     /// The pinned environment of a hookq run.
     pub fn command(&self, dir: &Path, args: &[&str]) -> Command {
-        let mut c = Command::new(HOOKQ);
+        self.command_of(HOOKQ, dir, args)
+    }
+
+    /// `program` with the pinned environment of a hookq run (`HOOKQ` names the binary).
+    pub fn command_of(&self, program: &str, dir: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(program);
         c.current_dir(dir)
             .args(args)
             .env_clear()
+            .env("HOOKQ", HOOKQ)
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("HOME", &self.home)
             .env("LANG", "C")

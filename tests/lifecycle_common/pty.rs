@@ -104,6 +104,11 @@ impl Pty {
             if let Some(s) = self.child.try_wait().unwrap() {
                 // Let the reader drain what is left.
                 std::thread::sleep(Duration::from_millis(100));
+                assert!(
+                    !self.text().contains(super::MARKER),
+                    "an inline snippet's text reached the terminal:\n{}",
+                    self.text()
+                );
                 return s;
             }
             if start.elapsed() > limit {
