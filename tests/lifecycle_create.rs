@@ -315,3 +315,28 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
     // Outside any repository and without a config: not found.
     ws.run_in(&elsewhere, &["worktree", "hooks"]).expect(4);
 }
+
+#[test]
+fn a_second_command_is_refused_while_one_works() {
+    let ws = recording_ws("sleep 3");
+    let mut first = ws
+        .command(&ws.root, &["worktree", "create", "slow"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the first holds the lock (its first worktree exists).
+    let start = std::time::Instant::now();
+    while !ws.root.join("worktrees/api/slow").exists() {
+        assert!(start.elapsed() < lifecycle_common::HANG, "the first create never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = ws.run(&["worktree", "create", "other", "--json"]);
+    out.expect(6);
+    assert_eq!(out.json()["error"]["code"], "busy");
+    // The inspector does not wait for it, and leaves its journal alone.
+    ws.run(&["worktree", "hooks"]).expect(0);
+    assert!(first.wait().unwrap().success());
+    assert!(ws.root.join("worktrees/web/slow").exists());
+}

@@ -26,14 +26,15 @@ const SETTLE: Duration = Duration::from_secs(10);
 /// worktree first (a dead create's).
 pub fn undo(records: &[Record], settle: bool) -> RollbackReport {
     let mut report = RollbackReport::default();
+    if settle {
+        wait_for_leftovers(records);
+    }
     for r in records.iter().rev() {
         match r {
             Record::Begin { .. } => {}
             Record::Worktree { checkout, path } => {
-                if settle {
-                    wait_for_processes_in(path);
-                }
                 remove_worktree(checkout, path, &mut report);
+                sweep_admin_dirs(checkout, path, &mut report);
             }
             Record::Branch { checkout, name } => delete_branch(checkout, name, &mut report),
             Record::Dir { path } => match std::fs::remove_dir(path) {
@@ -120,25 +121,85 @@ fn canonical(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// Waits, at most [`SETTLE`], until no process has its working directory in `dir`: the
-/// children a killed `git worktree add` started, or a killed create's hook, outlive it.
-fn wait_for_processes_in(dir: &Path) {
+/// Git's own record of a worktree being made (`<common dir>/worktrees/<name>/`) that a killed
+/// `git worktree add` left half-written: `git worktree list` and `prune` fail on it, or keep
+/// it as locked "initializing". Removed when it points at `path`, or when it is incomplete and
+/// named after `path` (git names it after the path's last component, adding digits when taken).
+fn sweep_admin_dirs(checkout: &Path, path: &Path, report: &mut RollbackReport) {
+    let Ok(Some(dirs)) = git::repo_dirs(checkout) else {
+        return;
+    };
+    let Some(base) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dirs.common_dir.join("worktrees")) else {
+        return;
+    };
+    let ours = path.join(".git");
+    for e in entries.flatten() {
+        let admin = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let gitdir = std::fs::read_to_string(admin.join("gitdir")).ok();
+        let points_here = gitdir
+            .as_deref()
+            .is_some_and(|g| Path::new(g.trim()) == ours);
+        let named_here = name
+            .strip_prefix(base.as_str())
+            .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()));
+        let incomplete = gitdir.is_none() || !admin.join("commondir").exists() || !admin.join("HEAD").exists();
+        if points_here || (named_here && incomplete) {
+            match std::fs::remove_dir_all(&admin) {
+                Ok(()) => report
+                    .done
+                    .push(format!("removed git's half-made record {}", admin.display())),
+                Err(e) => report
+                    .warnings
+                    .push(format!("cannot remove {}: {e}", admin.display())),
+            }
+        }
+    }
+}
+
+/// Waits, at most [`SETTLE`], for what a killed create left running: processes working in one
+/// of its new worktrees (a checkout's child, a hook), and git processes in one of its
+/// repositories (a `git branch` that `git worktree add -b` started).
+fn wait_for_leftovers(records: &[Record]) {
+    let mut inside = Vec::new();
+    let mut checkouts = Vec::new();
+    for r in records {
+        match r {
+            Record::Worktree { checkout, path } => {
+                inside.push(path.clone());
+                checkouts.push(checkout.clone());
+            }
+            Record::Branch { checkout, .. } => checkouts.push(checkout.clone()),
+            _ => {}
+        }
+    }
     let deadline = Instant::now() + SETTLE;
-    while Instant::now() < deadline && any_process_in(dir) {
+    while Instant::now() < deadline && any_leftover(&inside, &checkouts) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
-fn any_process_in(dir: &Path) -> bool {
+fn any_leftover(inside: &[PathBuf], checkouts: &[PathBuf]) -> bool {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return false;
     };
     let me = std::process::id().to_string();
     procs.flatten().any(|p| {
-        let name = p.file_name();
-        let name = name.to_string_lossy();
-        name.bytes().all(|b| b.is_ascii_digit())
-            && name != me
-            && std::fs::read_link(p.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(dir))
+        let pid = p.file_name();
+        let pid = pid.to_string_lossy();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) || pid == me {
+            return false;
+        }
+        let Ok(cwd) = std::fs::read_link(p.path().join("cwd")) else {
+            return false;
+        };
+        if inside.iter().any(|d| cwd.starts_with(d)) {
+            return true;
+        }
+        checkouts.iter().any(|c| &cwd == c)
+            && std::fs::read_to_string(p.path().join("comm")).is_ok_and(|c| c.trim() == "git")
     })
 }
