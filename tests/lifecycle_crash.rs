@@ -42,7 +42,13 @@ fn configured() -> Set {
         make_repo(&ws.root.join("repos").join(r), 60);
     }
     ws.write_config(&config);
-    for h in ["pre-create.web", "post-create.web", "pre-create.api", "post-create.api", "post-create"] {
+    for h in [
+        "pre-create.web",
+        "post-create.web",
+        "pre-create.api",
+        "post-create.api",
+        "post-create",
+    ] {
         ws.native(&format!(".arashi/hooks/{h}.sh"), "sleep 0.01\n");
     }
     Set {
@@ -111,15 +117,22 @@ fn a_killed_create_is_rolled_back_by_the_next_command() {
     let mut spans = Vec::new();
     for set in &sets {
         let t = Instant::now();
-        set.ws.run_in(start(set), &["worktree", "create", "warmup"]).expect(0);
+        set.ws
+            .run_in(start(set), &["worktree", "create", "warmup"])
+            .expect(0);
         spans.push(t.elapsed());
-        set.ws.run_in(start(set), &["worktree", "remove", "warmup"]).expect(0);
+        set.ws
+            .run_in(start(set), &["worktree", "remove", "warmup"])
+            .expect(0);
     }
     let (mut kills, mut rolled_back, mut completed) = (0, 0, 0);
     let mut round = 0;
     while kills < want {
         round += 1;
-        assert!(round < want * 4, "too few kills landed: {kills} in {round} rounds");
+        assert!(
+            round < want * 4,
+            "too few kills landed: {kills} in {round} rounds"
+        );
         let which = round % 2;
         let set = &sets[which];
         let branch = format!("crash-{round}");
@@ -161,7 +174,8 @@ fn a_killed_create_is_rolled_back_by_the_next_command() {
             assert!(
                 list.contains(&format!("worktree {}\n", wt.display()))
                     && list.contains(&format!("branch refs/heads/{branch}\n")),
-                "round {round} (seed {seed}, exit {status:?}): a partial create survived:\n{after}\nnext: {}", next.stderr
+                "round {round} (seed {seed}, exit {status:?}): a partial create survived:\n{after}\nnext: {}",
+                next.stderr
             );
         }
         completed += 1;

@@ -71,8 +71,10 @@ fn each_scope_gets_exactly_its_environment() {
     let mut ws = recording_ws(RECORD);
     // Inherited look-alikes and git overrides must not reach a hook or confuse hookq's git.
     ws.env.push(("ARASHI_HOOK_SCOPE".into(), "forged".into()));
-    ws.env.push(("ARASHI_PARENT_REPO_PATH".into(), "/forged".into()));
-    ws.env.push(("ARASHI_HOOK_TARGET_REPOSITORY".into(), "forged".into()));
+    ws.env
+        .push(("ARASHI_PARENT_REPO_PATH".into(), "/forged".into()));
+    ws.env
+        .push(("ARASHI_HOOK_TARGET_REPOSITORY".into(), "forged".into()));
     ws.env.push(("GIT_DIR".into(), "/nowhere".into()));
     ws.run(&["worktree", "create", "feature/auth"]).expect(0);
     let root = ws.root.display().to_string();
@@ -122,7 +124,11 @@ fn each_scope_gets_exactly_its_environment() {
     // The inline workspace post-create: no child fields.
     let ws_post = ws.env_of(6);
     assert!(!ws_post.contains_key("ARASHI_HOOK_SOURCE_PATH"));
-    assert!(!ws_post.keys().any(|k| k.contains("TARGET") || k.contains("PARENT")));
+    assert!(
+        !ws_post
+            .keys()
+            .any(|k| k.contains("TARGET") || k.contains("PARENT"))
+    );
     assert_eq!(ws_post["ARASHI_HOOK_NAME"], "post-create");
 }
 
@@ -161,9 +167,21 @@ fn a_failure_after_the_first_change_rolls_back_everything_this_create_made() {
     let out = ws.run(&["worktree", "create", "feature/auth"]);
     out.expect(7);
     assert_eq!(ws.snapshot(), before);
-    assert!(!ws.root.join("worktrees").exists(), "the folders it made go too");
-    assert!(out.stdout.contains("hooks: 4 succeeded, 1 skipped, 1 failed"), "{}", out.stdout);
-    assert!(out.stdout.contains("rolled back: removed worktree"), "{}", out.stdout);
+    assert!(
+        !ws.root.join("worktrees").exists(),
+        "the folders it made go too"
+    );
+    assert!(
+        out.stdout
+            .contains("hooks: 4 succeeded, 1 skipped, 1 failed"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("rolled back: removed worktree"),
+        "{}",
+        out.stdout
+    );
     assert!(out.stderr.contains("error: create of branch feature/auth failed: hook post-create.api (repository, api) exited with 4"), "{}", out.stderr);
 }
 
@@ -172,7 +190,10 @@ fn an_existing_branch_keeps_its_commits_and_an_existing_path_is_never_touched() 
     let ws = recording_ws("exit 5");
     // web has the branch already, one commit ahead of main.
     git(&ws.repo("web"), &["branch", "feature/auth"]);
-    git(&ws.repo("web"), &["worktree", "add", "-q", "../../scratch", "feature/auth"]);
+    git(
+        &ws.repo("web"),
+        &["worktree", "add", "-q", "../../scratch", "feature/auth"],
+    );
     let scratch = ws.root.join("scratch");
     std::fs::write(scratch.join("ahead.txt"), "x").unwrap();
     git(&scratch, &["add", "ahead.txt"]);
@@ -218,13 +239,23 @@ fn a_rollback_step_that_fails_is_a_rollback_warning() {
     let out = ws.run(&["worktree", "create", "feature/auth", "--json"]);
     out.expect(7);
     let j = out.json();
-    let warnings = j["error"]["details"]["rollbackWarnings"].as_array().unwrap();
+    let warnings = j["error"]["details"]["rollbackWarnings"]
+        .as_array()
+        .unwrap();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
-        warnings[0].as_str().unwrap().contains("cannot delete branch feature/auth"),
+        warnings[0]
+            .as_str()
+            .unwrap()
+            .contains("cannot delete branch feature/auth"),
         "{warnings:?}"
     );
-    assert!(out.stderr.contains("warning: rollback: cannot delete branch"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("warning: rollback: cannot delete branch"),
+        "{}",
+        out.stderr
+    );
     // Everything else went: web's branch and both of hookq's worktrees.
     assert!(!ws.root.join("worktrees").exists());
     assert!(git(&ws.repo("web"), &["branch", "--list", "feature/auth"]).is_empty());
@@ -238,7 +269,14 @@ fn no_hooks_skips_the_create_hooks_and_base_picks_the_start() {
     git(&ws.repo("web"), &["add", "next.txt"]);
     git(&ws.repo("web"), &["commit", "-qm", "next"]);
     let out = ws.run(&[
-        "worktree", "create", "topic", "--no-hooks", "--repo", "web", "--base", first.trim(),
+        "worktree",
+        "create",
+        "topic",
+        "--no-hooks",
+        "--repo",
+        "web",
+        "--base",
+        first.trim(),
         "--json",
     ]);
     out.expect(0);
@@ -249,7 +287,8 @@ fn no_hooks_skips_the_create_hooks_and_base_picks_the_start() {
     assert_eq!(git(&ws.repo("web"), &["rev-parse", "topic"]), first);
     assert!(!ws.root.join("worktrees/api").exists());
     // An unknown repository is a usage error.
-    ws.run(&["worktree", "create", "t2", "--repo", "nope"]).expect(2);
+    ws.run(&["worktree", "create", "t2", "--repo", "nope"])
+        .expect(2);
     ws.run(&["worktree", "create", "bad..name"]).expect(2);
 }
 
@@ -260,13 +299,17 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
     lifecycle_common::make_repo(&main, 2);
     let recorder = lifecycle_common::fixtures().join("record.sh");
     let mut ws = ws;
-    ws.env.push(("RECORDER".into(), recorder.display().to_string()));
+    ws.env
+        .push(("RECORDER".into(), recorder.display().to_string()));
     for lc in ["pre-create", "post-create", "pre-remove", "post-remove"] {
         ws.recorder(&format!("~/.arashi/hooks/app/{lc}.sh"));
         ws.recorder(&format!("~/.arashi/hooks/{lc}.sh"));
     }
     // Repository-local hooks are inactive without a config.
-    ws.native("app/.arashi/hooks/pre-create.sh", "echo DECOY >> \"$ORDER_LOG\"\n");
+    ws.native(
+        "app/.arashi/hooks/pre-create.sh",
+        "echo DECOY >> \"$ORDER_LOG\"\n",
+    );
     ws.run_in(&main, &["worktree", "create", "one"]).expect(0);
     let wt1 = ws.root.join("app.worktrees/one");
     assert!(wt1.join(".git").exists());
@@ -311,7 +354,8 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
         )
     );
     // --repo needs a config.
-    ws.run_in(&main, &["worktree", "create", "three", "--repo", "app"]).expect(2);
+    ws.run_in(&main, &["worktree", "create", "three", "--repo", "app"])
+        .expect(2);
     // Outside any repository and without a config: not found.
     ws.run_in(&elsewhere, &["worktree", "hooks"]).expect(4);
 }
@@ -329,7 +373,10 @@ fn a_second_command_is_refused_while_one_works() {
     // Wait until the first holds the lock (its first worktree exists).
     let start = std::time::Instant::now();
     while !ws.root.join("worktrees/api/slow").exists() {
-        assert!(start.elapsed() < lifecycle_common::HANG, "the first create never started");
+        assert!(
+            start.elapsed() < lifecycle_common::HANG,
+            "the first create never started"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let out = ws.run(&["worktree", "create", "other", "--json"]);

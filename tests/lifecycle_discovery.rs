@@ -18,7 +18,8 @@ fn ws(hooks: &str, web_hooks: &str) -> Ws {
     let mut ws = Ws::configured(&["web", "api"], Some(&config));
     ws.recorder(".arashi/hooks/pre-create.sh");
     let recorder = lifecycle_common::fixtures().join("record.sh");
-    ws.env.push(("RECORDER".into(), recorder.display().to_string()));
+    ws.env
+        .push(("RECORDER".into(), recorder.display().to_string()));
     ws
 }
 
@@ -28,7 +29,10 @@ fn q(s: &str) -> String {
 
 #[test]
 fn inline_and_native_at_one_location_is_an_ambiguity_and_nothing_runs() {
-    let w = ws("{}", &format!(r#"{{"post-create": {}}}"#, q(&inline("true"))));
+    let w = ws(
+        "{}",
+        &format!(r#"{{"post-create": {}}}"#, q(&inline("true"))),
+    );
     w.native(".arashi/hooks/post-create.web.sh", "true\n");
     let before = w.snapshot();
     let out = w.run(&["worktree", "create", "x", "--json"]);
@@ -36,8 +40,14 @@ fn inline_and_native_at_one_location_is_an_ambiguity_and_nothing_runs() {
     let j = out.json();
     assert_eq!(j["error"]["code"], "inline_file_ambiguity");
     let msg = j["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("repos.web.hooks.post-create") && msg.contains("post-create.web.sh"), "{msg}");
-    assert!(w.order().is_empty(), "the workspace pre-create did not run either");
+    assert!(
+        msg.contains("repos.web.hooks.post-create") && msg.contains("post-create.web.sh"),
+        "{msg}"
+    );
+    assert!(
+        w.order().is_empty(),
+        "the workspace pre-create did not run either"
+    );
     assert_eq!(w.snapshot(), before);
     // Each alone is fine: the inline one.
     std::fs::remove_file(w.root.join(".arashi/hooks/post-create.web.sh")).unwrap();
@@ -98,11 +108,20 @@ fn the_configured_bash_wins_over_path() {
     let used = t.path().join("used");
     std::fs::write(
         &fake,
-        format!("#!/bin/sh\necho used > {}\nexec /bin/bash \"$@\"\n", used.display()),
+        format!(
+            "#!/bin/sh\necho used > {}\nexec /bin/bash \"$@\"\n",
+            used.display()
+        ),
     )
     .unwrap();
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let w = ws(&format!(r#"{{"interpreters": {{"bash": {}}}}}"#, q(&fake.display().to_string())), "{}");
+    let w = ws(
+        &format!(
+            r#"{{"interpreters": {{"bash": {}}}}}"#,
+            q(&fake.display().to_string())
+        ),
+        "{}",
+    );
     w.run(&["worktree", "create", "x"]).expect(0);
     assert!(used.exists(), "the configured bash ran the hook");
     assert_eq!(w.order().len(), 1);
@@ -137,7 +156,11 @@ fn every_invalid_timeout_is_a_config_error_before_anything() {
             let config = w.root.join(".arashi/config.json").display().to_string();
             assert!(out.stderr.contains(&config), "{bad}: {}", out.stderr);
             if bad.len() < 100 {
-                assert!(out.stderr.contains("hooks.timeout"), "{bad}: {}", out.stderr);
+                assert!(
+                    out.stderr.contains("hooks.timeout"),
+                    "{bad}: {}",
+                    out.stderr
+                );
             }
         }
         let out = w.run(&["worktree", "create", "x", "--json"]);
@@ -153,14 +176,25 @@ fn every_invalid_timeout_is_a_config_error_before_anything() {
 #[test]
 fn the_inspector_shows_each_hook_by_scope_and_source_without_running_it() {
     let w = ws(
-        &format!(r#"{{"scripts": {{"post-remove": {}}}}}"#, q(&inline("exit 1"))),
+        &format!(
+            r#"{{"scripts": {{"post-remove": {}}}}}"#,
+            q(&inline("exit 1"))
+        ),
         &format!(r#"{{"post-create": {}}}"#, q(&inline("exit 1"))),
     );
     w.native("~/.arashi/hooks/pre-remove.sh", "exit 1\n");
     let out = w.run(&["worktree", "hooks"]);
     out.expect(0);
-    assert!(out.stdout.contains("inline repos.web.hooks.post-create (owned by repository web)"), "{}", out.stdout);
-    assert!(out.stdout.contains(&format!("{}/.arashi/hooks/pre-create.sh", w.root.display())));
+    assert!(
+        out.stdout
+            .contains("inline repos.web.hooks.post-create (owned by repository web)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains(&format!("{}/.arashi/hooks/pre-create.sh", w.root.display()))
+    );
     assert!(w.order().is_empty());
     let j = w.run(&["worktree", "hooks", "--json"]).json();
     let hooks = j["data"]["hooks"].as_array().unwrap();
@@ -172,7 +206,11 @@ fn the_inspector_shows_each_hook_by_scope_and_source_without_running_it() {
     w.native(".arashi/hooks/post-remove.sh", "true\n");
     let out = w.run(&["worktree", "hooks"]);
     out.expect(9);
-    assert!(out.stderr.contains("inline/file ambiguity"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("inline/file ambiguity"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -180,9 +218,17 @@ fn unknown_keys_in_the_hook_tables_are_config_errors() {
     let w = ws(r#"{"scripts": {"precreate": "true"}}"#, "{}");
     let out = w.run(&["worktree", "create", "x"]);
     out.expect(3);
-    assert!(out.stderr.contains("hooks.scripts.precreate"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("hooks.scripts.precreate"),
+        "{}",
+        out.stderr
+    );
     let w = ws("{}", r#"{"pre-create": {"zsh": "true"}}"#);
     let out = w.run(&["worktree", "create", "x"]);
     out.expect(3);
-    assert!(out.stderr.contains("repos.web.hooks.pre-create.zsh"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("repos.web.hooks.pre-create.zsh"),
+        "{}",
+        out.stderr
+    );
 }

@@ -45,7 +45,10 @@ fn json_success_and_failure_carry_the_ledger_and_never_hook_output() {
     assert_eq!(rows[2]["sourceKind"], "native-file");
     assert_eq!(
         rows[2]["sourceScriptPath"],
-        w.root.join(".arashi/hooks/post-create.api.sh").display().to_string()
+        w.root
+            .join(".arashi/hooks/post-create.api.sh")
+            .display()
+            .to_string()
     );
     assert!(rows.iter().all(|r| r["status"] == "succeeded"));
     for text in ["HOOK-STDOUT-LINE", "routine", "api-native"] {
@@ -69,7 +72,10 @@ fn json_success_and_failure_carry_the_ledger_and_never_hook_output() {
     assert_eq!(rows[1]["status"], "exited-nonzero");
     assert_eq!(rows[1]["exitCode"], 3);
     assert_eq!(rows[2]["status"], "skipped");
-    assert_eq!(j["error"]["details"]["rollbackWarnings"], serde_json::json!([]));
+    assert_eq!(
+        j["error"]["details"]["rollbackWarnings"],
+        serde_json::json!([])
+    );
     assert!(!out.stdout.contains("HOOK-STDOUT-LINE") && !out.stdout.contains("HOOK-STDERR-LINE"));
     // The failed hook's output is not lost: it is on stderr.
     assert!(out.stderr.contains("HOOK-STDOUT-LINE") && out.stderr.contains("HOOK-STDERR-LINE"));
@@ -80,16 +86,46 @@ fn human_output_counts_collapses_routine_rows_and_blocks_each_failure() {
     let w = ws(0);
     let out = w.run(&["worktree", "create", "feature/a"]);
     out.expect(0);
-    assert!(out.stdout.contains("hooks: 3 succeeded, 0 skipped, 0 failed"), "{}", out.stdout);
-    assert!(!out.stdout.contains("routine") && !out.stdout.contains("pre-create ("), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("hooks: 3 succeeded, 0 skipped, 0 failed"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains("routine") && !out.stdout.contains("pre-create ("),
+        "{}",
+        out.stdout
+    );
 
     let w = ws(3);
     let out = w.run(&["worktree", "create", "feature/a"]);
     out.expect(7);
-    assert!(out.stdout.contains("hooks: 1 succeeded, 1 skipped, 1 failed"), "{}", out.stdout);
-    assert!(out.stdout.contains("hook failed: post-create post-create.web (repository, web)"), "{}", out.stdout);
-    assert!(out.stdout.contains("source: inline repos.web.hooks.post-create (owned by repository web) (inline-config)"), "{}", out.stdout);
-    assert!(out.stdout.contains("status: exited-nonzero (exited with 3)"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("hooks: 1 succeeded, 1 skipped, 1 failed"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("hook failed: post-create post-create.web (repository, web)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(
+            "source: inline repos.web.hooks.post-create (owned by repository web) (inline-config)"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("status: exited-nonzero (exited with 3)"),
+        "{}",
+        out.stdout
+    );
     // The hook's own streams stay its own, and are not copied into the block.
     assert_eq!(out.stdout.matches("HOOK-STDOUT-LINE").count(), 1);
     assert!(!out.stdout.contains("HOOK-STDERR-LINE"));
@@ -102,7 +138,10 @@ fn create_dry_run_discovers_nothing_and_returns_an_empty_ledger() {
     // A broken hook location would fail discovery: a dry run does none.
     w.native(".arashi/hooks/pre-create.sh", "true\n");
     let canary = w.tmp.path().join("canary");
-    w.native(".arashi/hooks/post-create.api.sh", &format!("touch {}\n", canary.display()));
+    w.native(
+        ".arashi/hooks/post-create.api.sh",
+        &format!("touch {}\n", canary.display()),
+    );
     let before = w.snapshot();
     let out = w.run(&["worktree", "create", "feature/a", "--dry-run", "--json"]);
     out.expect(0);

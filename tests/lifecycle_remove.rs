@@ -17,7 +17,8 @@ fn ws_with_worktrees() -> Ws {
     );
     let mut ws = Ws::configured(&["web", "api"], Some(&config));
     let recorder = lifecycle_common::fixtures().join("record.sh");
-    ws.env.push(("RECORDER".into(), recorder.display().to_string()));
+    ws.env
+        .push(("RECORDER".into(), recorder.display().to_string()));
     ws.run(&["worktree", "create", "feature/x"]).expect(0);
     for lc in ["pre-remove", "post-remove"] {
         ws.recorder(&format!("repos/api/.arashi/hooks/{lc}.sh"));
@@ -52,7 +53,10 @@ fn remove_runs_four_scopes_per_target_in_order() {
             "the branch stays"
         );
     }
-    assert!(!ws.root.join("worktrees/web/feature").exists(), "empty folders go");
+    assert!(
+        !ws.root.join("worktrees/web/feature").exists(),
+        "empty folders go"
+    );
     // Environment of api's workspace-scope pre-remove (the 6th run).
     let env = ws.env_of(6);
     let targets = format!(
@@ -64,7 +68,10 @@ fn remove_runs_four_scopes_per_target_in_order() {
         ("ARASHI_HOOK_INPUT", "unavailable".into()),
         ("ARASHI_HOOK_NAME", "pre-remove".into()),
         ("ARASHI_HOOK_SCOPE", "workspace".into()),
-        ("ARASHI_HOOK_SOURCE_PATH", format!("{root}/.arashi/hooks/pre-remove.sh")),
+        (
+            "ARASHI_HOOK_SOURCE_PATH",
+            format!("{root}/.arashi/hooks/pre-remove.sh"),
+        ),
         ("ARASHI_HOOK_TARGET_REPOSITORY", "api".into()),
         ("ARASHI_HOOK_TARGET_REPO_PATH", format!("{root}/repos/api")),
         (
@@ -126,7 +133,8 @@ fn post_remove_runs_after_a_partial_removal_failure_and_the_command_fails() {
     assert!(out.stdout.contains("api"), "{}", out.stdout);
     assert!(out.stderr.contains("cannot remove"), "{}", out.stderr);
     // --force removes it; only api is a target now.
-    ws.run(&["worktree", "remove", "feature/x", "--force"]).expect(0);
+    ws.run(&["worktree", "remove", "feature/x", "--force"])
+        .expect(0);
     assert!(!ws.root.join("worktrees/api/feature/x").exists());
     ws.run(&["worktree", "remove", "feature/x"]).expect(4);
 }

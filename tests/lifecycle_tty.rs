@@ -41,13 +41,22 @@ fn a_tty_hook_sees_the_banner_then_prompts_and_reads_the_answer() {
         60_000,
     );
     let mut w = w;
-    w.env.push(("ANSWER".into(), answer_file(&w).display().to_string()));
+    w.env
+        .push(("ANSWER".into(), answer_file(&w).display().to_string()));
     let mut pty = on_pty(&w, "\"$HOOKQ\" worktree create feature/t; echo \"rc=$?\"");
     pty.wait_for("Continue setup? [y/N] ", LIMIT);
     let text = pty.text();
-    let banner = text.find("hookq: running post-create hook post-create.web").expect(&text);
+    let banner = text
+        .find("hookq: running post-create hook post-create.web")
+        .expect(&text);
     assert!(banner < text.find("Continue setup?").unwrap(), "{text}");
-    assert!(text.contains(&format!("{}/.arashi/hooks/post-create.web.sh", w.root.display())), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{}/.arashi/hooks/post-create.web.sh",
+            w.root.display()
+        )),
+        "{text}"
+    );
     assert!(text.contains("web worktree"), "{text}");
     pty.send(b"y\r");
     assert!(pty.wait(LIMIT).success());
@@ -68,7 +77,8 @@ fn ctrl_c_in_a_tty_hook_fails_it_rolls_back_and_restores_the_terminal() {
         60_000,
     );
     let mut w = w;
-    w.env.push(("ANSWER".into(), answer_file(&w).display().to_string()));
+    w.env
+        .push(("ANSWER".into(), answer_file(&w).display().to_string()));
     let before = w.snapshot();
     let mut pty = on_pty(
         &w,
@@ -107,13 +117,17 @@ const PROBE: &str = "echo \"$ARASHI_HOOK_INPUT\" > \"$ANSWER\"\nif read -r x; th
 
 fn probe_ws() -> Ws {
     let mut w = ws(PROBE, 60_000);
-    w.env.push(("ANSWER".into(), answer_file(&w).display().to_string()));
+    w.env
+        .push(("ANSWER".into(), answer_file(&w).display().to_string()));
     w
 }
 
 #[test]
 fn json_and_no_hook_input_disable_input_even_on_a_terminal() {
-    for (flags, mode) in [("--json > \"$OUT\"", "disabled"), ("--no-hook-input", "disabled")] {
+    for (flags, mode) in [
+        ("--json > \"$OUT\"", "disabled"),
+        ("--no-hook-input", "disabled"),
+    ] {
         let mut w = probe_ws();
         let out = w.tmp.path().join("out.json");
         w.env.push(("OUT".into(), out.display().to_string()));
@@ -124,7 +138,10 @@ fn json_and_no_hook_input_disable_input_even_on_a_terminal() {
         pty.wait(LIMIT);
         let text = pty.text();
         assert!(text.contains("rc=0"), "{flags}: {text}");
-        assert!(!text.contains("hookq: running"), "no banner without tty input: {text}");
+        assert!(
+            !text.contains("hookq: running"),
+            "no banner without tty input: {text}"
+        );
         assert_eq!(
             std::fs::read_to_string(answer_file(&w)).unwrap(),
             format!("{mode}\neof\n"),
@@ -155,7 +172,9 @@ fn ci_on_a_terminal_is_unavailable() {
 fn a_pipe_held_open_is_unavailable_and_never_hangs() {
     let w = probe_ws();
     let mut c = w.command(&w.root, &["worktree", "create", "feature/t"]);
-    c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = c.spawn().unwrap();
     // The write end stays open the whole time: a hook reading it would wait forever.
     let _held = child.stdin.take().unwrap();
@@ -168,7 +187,12 @@ fn a_pipe_held_open_is_unavailable_and_never_hangs() {
         std::thread::sleep(Duration::from_millis(10));
     };
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert!(status.success(), "{err}");
     assert_eq!(
         std::fs::read_to_string(answer_file(&w)).unwrap(),

@@ -16,8 +16,7 @@ use crate::lifecycle::ledger::{Ledger, PreviewJson, label};
 use crate::lifecycle::rollback::RollbackReport;
 use crate::lifecycle::workspace::{FindError, Mode, Workspace};
 use crate::lifecycle::{
-    self, CreatePlan, CreateRequest, InputPolicy, RemovePlan, RunOptions, inspect,
-    session,
+    self, CreatePlan, CreateRequest, InputPolicy, RemovePlan, RunOptions, inspect, session,
 };
 
 /// The `worktree` subcommands.
@@ -195,7 +194,10 @@ fn create(ctx: &Ctx, a: CreateArgs, details: &mut Details) -> Result<(), Error> 
         warn_all(&warnings);
         details.warnings = warnings.clone();
         let plan = CreatePlan::build(&ws, &req).map_err(Error::Lifecycle)?;
-        let worktrees = worktrees_json(&plan, &plan.targets.iter().map(|_| true).collect::<Vec<_>>());
+        let worktrees = worktrees_json(
+            &plan,
+            &plan.targets.iter().map(|_| true).collect::<Vec<_>>(),
+        );
         if a.json {
             output::json(&json!({
                 "ok": true,
@@ -340,7 +342,11 @@ fn summary(ledger: &Ledger) {
 fn failure_blocks(ledger: &Ledger) {
     for o in ledger.outcomes.iter().filter(|o| o.status.failed()) {
         outln!("hook failed: {} {}", o.hook.lifecycle, label(&o.hook));
-        outln!("  source: {} ({})", o.hook.source.describe(), o.hook.source.kind());
+        outln!(
+            "  source: {} ({})",
+            o.hook.source.describe(),
+            o.hook.source.kind()
+        );
         outln!(
             "  status: {} ({}) after {} ms",
             o.status.as_str(),
@@ -551,13 +557,11 @@ fn init(ctx: &Ctx, a: InitArgs) -> Result<(), Error> {
     let (root, write_config) = match Workspace::discover(ctx.start(), home) {
         Ok(ws) if ws.config().is_some() => (ws.root, false),
         Ok(_) | Err(FindError::Missing { .. }) => (
-            ctx.start()
-                .canonicalize()
-                .map_err(|source| Error::Io {
-                    what: "cannot access",
-                    path: ctx.start().to_path_buf(),
-                    source,
-                })?,
+            ctx.start().canonicalize().map_err(|source| Error::Io {
+                what: "cannot access",
+                path: ctx.start().to_path_buf(),
+                source,
+            })?,
             true,
         ),
         Err(e) => return Err(Error::Lifecycle(e.into())),

@@ -152,7 +152,11 @@ impl Validator<'_> {
     fn err(&self, key: &str, why: impl Into<String>) -> ConfigError {
         ConfigError::Invalid {
             path: self.path.to_path_buf(),
-            key: if key.is_empty() { "(top level)".into() } else { key.into() },
+            key: if key.is_empty() {
+                "(top level)".into()
+            } else {
+                key.into()
+            },
             why: why.into(),
         }
     }
@@ -179,10 +183,8 @@ impl Validator<'_> {
                                 return Err(self.err(&at, "expected an absolute path"));
                             }
                             other => {
-                                return Err(self.err(
-                                    &at,
-                                    format!("expected a path, found {}", other.kind()),
-                                ));
+                                return Err(self
+                                    .err(&at, format!("expected a path, found {}", other.kind())));
                             }
                         };
                         match name.as_str() {
@@ -316,14 +318,15 @@ impl Validator<'_> {
                             return Err(self.err(&at, "the path is empty"));
                         }
                         Json::String(p) if Path::new(p).is_absolute() => {
-                            return Err(self.err(&at, "expected a path relative to the workspace root"));
+                            return Err(
+                                self.err(&at, "expected a path relative to the workspace root")
+                            );
                         }
                         Json::String(p) => path = Some(names::normalize(&root.join(p))),
                         other => {
-                            return Err(self.err(
-                                &at,
-                                format!("expected a path, found {}", other.kind()),
-                            ));
+                            return Err(
+                                self.err(&at, format!("expected a path, found {}", other.kind()))
+                            );
                         }
                     },
                     "hooks" => hooks = self.inline_hooks(value, &at)?,
@@ -331,7 +334,10 @@ impl Validator<'_> {
                 }
             }
             let Some(checkout) = path else {
-                return Err(self.err(&format!("{at}.path"), "missing: every repository needs a path"));
+                return Err(self.err(
+                    &format!("{at}.path"),
+                    "missing: every repository needs a path",
+                ));
             };
             repos.push(Repo {
                 name: name.clone(),
@@ -391,8 +397,16 @@ mod tests {
     #[test]
     fn every_invalid_timeout_is_refused_at_its_key() {
         for bad in [
-            "0", "-1", "1.5", "\"300\"", "2147483648", "99999999999999999999999999", "1e3",
-            "null", "true", "[1]",
+            "0",
+            "-1",
+            "1.5",
+            "\"300\"",
+            "2147483648",
+            "99999999999999999999999999",
+            "1e3",
+            "null",
+            "true",
+            "[1]",
         ] {
             let (key, why) = invalid(&format!(r#"{{"hooks": {{"timeout": {bad}}}}}"#));
             assert_eq!(key, "hooks.timeout", "{bad}");
@@ -429,13 +443,23 @@ mod tests {
             "hooks.interpreters.bash"
         );
         assert_eq!(
-            invalid(r#"{"repos": {"web": {"path": "w", "hooks": {"post-create": {"bash": 1}}}}}"#).0,
+            invalid(r#"{"repos": {"web": {"path": "w", "hooks": {"post-create": {"bash": 1}}}}}"#)
+                .0,
             "repos.web.hooks.post-create.bash"
         );
         assert_eq!(invalid(r#"{"repos": {"web": {}}}"#).0, "repos.web.path");
-        assert_eq!(invalid(r#"{"repos": {"a/b": {"path": "x"}}}"#).0, "repos.a/b");
-        assert_eq!(invalid(r#"{"repos": {"w": {"path": "/abs"}}}"#).0, "repos.w.path");
-        assert_eq!(invalid(r#"{"hooks": {"scripts": {"pre-create": "  "}}}"#).0, "hooks.scripts.pre-create");
+        assert_eq!(
+            invalid(r#"{"repos": {"a/b": {"path": "x"}}}"#).0,
+            "repos.a/b"
+        );
+        assert_eq!(
+            invalid(r#"{"repos": {"w": {"path": "/abs"}}}"#).0,
+            "repos.w.path"
+        );
+        assert_eq!(
+            invalid(r#"{"hooks": {"scripts": {"pre-create": "  "}}}"#).0,
+            "hooks.scripts.pre-create"
+        );
         assert_eq!(invalid("[]").0, "(top level)");
         assert!(matches!(
             parse(r#"{"hooks": {"timeout": 1, "timeout": 2}}"#),

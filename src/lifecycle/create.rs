@@ -232,4 +232,3 @@ fn make_dirs(dirs: &[std::path::PathBuf]) -> Result<(), String> {
     }
     Ok(())
 }
-

@@ -219,7 +219,10 @@ fn native(path: &Path) -> Native {
 fn workspace_owner(ws: &Workspace) -> Owner {
     Owner {
         kind: OwnerKind::Workspace,
-        name: ws.root.file_name().map(|n| n.to_string_lossy().into_owned()),
+        name: ws
+            .root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned()),
     }
 }
 

@@ -67,8 +67,7 @@ fn failure(dir: &Path, args: &[&OsStr], stderr: &[u8], status: String) -> GitErr
     let why = text
         .lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .next_back()
+        .rfind(|l| !l.is_empty())
         .map(str::to_owned)
         .unwrap_or(status);
     GitError {
@@ -169,7 +168,13 @@ pub fn worktrees(dir: &Path) -> Result<Vec<WorktreeEntry>, GitError> {
 /// The commit `rev` names in the repository at `dir`, or `None` when it names none.
 pub fn resolve_commit(dir: &Path, rev: &str) -> Result<Option<String>, GitError> {
     let spec = format!("{rev}^{{commit}}");
-    let argv = ["rev-parse", "--verify", "--quiet", "--end-of-options", &spec];
+    let argv = [
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "--end-of-options",
+        &spec,
+    ];
     let args = os(&argv);
     let out = output(dir, &args)?;
     match out.status.code() {
@@ -236,7 +241,11 @@ pub fn add_worktree(
     let mut args: Vec<&OsStr> = os(&["worktree", "add", "--quiet"]);
     match new_at {
         Some(base) => {
-            args.extend([OsStr::new("--no-track"), OsStr::new("-b"), OsStr::new(branch)]);
+            args.extend([
+                OsStr::new("--no-track"),
+                OsStr::new("-b"),
+                OsStr::new(branch),
+            ]);
             args.push(path.as_os_str());
             args.push(OsStr::new(base));
         }
@@ -283,7 +292,12 @@ mod tests {
 
     #[test]
     fn git_overrides_are_recognised() {
-        for n in ["GIT_DIR", "GIT_WORK_TREE", "GIT_CONFIG_KEY_0", "GIT_INDEX_FILE"] {
+        for n in [
+            "GIT_DIR",
+            "GIT_WORK_TREE",
+            "GIT_CONFIG_KEY_0",
+            "GIT_INDEX_FILE",
+        ] {
             assert!(is_git_local(OsStr::new(n)), "{n}");
         }
         for n in ["GIT_AUTHOR_NAME", "PATH", "GIT_SSH_COMMAND"] {

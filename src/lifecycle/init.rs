@@ -76,7 +76,9 @@ fn example(lc: Lifecycle, repo: Option<&str>) -> String {
         (Lifecycle::PostRemove, _) => "after the removals were attempted",
     };
     let body = match (lc, repo) {
-        (_, Some(_)) => "[ \"$PWD\" = \"$ARASHI_HOOK_TARGET_WORKTREE_PATH\" ] || exit 1\nprintf 'set up %s\\n' \"$ARASHI_HOOK_TARGET_WORKTREE_PATH\"\n",
+        (_, Some(_)) => {
+            "[ \"$PWD\" = \"$ARASHI_HOOK_TARGET_WORKTREE_PATH\" ] || exit 1\nprintf 'set up %s\\n' \"$ARASHI_HOOK_TARGET_WORKTREE_PATH\"\n"
+        }
         (Lifecycle::PreRemove | Lifecycle::PostRemove, None) => {
             "# Every remove hook gets the targets as JSON; parse it rather than a joined list.\nprintf '%s\\n' \"$ARASHI_REMOVE_TARGETS_JSON\"\n"
         }

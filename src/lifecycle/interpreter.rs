@@ -17,7 +17,10 @@ pub enum Unavailable {
 }
 
 /// The Bash to run hooks with.
-pub fn find_bash(configured: Option<&Path>, path_var: Option<&OsStr>) -> Result<PathBuf, Unavailable> {
+pub fn find_bash(
+    configured: Option<&Path>,
+    path_var: Option<&OsStr>,
+) -> Result<PathBuf, Unavailable> {
     if let Some(c) = configured {
         return if executable(c) {
             Ok(c.to_path_buf())
@@ -86,9 +89,18 @@ mod tests {
         );
         // Empty and relative entries are never read (the integration tests start hookq in a
         // directory holding a bash to show an empty entry is not the current directory).
-        assert_eq!(find_bash(None, Some(OsStr::new("::"))), Err(Unavailable::NotOnPath));
-        assert_eq!(find_bash(None, Some(OsStr::new(""))), Err(Unavailable::NotOnPath));
+        assert_eq!(
+            find_bash(None, Some(OsStr::new("::"))),
+            Err(Unavailable::NotOnPath)
+        );
+        assert_eq!(
+            find_bash(None, Some(OsStr::new(""))),
+            Err(Unavailable::NotOnPath)
+        );
         assert_eq!(find_bash(None, None), Err(Unavailable::NotOnPath));
-        assert_eq!(find_bash(None, Some(OsStr::new("relative"))), Err(Unavailable::NotOnPath));
+        assert_eq!(
+            find_bash(None, Some(OsStr::new("relative"))),
+            Err(Unavailable::NotOnPath)
+        );
     }
 }

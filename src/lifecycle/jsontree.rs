@@ -120,6 +120,9 @@ mod tests {
         );
         let e = parse(r#"{"a": 1, "a": 2}"#).unwrap_err();
         assert!(e.to_string().contains("duplicate key `a`"), "{e}");
-        assert_eq!(format!("{:?}", Json::String("secret".into())), "Json(a string)");
+        assert_eq!(
+            format!("{:?}", Json::String("secret".into())),
+            "Json(a string)"
+        );
     }
 }

@@ -104,8 +104,29 @@ mod tests {
             assert_eq!(branch_name_problem(ok), None, "{ok}");
         }
         for bad in [
-            "", "-x", "@", "a@{1}", "a..b", "a b", "a~1", "a^", "a:b", "a?", "a*", "a[", "a\\b",
-            "a.", "a/", "/a", "a//b", ".a", "a/.b", "a.lock", "a/b.lock/c", "a\nb", "a\u{7f}",
+            "",
+            "-x",
+            "@",
+            "a@{1}",
+            "a..b",
+            "a b",
+            "a~1",
+            "a^",
+            "a:b",
+            "a?",
+            "a*",
+            "a[",
+            "a\\b",
+            "a.",
+            "a/",
+            "/a",
+            "a//b",
+            ".a",
+            "a/.b",
+            "a.lock",
+            "a/b.lock/c",
+            "a\nb",
+            "a\u{7f}",
         ] {
             assert!(branch_name_problem(bad).is_some(), "{bad:?}");
         }

@@ -77,7 +77,8 @@ fn select(ws: &Workspace, names: &[String]) -> Result<Vec<RepoRef>, Error> {
         if all.is_empty() {
             return Err(Error::Usage(format!(
                 "no repositories are configured in {}",
-                ws.config().map_or_else(String::new, |c| c.path.display().to_string())
+                ws.config()
+                    .map_or_else(String::new, |c| c.path.display().to_string())
             )));
         }
         return Ok(all);
@@ -107,7 +108,9 @@ fn select(ws: &Workspace, names: &[String]) -> Result<Vec<RepoRef>, Error> {
 
 fn check_branch(branch: &str) -> Result<(), Error> {
     match names::branch_name_problem(branch) {
-        Some(why) => Err(Error::Usage(format!("invalid branch name {branch:?}: it {why}"))),
+        Some(why) => Err(Error::Usage(format!(
+            "invalid branch name {branch:?}: it {why}"
+        ))),
         None => Ok(()),
     }
 }
@@ -174,17 +177,19 @@ impl CreatePlan {
         let repos = select(ws, &req.repos)?;
         let mut problems = Vec::new();
         // The repositories are looked at side by side: each costs a few git processes.
-        let looked: Vec<Result<(Option<CreateTarget>, Vec<Problem>), Error>> =
-            std::thread::scope(|s| {
-                let handles: Vec<_> = repos
-                    .iter()
-                    .map(|r| s.spawn(|| look_at(ws, r, req)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|_| Err(Error::Usage("a planning thread panicked".into()))))
-                    .collect()
-            });
+        let looked: Vec<Result<Looked, Error>> = std::thread::scope(|s| {
+            let handles: Vec<_> = repos
+                .iter()
+                .map(|r| s.spawn(|| look_at(ws, r, req)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::Usage("a planning thread panicked".into())))
+                })
+                .collect()
+        });
         let mut targets: Vec<CreateTarget> = Vec::new();
         for l in looked {
             let (t, p) = l?;
@@ -231,8 +236,7 @@ impl CreatePlan {
             }
             Mode::Standalone { .. } => {
                 if discover {
-                    for h in discovery::standalone_create(ws, Lifecycle::PreCreate, &mut problems)
-                    {
+                    for h in discovery::standalone_create(ws, Lifecycle::PreCreate, &mut problems) {
                         add_hook(h, &mut steps);
                     }
                 }
@@ -260,11 +264,10 @@ impl CreatePlan {
     }
 }
 
-fn look_at(
-    ws: &Workspace,
-    repo: &RepoRef,
-    req: &CreateRequest,
-) -> Result<(Option<CreateTarget>, Vec<Problem>), Error> {
+/// One repository looked at: its part of the create, if it can have one, and its problems.
+type Looked = (Option<CreateTarget>, Vec<Problem>);
+
+fn look_at(ws: &Workspace, repo: &RepoRef, req: &CreateRequest) -> Result<Looked, Error> {
     let mut problems = Vec::new();
     let Some(checkout) = checkout_of(repo, &mut problems)? else {
         return Ok((None, problems));

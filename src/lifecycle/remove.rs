@@ -192,7 +192,10 @@ pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> Remove
                 if failed_removals.is_empty() {
                     String::new()
                 } else {
-                    format!(", and {} worktree(s) were not removed", failed_removals.len())
+                    format!(
+                        ", and {} worktree(s) were not removed",
+                        failed_removals.len()
+                    )
                 }
             ),
         ))

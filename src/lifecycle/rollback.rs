@@ -38,7 +38,9 @@ pub fn undo(records: &[Record], settle: bool) -> RollbackReport {
             }
             Record::Branch { checkout, name } => delete_branch(checkout, name, &mut report),
             Record::Dir { path } => match std::fs::remove_dir(path) {
-                Ok(()) => report.done.push(format!("removed directory {}", path.display())),
+                Ok(()) => report
+                    .done
+                    .push(format!("removed directory {}", path.display())),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => report.warnings.push(format!(
                     "cannot remove directory {} that this create made: {e}",
@@ -64,20 +66,22 @@ fn remove_worktree(checkout: &Path, path: &Path, report: &mut RollbackReport) {
     }
     // git refused or never registered it (killed midway): the directory is this create's
     // own, made where nothing was.
-    if path.symlink_metadata().is_ok() {
-        if let Err(e) = remove_tree(path) {
-            report.warnings.push(format!(
-                "cannot remove worktree {}: {}{e}",
-                path.display(),
-                failure.map(|f| format!("{f}; ")).unwrap_or_default()
-            ));
-            return;
-        }
+    if path.symlink_metadata().is_ok()
+        && let Err(e) = remove_tree(path)
+    {
+        report.warnings.push(format!(
+            "cannot remove worktree {}: {}{e}",
+            path.display(),
+            failure.map(|f| format!("{f}; ")).unwrap_or_default()
+        ));
+        return;
     }
     if let Err(e) = git::prune(checkout) {
         report.warnings.push(e.to_string());
     }
-    report.done.push(format!("removed worktree {}", path.display()));
+    report
+        .done
+        .push(format!("removed worktree {}", path.display()));
 }
 
 fn delete_branch(checkout: &Path, name: &str, report: &mut RollbackReport) {
@@ -146,12 +150,14 @@ fn sweep_admin_dirs(checkout: &Path, path: &Path, report: &mut RollbackReport) {
         let named_here = name
             .strip_prefix(base.as_str())
             .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()));
-        let incomplete = gitdir.is_none() || !admin.join("commondir").exists() || !admin.join("HEAD").exists();
+        let incomplete =
+            gitdir.is_none() || !admin.join("commondir").exists() || !admin.join("HEAD").exists();
         if points_here || (named_here && incomplete) {
             match std::fs::remove_dir_all(&admin) {
-                Ok(()) => report
-                    .done
-                    .push(format!("removed git's half-made record {}", admin.display())),
+                Ok(()) => report.done.push(format!(
+                    "removed git's half-made record {}",
+                    admin.display()
+                )),
                 Err(e) => report
                     .warnings
                     .push(format!("cannot remove {}: {e}", admin.display())),

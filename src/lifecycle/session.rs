@@ -50,7 +50,12 @@ fn recover(lock: &StateLock) -> Result<Vec<String>, Error> {
         warnings.push(format!(
             "rolled back a create {who} that was killed before it finished: {done}"
         ));
-        warnings.extend(report.warnings.into_iter().map(|w| format!("rollback: {w}")));
+        warnings.extend(
+            report
+                .warnings
+                .into_iter()
+                .map(|w| format!("rollback: {w}")),
+        );
     }
     lock.clear()?;
     Ok(warnings)

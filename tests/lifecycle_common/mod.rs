@@ -51,8 +51,12 @@ impl Out {
 
     /// Stdout parsed as JSON.
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
     }
 
     /// Panics with both streams unless the exit code is `code`.
@@ -122,7 +126,12 @@ impl Ws {
             None => {
                 let map: serde_json::Map<String, serde_json::Value> = repos
                     .iter()
-                    .map(|r| (r.to_string(), serde_json::json!({"path": format!("repos/{r}")})))
+                    .map(|r| {
+                        (
+                            r.to_string(),
+                            serde_json::json!({"path": format!("repos/{r}")}),
+                        )
+                    })
                     .collect();
                 serde_json::json!({"repos": map}).to_string()
             }
