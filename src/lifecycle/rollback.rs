@@ -35,6 +35,9 @@ pub fn undo(records: &[Record], settle: bool) -> RollbackReport {
             Record::Worktree { checkout, path } => {
                 remove_worktree(checkout, path, &mut report);
                 sweep_admin_dirs(checkout, path, &mut report);
+                if let Err(e) = git::prune(checkout) {
+                    report.warnings.push(e.to_string());
+                }
             }
             Record::Branch { checkout, name } => delete_branch(checkout, name, &mut report),
             Record::Dir { path } => match std::fs::remove_dir(path) {
@@ -75,9 +78,6 @@ fn remove_worktree(checkout: &Path, path: &Path, report: &mut RollbackReport) {
             failure.map(|f| format!("{f}; ")).unwrap_or_default()
         ));
         return;
-    }
-    if let Err(e) = git::prune(checkout) {
-        report.warnings.push(e.to_string());
     }
     report
         .done
