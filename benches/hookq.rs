@@ -24,6 +24,10 @@ const AFTER_THE_LAST_RUN: Duration = Duration::from_secs(360);
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--lifecycle") {
+        harness::lifecycle::main(&args);
+        return;
+    }
     if let Some(at) = args.iter().position(|a| a == "--compare") {
         // cargo passes `--bench` to a bench; the rest are files.
         let files: Vec<PathBuf> = args[at + 1..]

@@ -10,6 +10,7 @@ pub mod drain;
 pub mod fixture;
 pub mod floors;
 pub mod hub;
+pub mod lifecycle;
 pub mod memory;
 pub mod proc;
 pub mod report;

@@ -1,0 +1,259 @@
+//! `cargo bench --bench hookq -- --lifecycle`: what `hookq worktree create` costs against the
+//! bare git it runs, and what each hook adds against a bare `bash -c true`, as medians of
+//! interleaved rounds in one run. Two repositories of about 1,000 small files each: an empty
+//! repository's `git worktree add` would cost less than hookq's own start.
+//!
+//! Self-contained (its own medians, its own temp dir) so `tests/lifecycle_bench.rs` can run it
+//! at smoke size; only `--lifecycle` runs it under `cargo bench`.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// The targets: create at most 1.15x the bare `git worktree add` calls; each hook at most 1.2x
+/// a bare `bash -c true`.
+pub const CREATE_TARGET: f64 = 1.15;
+/// See [`CREATE_TARGET`].
+pub const HOOK_TARGET: f64 = 1.2;
+
+/// How many hooks the hooked workspace runs per create.
+const HOOKS: usize = 4;
+
+/// The figures of one run, milliseconds.
+#[derive(Debug, Clone)]
+pub struct Figures {
+    /// Rounds measured.
+    pub rounds: usize,
+    /// Files per repository.
+    pub files: usize,
+    /// `hookq worktree create` of two repositories, no hooks.
+    pub create_ms: f64,
+    /// The two bare `git worktree add -b` calls it makes, one after the other.
+    pub bare_ms: f64,
+    /// `hookq worktree create` with four `true` hooks.
+    pub hooked_ms: f64,
+    /// One bare `bash -c true`.
+    pub bash_ms: f64,
+}
+
+impl Figures {
+    /// create / bare.
+    pub fn create_ratio(&self) -> f64 {
+        self.create_ms / self.bare_ms
+    }
+
+    /// What one hook adds to a create.
+    pub fn per_hook_ms(&self) -> f64 {
+        (self.hooked_ms - self.create_ms) / HOOKS as f64
+    }
+
+    /// per hook / bash -c true.
+    pub fn hook_ratio(&self) -> f64 {
+        self.per_hook_ms() / self.bash_ms
+    }
+
+    /// The table this bench prints.
+    pub fn table(&self) -> String {
+        let verdict = |r: f64, t: f64| if r <= t { "met" } else { "MISSED" };
+        format!(
+            "lifecycle: {} rounds, 2 repositories x {} files, medians\n\
+             L1 hookq worktree create (no hooks)   {:8.2} ms\n\
+             \x20  two bare git worktree add          {:8.2} ms   ratio {:.3} (target <= {CREATE_TARGET})  {}\n\
+             L2 create with {HOOKS} `true` hooks          {:8.2} ms\n\
+             \x20  added per hook                     {:8.2} ms\n\
+             \x20  bare bash -c true                  {:8.2} ms   ratio {:.3} (target <= {HOOK_TARGET})  {}\n",
+            self.rounds,
+            self.files,
+            self.create_ms,
+            self.bare_ms,
+            self.create_ratio(),
+            verdict(self.create_ratio(), CREATE_TARGET),
+            self.hooked_ms,
+            self.per_hook_ms(),
+            self.bash_ms,
+            self.hook_ratio(),
+            verdict(self.hook_ratio(), HOOK_TARGET),
+        )
+    }
+}
+
+fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@invalid")
+        .env("GIT_COMMITTER_NAME", "bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@invalid")
+        .stdin(Stdio::null())
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn make_repo(dir: &Path, files: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q", "-b", "main"]);
+    for i in 0..files {
+        let sub = dir.join(format!("d{}", i / 100));
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join(format!("f{i}.txt")), format!("line {i}\n")).unwrap();
+    }
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-qm", "files"]);
+}
+
+/// A workspace root with `web` and `api` and the given `hooks` JSON object.
+fn workspace(root: &Path, files: usize, hooks: &str) {
+    for r in ["web", "api"] {
+        make_repo(&root.join("repos").join(r), files);
+    }
+    std::fs::create_dir_all(root.join(".arashi")).unwrap();
+    std::fs::write(
+        root.join(".arashi/config.json"),
+        format!(
+            r#"{{"repos": {{"web": {{"path": "repos/web"}}, "api": {{"path": "repos/api"}}}}, "hooks": {hooks}}}"#
+        ),
+    )
+    .unwrap();
+}
+
+fn timed(cmd: &mut Command) -> f64 {
+    let t = Instant::now();
+    let out = cmd.output().expect("spawn");
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    ms
+}
+
+fn hookq(root: &Path, home: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hookq"));
+    c.arg("-C")
+        .arg(root)
+        .args(args)
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Removes what a create of `branch` made in `root`, untimed.
+fn undo(root: &Path, branch: &str) {
+    for r in ["web", "api"] {
+        let repo = root.join("repos").join(r);
+        let wt = root.join("worktrees").join(r).join(branch);
+        git(&repo, &["worktree", "remove", "--force", &wt.to_string_lossy()]);
+        git(&repo, &["branch", "-D", branch]);
+    }
+}
+
+/// Measures `rounds` interleaved rounds with repositories of `files` files, in a temp dir
+/// under `base`.
+pub fn run(base: &Path, rounds: usize, files: usize) -> Figures {
+    let dir = tempfile::Builder::new()
+        .prefix("hookq-bench-lifecycle-")
+        .tempdir_in(base)
+        .expect("temp dir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let plain = dir.path().join("plain");
+    let hooked = dir.path().join("hooked");
+    let bare = dir.path().join("bare");
+    workspace(&plain, files, "{}");
+    workspace(
+        &hooked,
+        files,
+        r#"{"scripts": {"pre-create": "true", "post-create": "true"}}"#,
+    );
+    std::fs::create_dir_all(hooked.join(".arashi/hooks")).unwrap();
+    for r in ["web", "api"] {
+        std::fs::write(hooked.join(format!(".arashi/hooks/pre-create.{r}.sh")), "true\n")
+            .unwrap();
+    }
+    for r in ["web", "api"] {
+        make_repo(&bare.join("repos").join(r), files);
+    }
+    let bash = which_bash();
+    let (mut c, mut b, mut h, mut t) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // One warm-up round, not counted: the first touch of each repository's objects.
+    for round in 0..=rounds {
+        let branch = format!("bench-{round}");
+        let create = timed(&mut hookq(&plain, &home, &["worktree", "create", &branch]));
+        undo(&plain, &branch);
+        let mut bare_ms = 0.0;
+        for r in ["web", "api"] {
+            let repo = bare.join("repos").join(r);
+            let wt = bare.join("worktrees").join(r).join(&branch);
+            bare_ms += timed(
+                Command::new("git")
+                    .arg("-C")
+                    .arg(&repo)
+                    .args(["worktree", "add", "--quiet", "--no-track", "-b", &branch])
+                    .arg(&wt)
+                    .arg("HEAD")
+                    .stdin(Stdio::null()),
+            );
+        }
+        undo(&bare, &branch);
+        let with_hooks = timed(&mut hookq(&hooked, &home, &["worktree", "create", &branch]));
+        undo(&hooked, &branch);
+        let bash_ms = timed(Command::new(&bash).args(["-c", "true"]).stdin(Stdio::null()));
+        if round > 0 {
+            c.push(create);
+            b.push(bare_ms);
+            h.push(with_hooks);
+            t.push(bash_ms);
+        }
+    }
+    Figures {
+        rounds,
+        files,
+        create_ms: median(&mut c),
+        bare_ms: median(&mut b),
+        hooked_ms: median(&mut h),
+        bash_ms: median(&mut t),
+    }
+}
+
+fn which_bash() -> PathBuf {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join("bash"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("/bin/bash"))
+}
+
+/// `--lifecycle`: runs at full size (`--smoke`: tiny) and prints the table.
+pub fn main(args: &[String]) {
+    let smoke = args.iter().any(|a| a == "--smoke");
+    let (rounds, files) = if smoke { (3, 50) } else { (21, 1000) };
+    let base = std::env::var_os("HOOKQ_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let figures = run(&base, rounds, files);
+    print!("{}", figures.table());
+}
