@@ -17,5 +17,8 @@ fn the_lifecycle_bench_runs_and_reports_both_targets() {
         assert!(v > 0.0, "{name}: {v}");
     }
     let table = f.table();
-    assert!(table.contains("target <= 1.15") && table.contains("target <= 1.2"), "{table}");
+    assert!(
+        table.contains("target <= 1.15") && table.contains("target <= 1.2"),
+        "{table}"
+    );
 }

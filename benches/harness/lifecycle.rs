@@ -163,7 +163,10 @@ fn undo(root: &Path, branch: &str) {
     for r in ["web", "api"] {
         let repo = root.join("repos").join(r);
         let wt = root.join("worktrees").join(r).join(branch);
-        git(&repo, &["worktree", "remove", "--force", &wt.to_string_lossy()]);
+        git(
+            &repo,
+            &["worktree", "remove", "--force", &wt.to_string_lossy()],
+        );
         git(&repo, &["branch", "-D", branch]);
     }
 }
@@ -188,8 +191,11 @@ pub fn run(base: &Path, rounds: usize, files: usize) -> Figures {
     );
     std::fs::create_dir_all(hooked.join(".arashi/hooks")).unwrap();
     for r in ["web", "api"] {
-        std::fs::write(hooked.join(format!(".arashi/hooks/pre-create.{r}.sh")), "true\n")
-            .unwrap();
+        std::fs::write(
+            hooked.join(format!(".arashi/hooks/pre-create.{r}.sh")),
+            "true\n",
+        )
+        .unwrap();
     }
     for r in ["web", "api"] {
         make_repo(&bare.join("repos").join(r), files);
@@ -218,7 +224,11 @@ pub fn run(base: &Path, rounds: usize, files: usize) -> Figures {
         undo(&bare, &branch);
         let with_hooks = timed(&mut hookq(&hooked, &home, &["worktree", "create", &branch]));
         undo(&hooked, &branch);
-        let bash_ms = timed(Command::new(&bash).args(["-c", "true"]).stdin(Stdio::null()));
+        let bash_ms = timed(
+            Command::new(&bash)
+                .args(["-c", "true"])
+                .stdin(Stdio::null()),
+        );
         if round > 0 {
             c.push(create);
             b.push(bare_ms);
