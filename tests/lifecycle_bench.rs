@@ -11,6 +11,7 @@ fn the_lifecycle_bench_runs_and_reports_both_targets() {
     for (name, v) in [
         ("create", f.create_ms),
         ("bare", f.bare_ms),
+        ("small", f.small_ms),
         ("hooked", f.hooked_ms),
         ("bash", f.bash_ms),
     ] {

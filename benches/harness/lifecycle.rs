@@ -17,8 +17,12 @@ pub const CREATE_TARGET: f64 = 1.15;
 /// See [`CREATE_TARGET`].
 pub const HOOK_TARGET: f64 = 1.2;
 
-/// How many hooks the hooked workspace runs per create.
-const HOOKS: usize = 4;
+/// How many hooks the hooked workspace runs per create (every create location).
+const HOOKS: usize = 6;
+
+/// Files per repository of the two workspaces the hook figure compares: small, so the git
+/// work they share does not bury the hooks' cost in its noise.
+const HOOK_WS_FILES: usize = 10;
 
 /// The figures of one run, milliseconds.
 #[derive(Debug, Clone)]
@@ -31,7 +35,9 @@ pub struct Figures {
     pub create_ms: f64,
     /// The two bare `git worktree add -b` calls it makes, one after the other.
     pub bare_ms: f64,
-    /// `hookq worktree create` with four `true` hooks.
+    /// `hookq worktree create` of two small repositories with no hooks.
+    pub small_ms: f64,
+    /// The same with six `true` hooks.
     pub hooked_ms: f64,
     /// One bare `bash -c true`.
     pub bash_ms: f64,
@@ -45,7 +51,7 @@ impl Figures {
 
     /// What one hook adds to a create.
     pub fn per_hook_ms(&self) -> f64 {
-        (self.hooked_ms - self.create_ms) / HOOKS as f64
+        (self.hooked_ms - self.small_ms) / HOOKS as f64
     }
 
     /// per hook / bash -c true.
@@ -60,7 +66,8 @@ impl Figures {
             "lifecycle: {} rounds, 2 repositories x {} files, medians\n\
              L1 hookq worktree create (no hooks)   {:8.2} ms\n\
              \x20  two bare git worktree add          {:8.2} ms   ratio {:.3} (target <= {CREATE_TARGET})  {}\n\
-             L2 create with {HOOKS} `true` hooks          {:8.2} ms\n\
+             L2 create, {HOOK_WS_FILES}-file repos, no hooks   {:8.2} ms\n\
+             \x20  the same with {HOOKS} `true` hooks     {:8.2} ms\n\
              \x20  added per hook                     {:8.2} ms\n\
              \x20  bare bash -c true                  {:8.2} ms   ratio {:.3} (target <= {HOOK_TARGET})  {}\n",
             self.rounds,
@@ -69,6 +76,7 @@ impl Figures {
             self.bare_ms,
             self.create_ratio(),
             verdict(self.create_ratio(), CREATE_TARGET),
+            self.small_ms,
             self.hooked_ms,
             self.per_hook_ms(),
             self.bash_ms,
@@ -181,27 +189,29 @@ pub fn run(base: &Path, rounds: usize, files: usize) -> Figures {
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let plain = dir.path().join("plain");
+    let small = dir.path().join("small");
     let hooked = dir.path().join("hooked");
     let bare = dir.path().join("bare");
+    let hook_files = HOOK_WS_FILES.min(files);
     workspace(&plain, files, "{}");
+    workspace(&small, hook_files, "{}");
     workspace(
         &hooked,
-        files,
+        hook_files,
         r#"{"scripts": {"pre-create": "true", "post-create": "true"}}"#,
     );
     std::fs::create_dir_all(hooked.join(".arashi/hooks")).unwrap();
     for r in ["web", "api"] {
-        std::fs::write(
-            hooked.join(format!(".arashi/hooks/pre-create.{r}.sh")),
-            "true\n",
-        )
-        .unwrap();
+        for lc in ["pre-create", "post-create"] {
+            std::fs::write(hooked.join(format!(".arashi/hooks/{lc}.{r}.sh")), "true\n").unwrap();
+        }
     }
     for r in ["web", "api"] {
         make_repo(&bare.join("repos").join(r), files);
     }
     let bash = which_bash();
     let (mut c, mut b, mut h, mut t) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut s = Vec::new();
     // One warm-up round, not counted: the first touch of each repository's objects.
     for round in 0..=rounds {
         let branch = format!("bench-{round}");
@@ -222,6 +232,8 @@ pub fn run(base: &Path, rounds: usize, files: usize) -> Figures {
             );
         }
         undo(&bare, &branch);
+        let no_hooks = timed(&mut hookq(&small, &home, &["worktree", "create", &branch]));
+        undo(&small, &branch);
         let with_hooks = timed(&mut hookq(&hooked, &home, &["worktree", "create", &branch]));
         undo(&hooked, &branch);
         let bash_ms = timed(
@@ -232,6 +244,7 @@ pub fn run(base: &Path, rounds: usize, files: usize) -> Figures {
         if round > 0 {
             c.push(create);
             b.push(bare_ms);
+            s.push(no_hooks);
             h.push(with_hooks);
             t.push(bash_ms);
         }
@@ -241,6 +254,7 @@ pub fn run(base: &Path, rounds: usize, files: usize) -> Figures {
         files,
         create_ms: median(&mut c),
         bare_ms: median(&mut b),
+        small_ms: median(&mut s),
         hooked_ms: median(&mut h),
         bash_ms: median(&mut t),
     }
