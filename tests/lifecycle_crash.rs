@@ -137,12 +137,14 @@ fn a_killed_create_is_rolled_back_by_the_next_command() {
         let set = &sets[which];
         let branch = format!("crash-{round}");
         let before = set.snapshot();
+        let printed = set.ws.tmp.path().join("killed.out");
+        let out = std::fs::File::create(&printed).unwrap();
         let mut child = set
             .ws
             .command(start(set), &["worktree", "create", &branch])
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
             .spawn()
             .unwrap();
         let span = spans[which].as_micros() as u64;
@@ -153,6 +155,8 @@ fn a_killed_create_is_rolled_back_by_the_next_command() {
             kills += 1;
         }
         let status = child.wait().unwrap();
+        let text = std::fs::read_to_string(&printed).unwrap_or_default();
+        assert!(!text.contains(lifecycle_common::MARKER), "{text}");
         // The next command, whichever: the inspector here.
         let next = set.ws.run_in(start(set), &["worktree", "hooks"]);
         next.expect(0);
