@@ -2,6 +2,8 @@
 //!
 //! - [`queue`]: arc's durable hook queue. A task's phase change and the hook points it triggers
 //!   are written in one SQLite transaction; a worker holding `runner.lock` drains them.
+//! - [`agent`]: agent tool hooks. A host asks before a tool runs, after it ran and when a turn
+//!   ends, and gets a decision back at once.
 //! - [`exec`]: the shared floor that runs every model's commands: process groups, timeouts,
 //!   stdin, capped output.
 //!
@@ -25,6 +27,7 @@ macro_rules! errln {
     }};
 }
 
+pub mod agent;
 pub mod cli;
 pub mod error;
 pub mod exec;
