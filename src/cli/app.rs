@@ -39,6 +39,9 @@ enum Command {
     Queue(super::queue::Args),
     /// Validate config.toml and print the hooks each point would run.
     Check(super::check::Args),
+    /// Agent tool hooks: fire an event, list what is loaded (needs no arc workspace).
+    #[command(subcommand)]
+    Agent(super::agent::Command),
 }
 
 /// Where a command works.
@@ -111,6 +114,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Command::Hub(a) => super::hub::run(&ctx, a),
         Command::Queue(a) => super::queue::run(&ctx, a),
         Command::Check(a) => super::check::run(&ctx, a),
+        Command::Agent(c) => super::agent::run(&ctx, c),
     }?;
     super::output::stdout_written()
 }

@@ -1,5 +1,6 @@
 //! The `hookq` command line: one file per subcommand, each with its clap `Args` and a `run`.
 
+mod agent;
 mod app;
 mod check;
 mod hub;
