@@ -10,11 +10,22 @@
 //! result, and the child is always reaped.
 
 use std::ffi::OsString;
+use std::io::Write;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::pipe::{PipeFlags, pipe_with};
+use rustix::process::Signal;
 
 use super::env::Environ;
 use super::run::{Ending, ExecError, Stop};
+use super::spawn::{Command, Leader, Shell, Stdin};
+use super::supervise::{Bounds, signal_group, supervise};
 
 /// What runs.
 #[derive(Debug, Clone, Copy)]
@@ -86,9 +97,576 @@ pub struct Collected {
 }
 
 /// Runs `job` to its end and returns what it printed. `Err` only for a failure outside the
-/// command (no pipe, no poll); a command that fails, times out or cannot start is an `Ok` with
-/// its ending.
+/// command: no pipe or poll, the machine out of processes, memory or descriptors, or
+/// [`Input::Terminal`] without a terminal on stdin. A command that fails, times out or cannot
+/// start is an `Ok` with its ending.
 pub fn collect(job: &Job<'_>, stop: &Stop) -> Result<Collected, ExecError> {
-    let _ = (job, stop);
-    Err(ExecError::Os(std::io::Error::other("not built yet")))
+    let os = |e: rustix::io::Errno| ExecError::Os(e.into());
+    let (out_r, out_w) = pipe_with(PipeFlags::CLOEXEC).map_err(os)?;
+    let (err_r, err_w) = pipe_with(PipeFlags::CLOEXEC).map_err(os)?;
+    let stdin_pipe = match job.input {
+        Input::Bytes(_) => Some(pipe_with(PipeFlags::CLOEXEC).map_err(os)?),
+        Input::Null | Input::Terminal => None,
+    };
+    let terminal = match job.input {
+        Input::Terminal => Some(Terminal::take()?),
+        Input::Null | Input::Bytes(_) => None,
+    };
+    let shell_args;
+    let exec_args: Vec<&[u8]>;
+    let (program, args): (&[u8], &[&[u8]]) = match job.program {
+        Program::Shell(line) => {
+            shell_args = [b"-c".as_slice(), line.as_bytes()];
+            (b"/bin/sh", &shell_args)
+        }
+        Program::Exec { program, args } => {
+            exec_args = args.iter().map(|a| a.as_bytes()).collect();
+            (program.as_os_str().as_bytes(), &exec_args)
+        }
+    };
+    let stdin_fd = std::io::stdin();
+    let command = Command {
+        program,
+        args,
+        cwd: job.cwd,
+        env: job.env,
+        stdin: match (&stdin_pipe, &terminal) {
+            (Some((read, _)), _) => Stdin::Fd(read.as_fd()),
+            (None, Some(_)) => Stdin::Fd(stdin_fd.as_fd()),
+            (None, None) => Stdin::Null,
+        },
+        stdout: out_w.as_fd(),
+        stderr: err_w.as_fd(),
+        leader: match terminal {
+            Some(_) => Leader::Foreground(stdin_fd.as_fd()),
+            None => Leader::Session,
+        },
+    };
+    let start = Instant::now();
+    let child = Shell::spawn(&command);
+    // Our copies of the pipes' child ends close now, so end of file arrives when the command
+    // and everything it started are done with them.
+    drop((out_w, err_w));
+    let stdin_w = stdin_pipe.map(|(read, write)| {
+        drop(read);
+        write
+    });
+    let child = match child {
+        Ok(c) => c,
+        Err(e) if is_transient(&e) => return Err(ExecError::Os(e)),
+        Err(e) => {
+            return Ok(Collected {
+                ending: Ending::SpawnFailed(e.raw_os_error().unwrap_or(-1)),
+                duration: start.elapsed(),
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+                stdout_truncated: false,
+                stderr_truncated: false,
+            });
+        }
+    };
+    let mut stdout = Capped::new(job.max_output, job.echo.then(std::io::stdout));
+    let mut stderr = Capped::new(job.max_output, job.echo.then(std::io::stderr));
+    let bounds = Bounds {
+        timeout: job.timeout,
+        kill_grace: job.kill_grace,
+    };
+    let done = AtomicBool::new(false);
+    let outcome = std::thread::scope(|scope| {
+        if let (Some(write), Input::Bytes(bytes)) = (stdin_w, job.input)
+            && let Some(rest) = feed_now(&write, bytes)
+        {
+            let done = &done;
+            scope.spawn(move || feed(write, rest, done));
+        }
+        let outcome = supervise(
+            &child,
+            vec![
+                (out_r, &mut |b: &[u8]| stdout.take(b)),
+                (err_r, &mut |b: &[u8]| stderr.take(b)),
+            ],
+            bounds,
+            (stop, &mut || {}),
+            start,
+        );
+        done.store(true, Ordering::Relaxed);
+        outcome
+    });
+    let ending = match outcome {
+        Ok(e) => e,
+        Err(e) => {
+            // Never leave a process behind: whatever failed, the group goes and the child is reaped.
+            signal_group(&child, Signal::KILL);
+            let _ = child.wait();
+            return Err(ExecError::Os(e));
+        }
+    };
+    let duration = start.elapsed();
+    drop(terminal);
+    Ok(Collected {
+        ending,
+        duration,
+        stdout_truncated: stdout.truncated,
+        stdout: stdout.kept,
+        stderr_truncated: stderr.truncated,
+        stderr: stderr.kept,
+    })
+}
+
+/// Whether a failure to start a command is the machine's state rather than the command's: no
+/// process, memory or descriptor to spare right now.
+pub(crate) fn is_transient(e: &std::io::Error) -> bool {
+    [
+        libc::EAGAIN,
+        libc::ENOMEM,
+        libc::EMFILE,
+        libc::ENFILE,
+        libc::EINTR,
+    ]
+    .contains(&e.raw_os_error().unwrap_or(0))
+}
+
+/// One output stream's bytes, kept up to a cap and echoed as they come.
+struct Capped<W> {
+    kept: Vec<u8>,
+    cap: usize,
+    truncated: bool,
+    echo: Option<W>,
+}
+
+impl<W: Write> Capped<W> {
+    fn new(cap: usize, echo: Option<W>) -> Self {
+        Self {
+            kept: Vec::new(),
+            cap,
+            truncated: false,
+            echo,
+        }
+    }
+
+    fn take(&mut self, bytes: &[u8]) {
+        if let Some(w) = self.echo.as_mut() {
+            // The terminal closed or full: echoing is a courtesy, the collected copy is kept.
+            let _ = w.write_all(bytes).and_then(|()| w.flush());
+        }
+        let room = self.cap.saturating_sub(self.kept.len());
+        self.kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        self.truncated |= bytes.len() > room;
+    }
+}
+
+/// Writes what fits into the stdin pipe now, without blocking: most payloads fit in the pipe's
+/// buffer, and then no thread is needed. Returns the rest, or `None` when nothing is left to
+/// write (all written, or the command closed its stdin). Closing the write end is dropping it.
+fn feed_now<'b>(write: &OwnedFd, bytes: &'b [u8]) -> Option<&'b [u8]> {
+    if rustix::io::ioctl_fionbio(write, true).is_err() {
+        return Some(bytes);
+    }
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match rustix::io::write(write, rest) {
+            Ok(n) => rest = &rest[n..],
+            Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::AGAIN) => return Some(rest),
+            // EPIPE: the command is not reading stdin (any more). Nothing else can be done.
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// Writes the rest of the payload from a thread of its own, then closes the pipe. Waits for
+/// room with a short poll, and gives up as soon as `done` says the command's run is over: a
+/// command (or a grandchild holding its stdin) that never reads cannot hold the writer.
+fn feed(write: OwnedFd, mut rest: &[u8], done: &AtomicBool) {
+    while !rest.is_empty() && !done.load(Ordering::Relaxed) {
+        match rustix::io::write(&write, rest) {
+            Ok(n) => rest = &rest[n..],
+            Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::AGAIN) => {
+                let mut fds = [PollFd::new(&write, PollFlags::OUT)];
+                let tick = Timespec {
+                    tv_sec: 0,
+                    tv_nsec: 20_000_000,
+                };
+                let _ = poll(&mut fds, Some(&tick));
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// The terminal on hookq's stdin, lent to a command as its foreground job: taking it saves the
+/// terminal's modes and foreground process group, dropping it puts both back.
+struct Terminal {
+    modes: rustix::termios::Termios,
+    foreground: rustix::process::Pid,
+}
+
+impl Terminal {
+    fn take() -> Result<Self, ExecError> {
+        let stdin = std::io::stdin();
+        let fd = stdin.as_fd();
+        if !rustix::termios::isatty(fd) {
+            return Err(ExecError::Os(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "stdin is not a terminal, so a hook cannot be given it",
+            )));
+        }
+        let modes = rustix::termios::tcgetattr(fd).map_err(|e| ExecError::Os(e.into()))?;
+        let foreground = rustix::termios::tcgetpgrp(fd).map_err(|e| ExecError::Os(e.into()))?;
+        Ok(Self { modes, foreground })
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let stdin = std::io::stdin();
+        let fd = stdin.as_fd();
+        // hookq is in the background now: setting the terminal from there raises SIGTTOU,
+        // which would stop it, unless the signal is blocked in the calling thread.
+        let mut block = MaybeUninit::<libc::sigset_t>::uninit();
+        let mut old = MaybeUninit::<libc::sigset_t>::uninit();
+        // SAFETY: the sets are set up by sigemptyset before use; pthread_sigmask only changes
+        // this thread's mask and writes the old one into `old`.
+        unsafe {
+            libc::sigemptyset(block.as_mut_ptr());
+            libc::sigaddset(block.as_mut_ptr(), libc::SIGTTOU);
+            libc::pthread_sigmask(libc::SIG_BLOCK, block.as_ptr(), old.as_mut_ptr());
+        }
+        let _ = rustix::termios::tcsetpgrp(fd, self.foreground);
+        let _ =
+            rustix::termios::tcsetattr(fd, rustix::termios::OptionalActions::Drain, &self.modes);
+        // SAFETY: `old` was written by the call above.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), std::ptr::null_mut());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path_env() -> Environ {
+        [("PATH", std::env::var_os("PATH").unwrap_or_default())]
+            .into_iter()
+            .collect()
+    }
+
+    fn job<'a>(line: &'a str, env: &'a Environ, input: Input<'a>) -> Job<'a> {
+        Job {
+            program: Program::Shell(line),
+            cwd: Path::new("/"),
+            env,
+            input,
+            timeout: Duration::from_secs(30),
+            kill_grace: Duration::from_secs(1),
+            max_output: 1 << 20,
+            echo: false,
+        }
+    }
+
+    fn run(job: &Job<'_>) -> Collected {
+        collect(job, &Stop::new()).unwrap()
+    }
+
+    #[test]
+    fn stdout_and_stderr_come_back_apart_with_the_exit_code() {
+        let env = path_env();
+        let c = run(&job(
+            "echo out; echo err >&2; printf 'a\\0b\\377'; exit 3",
+            &env,
+            Input::Null,
+        ));
+        assert_eq!(c.ending, Ending::Exited(3));
+        assert_eq!(c.stdout, b"out\na\0b\xff");
+        assert_eq!(c.stderr, b"err\n");
+        assert!(!c.stdout_truncated && !c.stderr_truncated);
+    }
+
+    #[test]
+    fn stdin_null_is_end_of_file_and_there_is_no_terminal() {
+        let env = path_env();
+        let c = run(&job(
+            "cat; echo \"read:$?\"; (exec 3</dev/tty) 2>/dev/null && echo tty || echo no-tty",
+            &env,
+            Input::Null,
+        ));
+        assert_eq!(c.stdout, b"read:0\nno-tty\n");
+    }
+
+    #[test]
+    fn the_payload_reaches_a_command_that_reads_it_all() {
+        let env = path_env();
+        let payload = vec![b'x'; 8 << 20];
+        let c = run(&job("wc -c", &env, Input::Bytes(&payload)));
+        assert_eq!(c.ending, Ending::Exited(0));
+        assert_eq!(String::from_utf8_lossy(&c.stdout).trim(), "8388608");
+        // Small payloads too, and the pipe is closed after them.
+        let c = run(&job("cat; echo end", &env, Input::Bytes(b"{\"a\":1}")));
+        assert_eq!(c.stdout, b"{\"a\":1}end\n");
+    }
+
+    /// 8 MiB no command reads, even with a grandchild that keeps stdin open and never reads:
+    /// the run ends when the command does.
+    #[test]
+    fn a_command_that_never_reads_its_stdin_blocks_nothing() {
+        let env = path_env();
+        let payload = vec![b'{'; 8 << 20];
+        let started = Instant::now();
+        let c = run(&job(
+            "sleep 5 >/dev/null 2>&1 & echo done",
+            &env,
+            Input::Bytes(&payload),
+        ));
+        assert_eq!(c.ending, Ending::Exited(0));
+        assert_eq!(c.stdout, b"done\n");
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "{:?}",
+            started.elapsed()
+        );
+        let c = run(&job("exit 4", &env, Input::Bytes(&payload)));
+        assert_eq!(c.ending, Ending::Exited(4));
+    }
+
+    /// A grandchild that keeps stdout open past the timeout does not hold the result: the
+    /// group is ended (TERM, then KILL after the grace) and the run returns.
+    #[test]
+    fn a_grandchild_holding_stdout_past_the_timeout_does_not_hold_the_result() {
+        let env = path_env();
+        let mut j = job(
+            "echo before; (trap '' TERM; exec sleep 120) & sleep 120",
+            &env,
+            Input::Bytes(b"{}"),
+        );
+        j.timeout = Duration::from_millis(300);
+        j.kill_grace = Duration::from_millis(300);
+        let started = Instant::now();
+        let c = run(&j);
+        assert_eq!(c.ending, Ending::TimedOut { killed: true });
+        assert_eq!(c.stdout, b"before\n");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+        // A leader that exits at once while its grandchild keeps the pipe: no wait at all for
+        // the grandchild.
+        let started = Instant::now();
+        let c = run(&job("sleep 30 & echo quick", &env, Input::Null));
+        assert_eq!(
+            (c.ending, c.stdout.as_slice()),
+            (Ending::Exited(0), b"quick\n".as_slice())
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn output_past_the_cap_is_read_and_discarded() {
+        let env = path_env();
+        let mut j = job(
+            "head -c 3000000 /dev/zero; echo tail; head -c 5000 /dev/zero >&2",
+            &env,
+            Input::Null,
+        );
+        j.max_output = 1000;
+        let c = run(&j);
+        assert_eq!(c.ending, Ending::Exited(0), "the command was never blocked");
+        assert_eq!(c.stdout, vec![0; 1000]);
+        assert_eq!(c.stderr.len(), 1000);
+        assert!(c.stdout_truncated && c.stderr_truncated);
+    }
+
+    #[test]
+    fn an_interpreter_runs_a_script_or_a_snippet() {
+        let env = path_env();
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("hook.sh");
+        std::fs::write(&script, "echo \"script $1 in $PWD\"\n").unwrap();
+        let args = [script.clone().into_os_string(), "arg".into()];
+        let mut j = job("", &env, Input::Null);
+        j.program = Program::Exec {
+            program: Path::new("/bin/sh"),
+            args: &args,
+        };
+        j.cwd = dir.path();
+        let c = run(&j);
+        let cwd = dir.path().canonicalize().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&c.stdout),
+            format!("script arg in {}\n", cwd.display())
+        );
+        let args = ["-c".into(), "echo snippet $0".into(), "zero".into()];
+        j.program = Program::Exec {
+            program: Path::new("/bin/sh"),
+            args: &args,
+        };
+        assert_eq!(run(&j).stdout, b"snippet zero\n");
+        // A program that does not exist is an ending, not an error.
+        j.program = Program::Exec {
+            program: Path::new("/nonexistent/bash"),
+            args: &[],
+        };
+        assert_eq!(run(&j).ending, Ending::SpawnFailed(libc::ENOENT));
+    }
+
+    #[test]
+    fn a_signal_ending_and_a_terminal_input_without_a_terminal() {
+        let env = path_env();
+        let c = run(&job("kill -KILL $$", &env, Input::Null));
+        assert_eq!(c.ending, Ending::Signalled(libc::SIGKILL));
+        if !rustix::termios::isatty(std::io::stdin()) {
+            let err = collect(&job("true", &env, Input::Terminal), &Stop::new()).unwrap_err();
+            assert!(err.to_string().contains("not a terminal"), "{err}");
+        }
+    }
+
+    /// The terminal mode, under a real pseudo-terminal: this test runs the test binary again
+    /// (`terminal_child` below) as the session leader of a new pty, types an answer into the
+    /// pty and reads what the child printed.
+    #[test]
+    fn a_terminal_job_is_the_foreground_and_the_terminal_comes_back() {
+        let report = run_under_pty(
+            "exec::collect::tests::terminal_child",
+            &[("prompt> ", b"answer\n"), ("ready> ", b"\x03")],
+        );
+        assert!(report.contains("prompt> "), "{report}");
+        assert!(report.contains("fg-is-hook:yes"), "{report}");
+        assert!(report.contains("got:answer"), "{report}");
+        assert!(report.contains("ctrl-c:hook-interrupted"), "{report}");
+        assert!(report.contains("PARENT-OK"), "{report}");
+        assert!(!report.contains("PARENT-FAIL"), "{report}");
+    }
+
+    /// Run by [`a_terminal_job_is_the_foreground_and_the_terminal_comes_back`] inside a pty;
+    /// outside one (`HOOKQ_TEST_PTY_CHILD` unset) it has nothing to check and returns.
+    #[test]
+    fn terminal_child() {
+        if std::env::var_os("HOOKQ_TEST_PTY_CHILD").is_none() {
+            return;
+        }
+        let env = path_env();
+        let own = rustix::process::getpgrp();
+        let before = rustix::termios::tcgetattr(std::io::stdin()).unwrap();
+        // Foreground, a prompt without a newline, the answer read from the terminal.
+        let mut j = job(
+            "read -r _ _ _ _ pgrp _ _ tpgid _ < /proc/$$/stat; [ \"$pgrp\" = \"$tpgid\" ] && echo fg-is-hook:yes || echo fg-is-hook:no; printf 'prompt> '; read a; echo got:$a",
+            &env,
+            Input::Terminal,
+        );
+        j.echo = true;
+        let c = run(&j);
+        let first_ok = c.ending == Ending::Exited(0)
+            && String::from_utf8_lossy(&c.stdout).contains("got:answer");
+        // Ctrl-C reaches the hook, the foreground job, and not hookq.
+        let mut j = job("printf 'ready> '; sleep 60", &env, Input::Terminal);
+        j.echo = true;
+        let c = run(&j);
+        let interrupted = matches!(
+            c.ending,
+            Ending::Signalled(libc::SIGINT) | Ending::Exited(130)
+        );
+        println!(
+            "ctrl-c:{}",
+            if interrupted {
+                "hook-interrupted"
+            } else {
+                "missed"
+            }
+        );
+        // A hook that changes the modes and is killed at its timeout: both the foreground and
+        // the modes come back.
+        let mut j = job("stty -echo -icanon; sleep 60", &env, Input::Terminal);
+        j.timeout = Duration::from_millis(500);
+        j.kill_grace = Duration::from_millis(200);
+        let c = run(&j);
+        let fg = rustix::termios::tcgetpgrp(std::io::stdin()).unwrap();
+        let after = rustix::termios::tcgetattr(std::io::stdin()).unwrap();
+        let ok = first_ok
+            && interrupted
+            && matches!(c.ending, Ending::TimedOut { .. })
+            && fg == own
+            && after.local_modes == before.local_modes;
+        println!("{}", if ok { "PARENT-OK" } else { "PARENT-FAIL" });
+        assert!(ok, "{c:?} fg {fg:?} own {own:?}");
+    }
+
+    /// Runs the test `name` of this binary as the session leader of a new pseudo-terminal,
+    /// types each answer once its prompt shows, and returns everything the pty showed until
+    /// the child exited.
+    fn run_under_pty(name: &str, answers: &[(&str, &[u8])]) -> String {
+        use std::os::fd::FromRawFd;
+        use std::os::unix::process::CommandExt;
+        let (mut master, mut slave) = (-1, -1);
+        // SAFETY: openpty writes two descriptors into the given ints; the other arguments may
+        // be null.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(rc, 0, "openpty");
+        // SAFETY: both descriptors were just opened and are owned here.
+        let (master, slave) =
+            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+        cmd.args(["--exact", name, "--nocapture", "--test-threads=1"])
+            .env("HOOKQ_TEST_PTY_CHILD", "1")
+            .stdin(slave.try_clone().unwrap())
+            .stdout(slave.try_clone().unwrap())
+            .stderr(slave.try_clone().unwrap());
+        // SAFETY: setsid and ioctl are async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().unwrap();
+        drop(slave);
+        rustix::io::ioctl_fionbio(&master, true).unwrap();
+        let mut seen = Vec::new();
+        let mut answered = 0;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut buf = [0u8; 4096];
+        loop {
+            match rustix::io::read(&master, &mut buf) {
+                Ok(0) | Err(rustix::io::Errno::IO) => break,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+                Err(rustix::io::Errno::AGAIN) => {
+                    if let Some(_status) = child.try_wait().unwrap() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => panic!("reading the pty: {e}"),
+            }
+            if let Some((prompt, typed)) = answers.get(answered)
+                && String::from_utf8_lossy(&seen).contains(prompt)
+            {
+                rustix::io::write(&master, typed).unwrap();
+                answered += 1;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "hung: {}",
+                String::from_utf8_lossy(&seen)
+            );
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        String::from_utf8_lossy(&seen).into_owned()
+    }
 }

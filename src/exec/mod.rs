@@ -7,6 +7,7 @@ pub mod env;
 pub mod group;
 pub mod run;
 pub(crate) mod spawn;
+mod supervise;
 
 pub use collect::{Collected, Input, Job, Program, collect};
 pub use env::Environ;

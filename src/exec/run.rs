@@ -2,23 +2,19 @@
 //! the whole group, output appended to a log with a header, a footer and a cap.
 
 use std::fs::File;
-use std::io::{ErrorKind, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::io::{ErrorKind, Write};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use rustix::process::{Pid, Signal, kill_process_group, pidfd_open};
+use rustix::process::{Pid, Signal};
 
+use super::collect::is_transient;
 use super::env::Environ;
 use super::spawn::Shell;
-
-/// How often a running command checks for a stop request when nothing else wakes it.
-const TICK: Duration = Duration::from_millis(50);
+use super::supervise::{Bounds, signal_group, supervise};
 
 /// Why a command could not be run as hookq must run it: it could not start for a reason outside
 /// the hook (its log, the machine's limits), or its output could not be logged. The point it
@@ -208,14 +204,18 @@ pub fn run_while(
         cap: spec.max_log_bytes,
         failed: None,
     };
+    let bounds = Bounds {
+        timeout: spec.timeout,
+        kill_grace: spec.kill_grace,
+    };
     let outcome = supervise(
         &child,
-        reader,
-        spec,
+        vec![(reader, &mut |bytes: &[u8]| copier.take(bytes))],
+        bounds,
         (stop, &mut meanwhile),
         start,
-        &mut copier,
-    );
+    )
+    .map_err(ExecError::Os);
     let ending = match outcome {
         Ok(e) => e,
         Err(e) => {
@@ -249,19 +249,6 @@ pub fn run_while(
         logged,
         truncated,
     })
-}
-
-/// Whether a failure to start a command is the machine's state rather than the command's: no
-/// process, memory or descriptor to spare right now.
-fn is_transient(e: &std::io::Error) -> bool {
-    [
-        libc::EAGAIN,
-        libc::ENOMEM,
-        libc::EMFILE,
-        libc::ENFILE,
-        libc::EINTR,
-    ]
-    .contains(&e.raw_os_error().unwrap_or(0))
 }
 
 /// Told of a command's process group while it lives: [`GroupTracker::track`] once it started,
@@ -348,10 +335,10 @@ fn create_log_dir(dir: &Path) -> std::io::Result<()> {
 /// its log again at its path.
 ///
 /// Only a log whose folder exists is opened ahead: a task's first log, and its two new folders,
-/// are made as its command starts. Made ahead, while the command before ran, they cost the drain
-/// 0.065 ms more a point in two scratch runs of ten rounds of 2,000 points (new tasks: 1.31 and
-/// 1.37 ms a point against 1.25 and 1.30), and the commands' own CPU time grew with them
-/// (`BENCHMARKS.md`, session 15).
+/// are made as its command starts. Making folders ahead, while the command before runs, costs
+/// more than it saves: the directory writes compete with the running command for the same
+/// CPU, and a drain of new tasks measured about 0.065 ms a point slower that way (1.31-1.37
+/// against 1.25-1.30 ms a point over ten rounds of 2,000 points).
 #[derive(Debug)]
 pub struct OpenedLog {
     path: PathBuf,
@@ -444,162 +431,6 @@ impl Copier<'_> {
         }
         Ok(())
     }
-}
-
-/// Copies output and waits for the child, enforcing the timeout and stop requests, and calling
-/// `meanwhile` before each wait.
-fn supervise(
-    child: &Shell,
-    reader: OwnedFd,
-    spec: &Spec<'_>,
-    (stop, meanwhile): (&Stop, &mut dyn FnMut()),
-    start: Instant,
-    copier: &mut Copier<'_>,
-) -> Result<Ending, ExecError> {
-    rustix::io::ioctl_fionbio(&reader, true).map_err(|e| ExecError::Os(e.into()))?;
-    let mut reader = Some(File::from(reader));
-    // A pidfd wakes the poll the moment the child exits, even while a grandchild keeps the pipe
-    // open. Without one (old kernels), the tick bounds how late the exit is noticed.
-    let pidfd = pidfd_open(child.pid(), rustix::process::PidfdFlags::empty()).ok();
-    let mut buf = [0u8; 16 * 1024];
-    // Without a pidfd, every wake-up looks; with one, only when it says the child exited.
-    let mut may_have_exited = pidfd.is_none();
-    let deadline = start + spec.timeout;
-    let mut timed_out_at: Option<Instant> = None;
-    let mut interrupted = false;
-    loop {
-        meanwhile();
-        if may_have_exited && let Some(status) = child.try_wait().map_err(ExecError::Os)? {
-            // Take what the child left in the pipe, but do not wait for descendants that keep
-            // it open: they may live forever.
-            if let Some(r) = reader.as_mut() {
-                drain_available(r, &mut buf, copier)?;
-            }
-            return Ok(finish_group(
-                child,
-                status,
-                (timed_out_at, interrupted),
-                spec.kill_grace,
-                stop,
-            ));
-        }
-        let now = Instant::now();
-        if stop.immediate() && !interrupted {
-            interrupted = true;
-            signal_group(child, Signal::KILL);
-            continue;
-        }
-        match timed_out_at {
-            None if now >= deadline => {
-                timed_out_at = Some(now);
-                signal_group(child, Signal::TERM);
-                // A stopped process (one that read the terminal from the background, or stopped
-                // itself) only acts on SIGTERM once continued, as `timeout(1)` knows.
-                signal_group(child, Signal::CONT);
-                continue;
-            }
-            Some(t) if now >= t + spec.kill_grace => {
-                signal_group(child, Signal::KILL);
-            }
-            _ => {}
-        }
-        let next = match timed_out_at {
-            None => deadline,
-            Some(t) => (t + spec.kill_grace).max(now + Duration::from_millis(10)),
-        };
-        let wait = next.saturating_duration_since(now).min(TICK);
-        let mut fds = Vec::with_capacity(2);
-        if let Some(r) = reader.as_ref() {
-            fds.push(PollFd::new(r, PollFlags::IN));
-        }
-        if let Some(p) = pidfd.as_ref() {
-            fds.push(PollFd::new(p, PollFlags::IN));
-        }
-        let ts = Timespec {
-            tv_sec: wait.as_secs() as i64,
-            tv_nsec: i64::from(wait.subsec_nanos()),
-        };
-        if fds.is_empty() {
-            std::thread::sleep(wait.min(Duration::from_millis(5)));
-            continue;
-        }
-        match poll(&mut fds, Some(&ts)) {
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(ExecError::Os(e.into())),
-        }
-        let pipe_ready = reader.is_some() && !fds[0].revents().is_empty();
-        may_have_exited = pidfd.is_none() || fds.last().is_some_and(|p| !p.revents().is_empty());
-        drop(fds);
-        if pipe_ready {
-            let r = reader.as_mut().expect("checked");
-            if drain_available(r, &mut buf, copier)? {
-                // End of file: every writer closed it. Only the exit is left to wait for.
-                reader = None;
-            }
-        }
-    }
-}
-
-/// Reads what is in the pipe now. Returns true at end of file.
-fn drain_available(
-    r: &mut File,
-    buf: &mut [u8],
-    copier: &mut Copier<'_>,
-) -> Result<bool, ExecError> {
-    loop {
-        match r.read(buf) {
-            Ok(0) => return Ok(true),
-            Ok(n) => copier.take(&buf[..n]),
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(ExecError::Os(e)),
-        }
-    }
-}
-
-/// After the leader was reaped: for a timed-out or interrupted command, make sure the whole
-/// group is gone (SIGKILL once the grace period is over, or at once on a stop that cannot wait).
-fn finish_group(
-    child: &Shell,
-    status: ExitStatus,
-    (timed_out_at, interrupted): (Option<Instant>, bool),
-    grace: Duration,
-    stop: &Stop,
-) -> Ending {
-    if interrupted {
-        signal_group(child, Signal::KILL);
-        return Ending::Interrupted;
-    }
-    if let Some(t) = timed_out_at {
-        let mut killed = false;
-        while group_alive(child) {
-            if Instant::now() >= t + grace || stop.immediate() {
-                signal_group(child, Signal::KILL);
-                killed = true;
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        // SIGKILL reached the leader itself if it needed it.
-        killed |= status.signal() == Some(Signal::KILL.as_raw());
-        return Ending::TimedOut { killed };
-    }
-    match (status.code(), status.signal()) {
-        (Some(c), _) => Ending::Exited(c),
-        (None, Some(s)) => Ending::Signalled(s),
-        (None, None) => Ending::Exited(-1),
-    }
-}
-
-/// The child leads a process group of its own, whose id is its pid.
-fn signal_group(child: &Shell, sig: Signal) {
-    let _ = kill_process_group(child.pid(), sig);
-}
-
-/// Whether a process of the command's group still runs (zombies, its orphans waiting for init,
-/// do not count: waiting for them would SIGKILL a group that SIGTERM already ended).
-fn group_alive(child: &Shell) -> bool {
-    super::group::group_running(child.pid())
 }
 
 #[cfg(test)]

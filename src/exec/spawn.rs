@@ -1,5 +1,5 @@
-//! Starting a hook command, `/bin/sh -c <line>`, with `posix_spawn` and the environment passed
-//! as it was prepared ([`Environ`]).
+//! Starting a command (`/bin/sh -c <line>`, or a program with its arguments) with
+//! `posix_spawn` and the environment passed as it was prepared ([`Environ`]).
 //!
 //! `std::process::Command` starts a child the same way (glibc's `posix_spawn`: a `clone` with
 //! `CLONE_VM | CLONE_VFORK`, then `execve`), but it first copies a cleared-and-set environment
@@ -10,13 +10,13 @@
 //! (`getrusage` of the parent, blocks of 300 `true` into existing log files, interleaved):
 //! `exec::run` takes 0.164 ms of the parent's CPU a command this way against 0.205-0.224 ms
 //! through `Command`, where a bare `Command` spawn-and-wait with no environment changes takes
-//! 0.095 ms (`BENCHMARKS.md`).
+//! 0.095 ms.
 //!
 //! The child gets what `Command` would give it: a process group of its own, an empty signal mask
 //! and `SIGPIPE` at its default (the Rust runtime ignores it, and an ignored signal stays ignored
-//! across `execve`), `/dev/null` as stdin, the given working directory, and the given descriptor
-//! as stdout and stderr. Its process group leads a session of its own, too, so it has no
-//! controlling terminal. Every other descriptor hookq holds is close-on-exec
+//! across `execve`), the given stdin (`/dev/null` unless told otherwise), working directory,
+//! stdout and stderr. Its process group leads a session of its own, too, so it has no
+//! controlling terminal, unless it is started as a terminal's foreground job. Every other descriptor hookq holds is close-on-exec
 //! (Rust's, rustix's and SQLite's alike), so the child inherits nothing else. A failure to start
 //! (no `/bin/sh`, a missing working directory) is the `posix_spawn` error, as with `Command`.
 
@@ -34,7 +34,51 @@ use rustix::process::{Pid, WaitOptions, waitpid};
 
 use crate::exec::Environ;
 
-/// A started `/bin/sh`: wait for it with [`Shell::try_wait`] or [`Shell::wait`]. Like
+/// Where a started command's stdin comes from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Stdin<'a> {
+    /// `/dev/null`.
+    Null,
+    /// This descriptor (a pipe's read end, or the terminal).
+    Fd(BorrowedFd<'a>),
+}
+
+/// Which process group and session a started command leads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Leader<'a> {
+    /// A session of its own, and so a process group of its own and no controlling terminal: a
+    /// command that would prompt on the terminal (git asking for credentials, ssh for a host
+    /// key) fails at once instead of being stopped in the background (SIGTTIN) until its
+    /// timeout.
+    Session,
+    /// A process group of its own in hookq's session, made the foreground group of this
+    /// terminal before the command runs (the child does it itself, with every signal blocked,
+    /// so it is never stopped for it and never runs a moment in the background).
+    Foreground(BorrowedFd<'a>),
+}
+
+/// What to start: the program, its arguments and everything around it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Command<'a> {
+    /// The executable's path, also `argv[0]`.
+    pub program: &'a [u8],
+    /// The arguments after `argv[0]`.
+    pub args: &'a [&'a [u8]],
+    /// Working directory.
+    pub cwd: &'a Path,
+    /// The whole environment, each name once.
+    pub env: &'a Environ,
+    /// Its stdin.
+    pub stdin: Stdin<'a>,
+    /// Its stdout.
+    pub stdout: BorrowedFd<'a>,
+    /// Its stderr.
+    pub stderr: BorrowedFd<'a>,
+    /// Its process group and session.
+    pub leader: Leader<'a>,
+}
+
+/// A started command: wait for it with [`Shell::try_wait`] or [`Shell::wait`]. Like
 /// `std::process::Child`, dropping it neither kills nor reaps it.
 #[derive(Debug)]
 pub(crate) struct Shell {
@@ -50,6 +94,21 @@ impl Shell {
         env: &Environ,
         out: BorrowedFd<'_>,
     ) -> io::Result<Shell> {
+        Self::spawn(&Command {
+            program: b"/bin/sh",
+            args: &[b"-c", line.as_bytes()],
+            cwd,
+            env,
+            stdin: Stdin::Null,
+            stdout: out,
+            stderr: out,
+            leader: Leader::Session,
+        })
+    }
+
+    /// Starts `command` with `posix_spawn`.
+    pub(crate) fn spawn(command: &Command<'_>) -> io::Result<Shell> {
+        let env = command.env;
         debug_assert!(
             {
                 let mut seen = std::collections::HashSet::new();
@@ -57,8 +116,13 @@ impl Shell {
             },
             "a name given twice is passed twice"
         );
-        let line = c_string(line.as_bytes().to_vec())?;
-        let cwd = c_string(cwd.as_os_str().as_bytes().to_vec())?;
+        let program = c_string(command.program.to_vec())?;
+        let args = command
+            .args
+            .iter()
+            .map(|a| c_string(a.to_vec()))
+            .collect::<io::Result<Vec<_>>>()?;
+        let cwd = c_string(command.cwd.as_os_str().as_bytes().to_vec())?;
         let (bytes, starts) = env.raw().ok_or_else(nul_byte)?;
         // `bytes` is not changed while the table is used: the pointers stay valid.
         let envp: Vec<*const c_char> = starts
@@ -66,27 +130,60 @@ impl Shell {
             .map(|&at| bytes[at..].as_ptr().cast())
             .chain([ptr::null()])
             .collect();
-        // `dup2` onto 1 and 2 clears close-on-exec on the copies. Whether a `dup2` action onto
-        // itself does was left open by POSIX until 2024 (glibc's does), so a descriptor that
-        // already is 1 or 2 is moved above them first and the question does not come up.
-        let moved;
-        let out = if out.as_raw_fd() > 2 {
-            out.as_raw_fd()
+        // `dup2` onto 0, 1 and 2 clears close-on-exec on the copies. Whether a `dup2` action
+        // onto itself does was left open by POSIX until 2024 (glibc's does), so a descriptor
+        // that already is 0, 1 or 2 is moved above them first and the question does not come up.
+        let mut moved = Vec::new();
+        let mut above_2 = |fd: BorrowedFd<'_>| -> io::Result<i32> {
+            if fd.as_raw_fd() > 2 {
+                return Ok(fd.as_raw_fd());
+            }
+            let copy = rustix::io::fcntl_dupfd_cloexec(fd, 3)?;
+            let raw = copy.as_raw_fd();
+            moved.push(copy);
+            Ok(raw)
+        };
+        let stdin = match command.stdin {
+            Stdin::Null => None,
+            Stdin::Fd(fd) => Some(above_2(fd)?),
+        };
+        let stdout = above_2(command.stdout)?;
+        let stderr = if command.stderr.as_raw_fd() == command.stdout.as_raw_fd() {
+            stdout
         } else {
-            moved = rustix::io::fcntl_dupfd_cloexec(out, 3)?;
-            moved.as_raw_fd()
+            above_2(command.stderr)?
+        };
+        let tty = match command.leader {
+            Leader::Session => None,
+            Leader::Foreground(fd) => Some(fd.as_raw_fd()),
         };
         let mut actions = Initialised::new(
             libc::posix_spawn_file_actions_init,
             libc::posix_spawn_file_actions_destroy,
         )?;
-        actions.apply(|a| unsafe {
-            libc::posix_spawn_file_actions_addopen(a, 0, c"/dev/null".as_ptr(), libc::O_RDONLY, 0)
-        })?;
-        actions.apply(|a| unsafe { libc::posix_spawn_file_actions_adddup2(a, out, 1) })?;
-        actions.apply(|a| unsafe { libc::posix_spawn_file_actions_adddup2(a, out, 2) })?;
+        match stdin {
+            None => actions.apply(|a| unsafe {
+                libc::posix_spawn_file_actions_addopen(
+                    a,
+                    0,
+                    c"/dev/null".as_ptr(),
+                    libc::O_RDONLY,
+                    0,
+                )
+            })?,
+            Some(fd) => {
+                actions.apply(|a| unsafe { libc::posix_spawn_file_actions_adddup2(a, fd, 0) })?
+            }
+        }
+        actions.apply(|a| unsafe { libc::posix_spawn_file_actions_adddup2(a, stdout, 1) })?;
+        actions.apply(|a| unsafe { libc::posix_spawn_file_actions_adddup2(a, stderr, 2) })?;
         actions
             .apply(|a| unsafe { libc::posix_spawn_file_actions_addchdir_np(a, cwd.as_ptr()) })?;
+        if let Some(tty) = tty {
+            // Run after the process group is made, with every signal still blocked: the child
+            // takes the terminal's foreground itself before it runs anything.
+            actions.apply(|a| unsafe { libc::posix_spawn_file_actions_addtcsetpgrp_np(a, tty) })?;
+        }
         let mut attrs =
             Initialised::new(libc::posix_spawnattr_init, libc::posix_spawnattr_destroy)?;
         attrs.apply(|a| unsafe {
@@ -95,28 +192,44 @@ impl Shell {
             libc::posix_spawnattr_setsigmask(a, none.as_ptr())
         })?;
         attrs.apply(|a| unsafe {
-            let mut pipe = MaybeUninit::<libc::sigset_t>::uninit();
-            libc::sigemptyset(pipe.as_mut_ptr());
-            libc::sigaddset(pipe.as_mut_ptr(), libc::SIGPIPE);
-            libc::posix_spawnattr_setsigdefault(a, pipe.as_ptr())
+            let mut reset = MaybeUninit::<libc::sigset_t>::uninit();
+            libc::sigemptyset(reset.as_mut_ptr());
+            libc::sigaddset(reset.as_mut_ptr(), libc::SIGPIPE);
+            if tty.is_some() {
+                // A foreground job's terminal signals act as they do under a shell, whatever
+                // hookq's own dispositions are.
+                for sig in [
+                    libc::SIGINT,
+                    libc::SIGQUIT,
+                    libc::SIGTSTP,
+                    libc::SIGTTIN,
+                    libc::SIGTTOU,
+                ] {
+                    libc::sigaddset(reset.as_mut_ptr(), sig);
+                }
+            }
+            libc::posix_spawnattr_setsigdefault(a, reset.as_ptr())
         })?;
-        // A session of its own, which gives it a process group of its own (SPEC §5) and no
-        // controlling terminal: a command that would prompt on the terminal (git asking for
-        // credentials, ssh for a host key) fails at once instead of being stopped in the
-        // background (SIGTTIN) until its timeout.
+        let group = match tty {
+            None => libc::c_int::from(libc::POSIX_SPAWN_SETSID),
+            Some(_) => {
+                attrs.apply(|a| unsafe { libc::posix_spawnattr_setpgroup(a, 0) })?;
+                libc::c_int::from(libc::POSIX_SPAWN_SETPGROUP)
+            }
+        };
         attrs.apply(|a| unsafe {
             libc::posix_spawnattr_setflags(
                 a,
-                libc::POSIX_SPAWN_SETSID
-                    | (libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF) as libc::c_short,
+                (group
+                    | libc::c_int::from(libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF))
+                    as libc::c_short,
             )
         })?;
-        let argv: [*const c_char; 4] = [
-            c"/bin/sh".as_ptr(),
-            c"-c".as_ptr(),
-            line.as_ptr(),
-            ptr::null(),
-        ];
+        let argv: Vec<*const c_char> = [program.as_ptr()]
+            .into_iter()
+            .chain(args.iter().map(|a| a.as_ptr()))
+            .chain([ptr::null()])
+            .collect();
         let mut pid: libc::pid_t = 0;
         // SAFETY: every pointer handed over lives until `posix_spawn` returns: `argv`'s strings,
         // `env`'s buffer and `envp`, `cwd`, and the initialised actions and attributes. The
@@ -125,13 +238,14 @@ impl Shell {
         let rc = unsafe {
             libc::posix_spawn(
                 &mut pid,
-                c"/bin/sh".as_ptr(),
+                program.as_ptr(),
                 actions.as_ptr(),
                 attrs.as_ptr(),
                 argv.as_ptr().cast(),
                 envp.as_ptr().cast(),
             )
         };
+        drop(moved);
         check(rc)?;
         Ok(Shell {
             pid: Pid::from_raw(pid).ok_or_else(|| io::Error::other("posix_spawn gave pid 0"))?,
