@@ -43,7 +43,9 @@ fn every_exit_code_for_every_event() {
         (127, "error", "error", "error"),
     ];
     for (code, pre, post, stop) in rows {
-        for hook in [sh(&format!("{code} 'said {code}'")), py(&format!("{code} 'said {code}'"))] {
+        // The message is built by the shell, so the command line itself never holds it.
+        let args = format!("{code} \"$(printf 'sa%sd {code}' i)\"");
+        for hook in [sh(&args), py(&args)] {
             let ws = Ws::new();
             ws.project(&format!(
                 r#"{{"PreToolUse": [{{"hooks": [{{"type": "command", "command": {h}}}]}}],
