@@ -106,7 +106,12 @@ fn exit_zero_json_on_pre_tool_use() {
             Some("fallback"),
             None,
         ),
-        (r#"{"hookSpecificOutput": {"permissionDecision": "deny"}}"#, "deny", None, None),
+        (
+            r#"{"hookSpecificOutput": {"permissionDecision": "deny"}}"#,
+            "deny",
+            None,
+            None,
+        ),
         (
             r#"{"hookSpecificOutput": {"permissionDecision": "allow"}}"#,
             "continue",
@@ -127,7 +132,12 @@ fn exit_zero_json_on_pre_tool_use() {
         ),
         ("", "continue", None, None),
         ("   \n", "continue", None, None),
-        ("this is not json", "continue", None, Some("stdout is not JSON")),
+        (
+            "this is not json",
+            "continue",
+            None,
+            Some("stdout is not JSON"),
+        ),
         ("[1, 2]", "continue", None, Some("not an object")),
         (r#"{"continue": true}"#, "continue", None, None),
     ];
@@ -161,9 +171,15 @@ fn a_hook_never_widens_a_deny() {
     // An allow after a deny is never reached; an allow before a deny does not stop it.
     let ws = Ws::new();
     ws.project(&pre_entries(&[
-        (None, &reply(r#"{"hookSpecificOutput": {"permissionDecision": "allow"}}"#)),
+        (
+            None,
+            &reply(r#"{"hookSpecificOutput": {"permissionDecision": "allow"}}"#),
+        ),
         (None, &sh("2 'still denied'")),
-        (None, &reply(r#"{"hookSpecificOutput": {"permissionDecision": "allow"}}"#)),
+        (
+            None,
+            &reply(r#"{"hookSpecificOutput": {"permissionDecision": "allow"}}"#),
+        ),
     ]));
     let d = ws.pre("shell", &[]);
     assert_eq!(d.verdict(), "deny");
@@ -177,7 +193,10 @@ fn exit_two_reasons_default_and_cap() {
     ws.project(&pre_entries(&[(None, &sh("2"))]));
     let d = ws.pre("shell", &[]);
     let reason = d.decision()["reason"].as_str().unwrap();
-    assert!(reason.starts_with("denied by the PreToolUse hook project PreToolUse entry 0"), "{reason}");
+    assert!(
+        reason.starts_with("denied by the PreToolUse hook project PreToolUse entry 0"),
+        "{reason}"
+    );
     assert!(reason.contains("gave no reason"), "{reason}");
 
     let ws = Ws::new();
@@ -201,7 +220,10 @@ fn updated_input_replaces_and_chains_across_three_hooks() {
     ]));
     let d = ws.pre("shell", &[]);
     assert_eq!(d.verdict(), "continue", "{:?}", d.decision());
-    assert_eq!(d.decision()["tool_input"], json!({"command": "make check | one | two | three"}));
+    assert_eq!(
+        d.decision()["tool_input"],
+        json!({"command": "make check | one | two | three"})
+    );
     assert_eq!(d.decision()["input_changed"], true);
 
     // A later hook with empty stdout leaves the rewrite in place.
@@ -225,13 +247,26 @@ fn an_updated_input_that_is_not_an_object_is_a_hook_error() {
         let ws = Ws::new();
         ws.project(&pre_entries(&[
             (None, &append("one")),
-            (None, &reply(&format!(r#"{{"hookSpecificOutput": {{"updatedInput": {bad}}}}}"#))),
+            (
+                None,
+                &reply(&format!(
+                    r#"{{"hookSpecificOutput": {{"updatedInput": {bad}}}}}"#
+                )),
+            ),
             (None, "touch later-ran"),
         ]));
         let d = ws.pre("shell", &[]);
         assert_eq!(d.verdict(), "error", "{bad}");
-        assert!(d.decision()["reason"].as_str().unwrap().contains("updatedInput is"));
-        assert!(!ws.root().join("later-ran").exists(), "the event ended at the error");
+        assert!(
+            d.decision()["reason"]
+                .as_str()
+                .unwrap()
+                .contains("updatedInput is")
+        );
+        assert!(
+            !ws.root().join("later-ran").exists(),
+            "the event ended at the error"
+        );
     }
 }
 
@@ -254,7 +289,11 @@ fn post_tool_use_runs_every_hook_unless_one_errs() {
     let ws = Ws::new();
     ws.project(&hooks_json(
         "PostToolUse",
-        &[(None, &sh("2 'fmt failed'")), (None, &sh("0")), (None, &py("2 'lint failed'"))],
+        &[
+            (None, &sh("2 'fmt failed'")),
+            (None, &sh("0")),
+            (None, &py("2 'lint failed'")),
+        ],
     ));
     let d = ws.fire("PostToolUse", &post_payload(), &["--trusted"]);
     assert_eq!(d.verdict(), "feedback");
@@ -265,7 +304,11 @@ fn post_tool_use_runs_every_hook_unless_one_errs() {
     let ws = Ws::new();
     ws.project(&hooks_json(
         "PostToolUse",
-        &[(None, &sh("2 'fmt failed'")), (None, &sh("1")), (None, "touch third-ran")],
+        &[
+            (None, &sh("2 'fmt failed'")),
+            (None, &sh("1")),
+            (None, "touch third-ran"),
+        ],
     ));
     let d = ws.fire("PostToolUse", &post_payload(), &["--trusted"]);
     assert_eq!(d.verdict(), "error");
@@ -289,7 +332,11 @@ fn missing_unreadable_and_unparsable_files() {
     let binary = Ws::new();
     binary.project("{\"PreToolUse\": \"\u{1}\"}");
     std::fs::write(binary.root().join(".radian/hooks.json"), b"\xff\xfe{}").unwrap();
-    for (ws, why) in [(&unreadable, "cannot read"), (&unparsable, "cannot parse"), (&binary, "not UTF-8")] {
+    for (ws, why) in [
+        (&unreadable, "cannot read"),
+        (&unparsable, "cannot parse"),
+        (&binary, "not UTF-8"),
+    ] {
         ws.user("[[hooks.PreToolUse]]\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"echo user >> hook-log\"\n");
         let d = ws.pre("shell", &[]);
         assert_eq!(d.verdict(), "continue");
@@ -376,7 +423,11 @@ fn an_untrusted_project_file_is_not_loaded() {
     );
     assert_eq!(d.verdict(), "continue");
     assert!(!ws.root().join("ran").exists());
-    assert!(d.warnings()[0].contains("not trusted"), "{:?}", d.warnings());
+    assert!(
+        d.warnings()[0].contains("not trusted"),
+        "{:?}",
+        d.warnings()
+    );
     let list = ws.hookq(&["agent", "list", "--json"], b"");
     assert_eq!(list.decision()["sources"][0]["state"], "untrusted");
     assert_eq!(list.decision()["entries"], json!([]));
@@ -386,7 +437,10 @@ fn an_untrusted_project_file_is_not_loaded() {
 fn project_before_user_and_an_identical_command_once() {
     let ws = Ws::new();
     let record = |name: &str| format!("sh {} {name}", script("record.sh"));
-    ws.project(&pre_entries(&[(None, &record("project")), (Some("shell"), &record("both"))]));
+    ws.project(&pre_entries(&[
+        (None, &record("project")),
+        (Some("shell"), &record("both")),
+    ]));
     ws.user(&format!(
         "[[hooks.PreToolUse]]\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = {:?}\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = {:?}\n",
         record("user"),
@@ -405,7 +459,8 @@ fn project_before_user_and_an_identical_command_once() {
         .collect();
     assert_eq!(layers, ["project", "project", "user"]);
     // The payload each hook read.
-    let payload: Value = serde_json::from_str(log.lines().next().unwrap().split_once(' ').unwrap().1).unwrap();
+    let payload: Value =
+        serde_json::from_str(log.lines().next().unwrap().split_once(' ').unwrap().1).unwrap();
     assert_eq!(
         payload,
         json!({"hook_event_name": "PreToolUse", "tool_name": "shell",
@@ -415,21 +470,35 @@ fn project_before_user_and_an_identical_command_once() {
     // A tool only the first project entry matches: `both` runs once, from the user layer.
     std::fs::remove_file(ws.root().join("hook-log")).unwrap();
     ws.pre("write", &[]);
-    let names: Vec<String> = ws.read("hook-log").lines().map(|l| l.split(' ').next().unwrap().to_owned()).collect();
+    let names: Vec<String> = ws
+        .read("hook-log")
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_owned())
+        .collect();
     assert_eq!(names, ["project", "user", "both"]);
 }
 
 #[test]
 fn matchers() {
-    let cases: &[(Option<&str>, &[(&str, bool)])] = &[
-        (Some("*"), &[("shell", true), ("github__create_issue", true)]),
+    type Case<'a> = (Option<&'a str>, &'a [(&'a str, bool)]);
+    let cases: &[Case] = &[
+        (
+            Some("*"),
+            &[("shell", true), ("github__create_issue", true)],
+        ),
         (Some(""), &[("shell", true), ("write", true)]),
         (Some("  "), &[("shell", true)]),
         (None, &[("shell", true), ("memory_search", true)]),
-        (Some("shell|write"), &[("shell", true), ("write", true), ("patch", false)]),
+        (
+            Some("shell|write"),
+            &[("shell", true), ("write", true), ("patch", false)],
+        ),
         (Some("sh"), &[("shell", false), ("sh", true)]),
         (Some("Shell"), &[("shell", false), ("Shell", true)]),
-        (Some("github__.*"), &[("github__create_issue", true), ("shell", false)]),
+        (
+            Some("github__.*"),
+            &[("github__create_issue", true), ("shell", false)],
+        ),
         (Some("shell("), &[("shell", false), ("shell(", false)]),
     ];
     for (matcher, tools) in cases {
@@ -447,11 +516,19 @@ fn matchers() {
     let list = ws.hookq(&["agent", "list", "--trusted", "--json"], b"");
     let entries = list.decision()["entries"].as_array().unwrap().clone();
     assert_eq!(entries[0]["matcher_compiles"], false);
-    assert!(entries[0]["matcher_error"].as_str().unwrap().contains("unclosed"));
+    assert!(
+        entries[0]["matcher_error"]
+            .as_str()
+            .unwrap()
+            .contains("unclosed")
+    );
     assert_eq!(entries[1]["matcher_compiles"], true);
     let text = ws.hookq(&["agent", "list", "--trusted"], b"");
     let stdout = String::from_utf8_lossy(&text.out.stdout);
-    assert!(stdout.contains("matcher \"shell(\" does not compile, matches no tool"), "{stdout}");
+    assert!(
+        stdout.contains("matcher \"shell(\" does not compile, matches no tool"),
+        "{stdout}"
+    );
     assert!(stdout.contains("matcher \"shell\" compiles"), "{stdout}");
 }
 
@@ -466,7 +543,11 @@ fn stop_ignores_matchers_and_joins_reasons() {
             (None, &sh("0")),
         ],
     ));
-    let d = ws.fire("Stop", &stop_payload("All done: the tests were run."), &["--trusted"]);
+    let d = ws.fire(
+        "Stop",
+        &stop_payload("All done: the tests were run."),
+        &["--trusted"],
+    );
     assert_eq!(d.verdict(), "continue", "{:?}", d.decision());
     assert_eq!(d.decision()["message"], "tests fail\n\ndocs missing");
     assert_eq!(d.decision()["hooks"].as_array().unwrap().len(), 3);
@@ -488,7 +569,12 @@ fn the_wake_budget_over_three_consecutive_continuations() {
     let third = fire(2);
     assert_eq!(third.verdict(), "wait");
     assert_eq!(third.decision()["message"], "keep going");
-    assert!(third.decision()["notice"].as_str().unwrap().contains("wake budget"));
+    assert!(
+        third.decision()["notice"]
+            .as_str()
+            .unwrap()
+            .contains("wake budget")
+    );
     assert_eq!(fire(3).verdict(), "wait");
     // The host cleared the count on the next user message.
     assert_eq!(fire(0).verdict(), "continue");
@@ -500,18 +586,42 @@ fn intent_stop_runs_with_no_hooks_and_is_off_by_config() {
     let ws = Ws::new();
     let d = ws.fire("Stop", &announcing, &[]);
     assert_eq!(d.verdict(), "continue", "{:?}", d.decision());
-    assert!(d.decision()["message"].as_str().unwrap().contains("Let me fix the import."));
+    assert!(
+        d.decision()["message"]
+            .as_str()
+            .unwrap()
+            .contains("Let me fix the import.")
+    );
     assert!(d.decision()["hooks"].as_array().unwrap().is_empty());
-    assert_eq!(ws.fire("Stop", &stop_payload("Fixed the import; lint passes."), &[]).verdict(), "end");
-    for quiet in [&["--goal-active"][..], &["--loop-active"], &["--background-jobs", "1"]] {
-        assert_eq!(ws.fire("Stop", &announcing, quiet).verdict(), "end", "{quiet:?}");
+    assert_eq!(
+        ws.fire("Stop", &stop_payload("Fixed the import; lint passes."), &[])
+            .verdict(),
+        "end"
+    );
+    for quiet in [
+        &["--goal-active"][..],
+        &["--loop-active"],
+        &["--background-jobs", "1"],
+    ] {
+        assert_eq!(
+            ws.fire("Stop", &announcing, quiet).verdict(),
+            "end",
+            "{quiet:?}"
+        );
     }
-    assert_eq!(ws.fire("Stop", &announcing, &["--background-jobs", "0"]).verdict(), "continue");
+    assert_eq!(
+        ws.fire("Stop", &announcing, &["--background-jobs", "0"])
+            .verdict(),
+        "continue"
+    );
     // Its reason joins the hooks' under the same budget.
     ws.project(&hooks_json("Stop", &[(None, &sh("2 'tests fail'"))]));
     let d = ws.fire("Stop", &announcing, &["--trusted"]);
     let message = d.decision()["message"].as_str().unwrap();
-    assert!(message.starts_with("tests fail\n\nYour last message"), "{message}");
+    assert!(
+        message.starts_with("tests fail\n\nYour last message"),
+        "{message}"
+    );
     let d = ws.fire("Stop", &announcing, &["--trusted", "--continuations", "2"]);
     assert_eq!(d.verdict(), "wait");
     // Off by config.
@@ -555,15 +665,29 @@ fn payloads_reach_hooks_as_documented() {
 #[test]
 fn hooks_run_in_the_workspace_with_the_sandboxed_environment() {
     let ws = Ws::new();
-    ws.project(&pre_entries(&[(None, "cat >/dev/null; pwd > where; env > env-seen")]));
+    ws.project(&pre_entries(&[(
+        None,
+        "cat >/dev/null; pwd > where; env > env-seen",
+    )]));
     let other = tempfile::tempdir().unwrap();
     let mut cmd = ws.command();
-    cmd.current_dir(other.path()).env("SECRET_TOKEN", "s3cr3t").env("KEEP_ME", "yes");
+    cmd.current_dir(other.path())
+        .env("SECRET_TOKEN", "s3cr3t")
+        .env("KEEP_ME", "yes");
     let ws_arg = ws.root().to_str().unwrap().to_owned();
     let payload = json!({"tool_name": "shell", "tool_input": {}}).to_string();
     let d = ws.hookq_with(
         cmd,
-        &["agent", "fire", "PreToolUse", "--workspace", &ws_arg, "--trusted", "--sandbox-env", "KEEP_ME,PATH"],
+        &[
+            "agent",
+            "fire",
+            "PreToolUse",
+            "--workspace",
+            &ws_arg,
+            "--trusted",
+            "--sandbox-env",
+            "KEEP_ME,PATH",
+        ],
         payload.as_bytes(),
     );
     assert_eq!(d.verdict(), "continue");
@@ -575,7 +699,11 @@ fn hooks_run_in_the_workspace_with_the_sandboxed_environment() {
     // Without a sandbox, hookq's own environment.
     let mut cmd = ws.command();
     cmd.env("SECRET_TOKEN", "s3cr3t");
-    ws.hookq_with(cmd, &["agent", "fire", "PreToolUse", "--trusted"], payload.as_bytes());
+    ws.hookq_with(
+        cmd,
+        &["agent", "fire", "PreToolUse", "--trusted"],
+        payload.as_bytes(),
+    );
     assert!(ws.read("env-seen").contains("SECRET_TOKEN=s3cr3t"));
 }
 
@@ -587,7 +715,11 @@ fn dash_c_names_the_default_workspace() {
     let mut cmd = ws.command();
     cmd.current_dir(ws.home());
     let payload = json!({"tool_name": "shell", "tool_input": {}}).to_string();
-    let d = ws.hookq_with(cmd, &["-C", &root, "agent", "fire", "PreToolUse", "--trusted"], payload.as_bytes());
+    let d = ws.hookq_with(
+        cmd,
+        &["-C", &root, "agent", "fire", "PreToolUse", "--trusted"],
+        payload.as_bytes(),
+    );
     assert_eq!(d.decision()["reason"], "from -C");
 }
 
@@ -596,14 +728,42 @@ fn usage_errors_print_one_error_line_and_no_decision() {
     let ws = Ws::new();
     let tool = json!({"tool_name": "shell", "tool_input": {}}).to_string();
     let cases: &[(&[&str], &[u8], &str)] = &[
-        (&["agent", "fire", "pretooluse"], tool.as_bytes(), "unknown event \"pretooluse\""),
-        (&["agent", "fire", "PreToolUse"], b"", "cannot read the PreToolUse payload on stdin"),
-        (&["agent", "fire", "PreToolUse"], b"{not json", "cannot read the PreToolUse payload"),
+        (
+            &["agent", "fire", "pretooluse"],
+            tool.as_bytes(),
+            "unknown event \"pretooluse\"",
+        ),
+        (
+            &["agent", "fire", "PreToolUse"],
+            b"",
+            "cannot read the PreToolUse payload on stdin",
+        ),
+        (
+            &["agent", "fire", "PreToolUse"],
+            b"{not json",
+            "cannot read the PreToolUse payload",
+        ),
         (&["agent", "fire", "PreToolUse"], b"[]", "not a JSON object"),
-        (&["agent", "fire", "PreToolUse"], br#"{"tool_input": {}}"#, "tool_name is missing"),
-        (&["agent", "fire", "PostToolUse", "--continuations", "1"], tool.as_bytes(), "--continuations is for Stop only"),
-        (&["agent", "fire", "Stop", "--continuations", "-1"], b"{}", "error:"),
-        (&["agent", "fire", "Stop", "--workspace", "/nonexistent/dir"], b"{}", "not a directory"),
+        (
+            &["agent", "fire", "PreToolUse"],
+            br#"{"tool_input": {}}"#,
+            "tool_name is missing",
+        ),
+        (
+            &["agent", "fire", "PostToolUse", "--continuations", "1"],
+            tool.as_bytes(),
+            "--continuations is for Stop only",
+        ),
+        (
+            &["agent", "fire", "Stop", "--continuations", "-1"],
+            b"{}",
+            "error:",
+        ),
+        (
+            &["agent", "fire", "Stop", "--workspace", "/nonexistent/dir"],
+            b"{}",
+            "not a directory",
+        ),
         (&["agent", "list", "--bogus"], b"", "error:"),
     ];
     for (args, stdin, says) in cases {
@@ -627,7 +787,10 @@ fn the_list_shows_layers_entries_handlers_and_warnings() {
     assert_eq!(v["sources"][0]["state"], "loaded");
     assert_eq!(v["sources"][1]["layer"], "user");
     assert_eq!(v["sources"][1]["path"], ws.user_config().to_str().unwrap());
-    assert_eq!(v["entries"][0]["handlers"][0], json!({"handler": 0, "command": "make lint", "timeout_secs": 30}));
+    assert_eq!(
+        v["entries"][0]["handlers"][0],
+        json!({"handler": 0, "command": "make lint", "timeout_secs": 30})
+    );
     assert_eq!(v["entries"][1]["event"], "Stop");
     assert_eq!(v["entries"][1]["layer"], "user");
     assert_eq!(v["entries"][1]["matcher_ignored"], true);
@@ -646,4 +809,22 @@ fn the_list_shows_layers_entries_handlers_and_warnings() {
     ] {
         assert!(stdout.contains(line), "{line:?} not in\n{stdout}");
     }
+}
+
+#[test]
+fn the_hosts_input_comes_back_exactly() {
+    let ws = Ws::new();
+    ws.project(&pre_entries(&[(None, &sh("0"))]));
+    let input = r#"{"x":0.1,"tiny":3.2783337077954106e-122,"big":12345678901234567890,"neg":-4.4157465289218284e+297,"s":"\u00e9\u0000"}"#;
+    let payload = format!(r#"{{"tool_name": "shell", "tool_input": {input}}}"#);
+    let d = ws.hookq(
+        &["agent", "fire", "PreToolUse", "--trusted"],
+        payload.as_bytes(),
+    );
+    assert_eq!(d.decision()["input_changed"], false);
+    let out = String::from_utf8(d.out.stdout.clone()).unwrap();
+    assert!(
+        out.contains(r#""tool_input":{"big":12345678901234567890,"neg":-4.4157465289218284e+297,"s":"é\u0000","tiny":3.2783337077954106e-122,"x":0.1}"#),
+        "{out}"
+    );
 }

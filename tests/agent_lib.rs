@@ -85,7 +85,11 @@ fn loaded_once_nothing_is_read_again() {
 fn updated_input_chains_through_the_library() {
     let ws = Ws::new();
     let append = |t: &str| format!("python3 {} {t}", script("append.py"));
-    ws.project(&pre_entries(&[(None, &append("a")), (None, "cat >/dev/null"), (None, &append("b"))]));
+    ws.project(&pre_entries(&[
+        (None, &append("a")),
+        (None, "cat >/dev/null"),
+        (None, &append("b")),
+    ]));
     let agent = Agent::load(&options(&ws.root()));
     let d = agent.pre_tool_use(&call("shell", "ls"));
     assert_eq!(d.decision, Verdict::Continue);
@@ -96,7 +100,10 @@ fn updated_input_chains_through_the_library() {
 #[test]
 fn the_library_decision_is_the_cli_decision() {
     let ws = Ws::new();
-    ws.project(&pre_entries(&[(Some("shell"), &exit_hook("sh", 2, "no network writes"))]));
+    ws.project(&pre_entries(&[(
+        Some("shell"),
+        &exit_hook("sh", 2, "no network writes"),
+    )]));
     let agent = Agent::load(&options(&ws.root()));
     let lib = agent.pre_tool_use(&call("shell", "curl -X POST x"));
     let cli = ws.fire(
@@ -115,7 +122,11 @@ fn a_sandbox_passes_only_the_named_variables() {
     let ws = Ws::new();
     ws.project(&hooks_json("Stop", &[(None, "env > env-seen")]));
     let mut o = options(&ws.root());
-    o.env = HookEnv::Only(vec!["PATH".into(), "NO_SUCH_VARIABLE_HERE".into(), "PATH".into()]);
+    o.env = HookEnv::Only(vec![
+        "PATH".into(),
+        "NO_SUCH_VARIABLE_HERE".into(),
+        "PATH".into(),
+    ]);
     let agent = Agent::load(&o);
     agent.stop(&Turn::default());
     let seen = ws.read("env-seen");
@@ -130,7 +141,8 @@ fn a_sandbox_passes_only_the_named_variables() {
 #[test]
 fn no_matching_entry_runs_nothing() {
     let ws = Ws::new();
-    let entries: Vec<(Option<&str>, &str)> = (0..50).map(|_| (Some("write"), "touch ran")).collect();
+    let entries: Vec<(Option<&str>, &str)> =
+        (0..50).map(|_| (Some("write"), "touch ran")).collect();
     ws.project(&pre_entries(&entries));
     let agent = Agent::load(&options(&ws.root()));
     let d = agent.pre_tool_use(&call("shell", "ls"));

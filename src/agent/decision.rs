@@ -527,7 +527,12 @@ mod tests {
     }
 
     fn input() -> Option<Map<String, Value>> {
-        Some(json!({"command": "make check"}).as_object().unwrap().clone())
+        Some(
+            json!({"command": "make check"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        )
     }
 
     fn pre(runs: &[HookRun]) -> Decision {
@@ -566,7 +571,10 @@ mod tests {
             r#"{"hookSpecificOutput": {"permissionDecision": "deny", "reason": "r1"}, "reason": "r2"}"#,
             "",
         )]);
-        assert_eq!((d.decision, d.reason.as_deref()), (Verdict::Deny, Some("r1")));
+        assert_eq!(
+            (d.decision, d.reason.as_deref()),
+            (Verdict::Deny, Some("r1"))
+        );
         let d = pre(&[run(
             Ending::Exited(0),
             r#"{"hookSpecificOutput": {"permissionDecision": "deny"}, "reason": "r2"}"#,
@@ -667,14 +675,22 @@ mod tests {
             d.message.as_deref(),
             Some("tests fail\n\ndocs missing\n\nyou said you would")
         );
-        assert_eq!(fold(Event::Stop, None, &runs, facts(1)).decision, Verdict::Continue);
+        assert_eq!(
+            fold(Event::Stop, None, &runs, facts(1)).decision,
+            Verdict::Continue
+        );
         let wait = fold(Event::Stop, None, &runs, facts(2));
         assert_eq!(wait.decision, Verdict::Wait);
         assert!(wait.notice.unwrap().contains("wake budget"));
         assert!(wait.message.is_some());
         let end = fold(Event::Stop, None, &[], StopFacts::default());
         assert_eq!(end.decision, Verdict::End);
-        let err = fold(Event::Stop, None, &[run(Ending::Exited(3), "", "")], facts(0));
+        let err = fold(
+            Event::Stop,
+            None,
+            &[run(Ending::Exited(3), "", "")],
+            facts(0),
+        );
         assert_eq!(err.decision, Verdict::Error);
         assert!(err.warnings[0].contains("hook error"));
     }

@@ -237,7 +237,12 @@ impl Agent {
             })
     }
 
-    fn run(&self, entry: &Entry, handler: &sources::Handler, payload: &impl serde::Serialize) -> HookRun {
+    fn run(
+        &self,
+        entry: &Entry,
+        handler: &sources::Handler,
+        payload: &impl serde::Serialize,
+    ) -> HookRun {
         self.run_bytes(entry, handler, &to_json(payload))
     }
 

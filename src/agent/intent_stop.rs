@@ -27,8 +27,24 @@ use super::payload::Turn;
 
 /// Words dropped from the start of the sentence before looking for an opener.
 pub const FILLERS: &[&str] = &[
-    "now", "next", "ok", "okay", "alright", "all right", "great", "good", "sure", "first",
-    "then", "so", "right", "perfect", "got it", "understood", "finally", "and",
+    "now",
+    "next",
+    "ok",
+    "okay",
+    "alright",
+    "all right",
+    "great",
+    "good",
+    "sure",
+    "first",
+    "then",
+    "so",
+    "right",
+    "perfect",
+    "got it",
+    "understood",
+    "finally",
+    "and",
 ];
 
 /// First-person future openers: the sentence says what the model will do.
@@ -162,9 +178,7 @@ fn unmark(line: &str) -> &str {
     let mut l = line.trim();
     loop {
         let before = l;
-        l = l
-            .trim_start_matches(['-', '*', '>', '#', '+'])
-            .trim_start();
+        l = l.trim_start_matches(['-', '*', '>', '#', '+']).trim_start();
         let digits = l.len() - l.trim_start_matches(|c: char| c.is_ascii_digit()).len();
         if digits > 0 && l[digits..].starts_with(['.', ')']) {
             l = l[digits + 1..].trim_start();

@@ -110,9 +110,7 @@ impl HostPayload {
                     None | Some(Value::Null) => String::new(),
                     Some(Value::String(s)) => s,
                     Some(_) => {
-                        return Err(BadPayload(
-                            "last_assistant_message is not a string".into(),
-                        ));
+                        return Err(BadPayload("last_assistant_message is not a string".into()));
                     }
                 };
                 Ok(HostPayload::Stop {
@@ -172,10 +170,19 @@ mod tests {
         for (bad, why) in [
             (json!([]), "not a JSON object"),
             (json!({"tool_input": {}}), "tool_name is missing"),
-            (json!({"tool_name": 1, "tool_input": {}}), "tool_name is not a string"),
+            (
+                json!({"tool_name": 1, "tool_input": {}}),
+                "tool_name is not a string",
+            ),
             (json!({"tool_name": "x"}), "tool_input is missing"),
-            (json!({"tool_name": "x", "tool_input": "ls"}), "tool_input is not an object"),
-            (json!({"tool_name": "x", "tool_input": {}, "session_id": 5}), "session_id"),
+            (
+                json!({"tool_name": "x", "tool_input": "ls"}),
+                "tool_input is not an object",
+            ),
+            (
+                json!({"tool_name": "x", "tool_input": {}, "session_id": 5}),
+                "session_id",
+            ),
             (
                 json!({"tool_name": "x", "tool_input": {}, "hook_event_name": "Stop"}),
                 "but the event fired is PreToolUse",

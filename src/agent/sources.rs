@@ -395,7 +395,10 @@ impl Reader<'_> {
     fn handler(&mut self, at: &str, index: usize, value: &Value) -> Option<Handler> {
         let at = format!("{at} handler {index}");
         let Value::Object(handler) = value else {
-            self.warn(format!("{at}: skipped: it is {}, not an object", kind(value)));
+            self.warn(format!(
+                "{at}: skipped: it is {}, not an object",
+                kind(value)
+            ));
             return None;
         };
         match handler.get("type") {
@@ -644,7 +647,11 @@ mod tests {
         let only_wrapped = project(
             r#"{"permissions": {}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "w"}]}]}}"#,
         );
-        assert!(only_wrapped.warnings.is_empty(), "{:?}", only_wrapped.warnings);
+        assert!(
+            only_wrapped.warnings.is_empty(),
+            "{:?}",
+            only_wrapped.warnings
+        );
         assert_eq!(only_wrapped.entries[0].event, Event::Stop);
     }
 

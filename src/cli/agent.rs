@@ -135,9 +135,8 @@ fn fire(ctx: &Ctx, args: FireArgs) -> Result<(), Error> {
             path: "stdin".into(),
             source,
         })?;
-    let value: serde_json::Value = serde_json::from_slice(&input).map_err(|e| {
-        Error::Usage(format!("cannot read the {event} payload on stdin: {e}"))
-    })?;
+    let value: serde_json::Value = serde_json::from_slice(&input)
+        .map_err(|e| Error::Usage(format!("cannot read the {event} payload on stdin: {e}")))?;
     let payload = HostPayload::read(event, value)
         .map_err(|e| Error::Usage(format!("cannot use the {event} payload on stdin: {e}")))?;
     let agent = Agent::load(&opts);
@@ -244,7 +243,11 @@ fn list(ctx: &Ctx, args: ListArgs) -> Result<(), Error> {
     outln!(
         "workspace {} ({})",
         listing.workspace.display(),
-        if listing.trusted { "trusted" } else { "not trusted" }
+        if listing.trusted {
+            "trusted"
+        } else {
+            "not trusted"
+        }
     );
     for s in listing.sources {
         let path = s
@@ -266,13 +269,21 @@ fn list(ctx: &Ctx, args: ListArgs) -> Result<(), Error> {
         if listing.intent_stop { "on" } else { "off" }
     );
     for event in Event::ALL {
-        let entries: Vec<&ListedEntry> = listing.entries.iter().filter(|e| e.event == event).collect();
+        let entries: Vec<&ListedEntry> = listing
+            .entries
+            .iter()
+            .filter(|e| e.event == event)
+            .collect();
         outln!();
         outln!(
             "{event}: {} entr{}{}",
             entries.len(),
             if entries.len() == 1 { "y" } else { "ies" },
-            if event == Event::Stop { " (matchers are ignored)" } else { "" }
+            if event == Event::Stop {
+                " (matchers are ignored)"
+            } else {
+                ""
+            }
         );
         for e in entries {
             let matcher = match (e.matcher, e.matcher_error) {

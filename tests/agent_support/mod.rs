@@ -196,7 +196,8 @@ pub fn hooks_json(event: &str, entries: &[(Option<&str>, &str)]) -> String {
     let list: Vec<Value> = entries
         .iter()
         .map(|(m, c)| {
-            let mut e = serde_json::json!({"hooks": [{"type": "command", "command": c, "timeout": 30}]});
+            let mut e =
+                serde_json::json!({"hooks": [{"type": "command", "command": c, "timeout": 30}]});
             if let Some(m) = m {
                 e["matcher"] = Value::String((*m).to_owned());
             }
