@@ -34,3 +34,8 @@ pub use fire::{Agent, HookEnv, Options, default_user_config};
 pub use matcher::Matcher;
 pub use payload::{HostPayload, ToolCall, Turn};
 pub use sources::{Entry, Handler, Layer, Source, SourceState};
+
+/// The library example of `docs/agent.md` runs as a doctest of this item.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/agent.md")]
+pub struct AgentDocDoctests;
