@@ -7,7 +7,8 @@
 //! default every full run kept in `target/hookq-bench-runs/`), their median and how many met
 //! it; `HOOKQ_BENCH_SCALE=0.1` scales the full sizes; `HOOKQ_BENCH_DIR` picks where the databases
 //! and logs go (default: the system temp dir); `HOOKQ_BENCH_WAIT` is how many seconds a full run
-//! waits after the last one ended (default 360, see [`AFTER_THE_LAST_RUN`]).
+//! waits after the last one ended (default 360, see [`AFTER_THE_LAST_RUN`]). `-- --agent` measures
+//! only the agent tool hook figures (7a-7c), which create few files and so do not wait.
 
 mod harness;
 
@@ -43,6 +44,10 @@ fn main() {
         });
     }
     let sizes = harness::Sizes::from_env(&args);
+    if args.iter().any(|a| a == "--agent") {
+        agent_only(sizes);
+        return;
+    }
     let full = matches!(sizes.mode, harness::sizes::Mode::Full);
     for stale in harness::fixture::stale_roots(&harness::fixture::bench_base()) {
         eprintln!(
@@ -80,6 +85,23 @@ fn main() {
             Err(e) => eprintln!("error: cannot write {}: {e}", kept.display()),
         }
     }
+}
+
+/// Figures 7a-7c alone, as a table of their own.
+fn agent_only(sizes: harness::Sizes) {
+    let start = std::time::Instant::now();
+    let load_start = harness::report::loadavg();
+    let root = harness::fixture::bench_root();
+    let measured = harness::agent::measure(root.path(), &sizes);
+    let report = harness::report::Report {
+        machine: harness::report::Machine::detect(root.path()),
+        sizes,
+        elapsed_secs: start.elapsed().as_secs_f64(),
+        loadavg: (load_start, harness::report::loadavg()),
+        after_last_run_secs: None,
+        rows: harness::agent::rows(&measured),
+    };
+    print!("{}", report.table());
 }
 
 /// The comparison table of `files`, or of every run kept in `target/hookq-bench-runs/` when
