@@ -9,6 +9,8 @@
 //! and shows the log files and history it left. The workspace is removed at the end unless
 //! `KEEP=1` is set, so you can look at it with the `hookq` CLI afterwards.
 
+mod agent;
+
 use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -204,6 +206,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     println!();
     println!("Next: `hookq init` in a repository, set [hooks] in .radian/arc/config.toml, and run");
     println!("`hookq run` from cron or `hookq hub` as a service. The README explains each step.");
+    agent::tour(&root)?;
     drop(scratch);
     Ok(())
 }
