@@ -479,7 +479,22 @@ fn connect(path: &Path, opts: StoreOptions) -> Result<Connection, StoreError> {
     if pages == 0 {
         c.execute_batch(&format!("PRAGMA page_size={PAGE_SIZE}"))?;
     }
-    let mode: String = c.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    // Switching a new database to WAL takes an exclusive lock, and SQLite answers "busy" at once,
+    // without its busy handler, when another connection is switching the same new file too
+    // (two processes creating the database together): the switch is tried again until the
+    // busy timeout runs out. Once the file is in WAL mode the pragma takes no lock.
+    let deadline = Instant::now() + opts.busy_timeout;
+    let mode: String = loop {
+        match c.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)) {
+            Err(e)
+                if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(BEGIN_POLL);
+            }
+            other => break other?,
+        }
+    };
     expect("journal_mode", "wal".into(), mode.to_lowercase())?;
     set_pragma(&c, "foreign_keys", "ON", 1)?;
     // A statement that changes many rows inside a bigger transaction keeps the pages it changes
@@ -1565,6 +1580,51 @@ mod tests {
         assert_eq!(store.applied_version().unwrap(), Some(schema_version()));
         assert_eq!(recorded_version(&path), Some(schema_version()));
         assert_eq!(store.stats().unwrap().tasks, 0);
+    }
+
+    #[test]
+    fn stores_creating_one_database_at_once_all_open_it_whole() {
+        use crate::queue::ids::{PlanId, TaskId};
+        use crate::queue::phase::Phase;
+        use crate::queue::record;
+        // Eight stores create each of forty new databases together. Two things collide there:
+        // switching the new file to WAL, which SQLite refuses at once rather than waiting, and
+        // the migration, which a store may find missing and then run after another store ran
+        // it (it fails, rolls back and finds the schema current). Each happens in some of the
+        // rounds, not in every one: the forty make both all but certain in every run.
+        const STORES: usize = 8;
+        let dir = tempfile::tempdir().unwrap();
+        for round in 0..40 {
+            let path = dir.path().join(format!("arc{round}.db"));
+            let barrier = std::sync::Barrier::new(STORES);
+            std::thread::scope(|scope| {
+                let opened: Vec<_> = (0..STORES)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            barrier.wait();
+                            Store::open(&path).map(drop)
+                        })
+                    })
+                    .collect();
+                for o in opened {
+                    if let Err(e) = o.join().unwrap() {
+                        panic!("round {round}: {e}");
+                    }
+                }
+            });
+            assert_eq!(recorded_version(&path), Some(schema_version()));
+        }
+        let mut store = Store::open(&dir.path().join("arc0.db")).unwrap();
+        store
+            .write(|tx| {
+                let failed = Phase::new("failed.x").unwrap();
+                let (a, p) = (TaskId::new("a").unwrap(), PlanId::new("p").unwrap());
+                record::add_task(tx, &a, &p, &failed)
+            })
+            .unwrap();
+        assert_eq!(clear_everything(&mut store), 1);
+        assert_eq!(store.stats().unwrap().tasks, 1);
+        assert_eq!(store.integrity_check().unwrap(), "ok");
     }
 
     #[test]
