@@ -155,10 +155,3 @@ WHEN NEW.id IS NOT OLD.id AND EXISTS (SELECT 1 FROM pending_hooks WHERE task = O
 BEGIN
     SELECT RAISE(ABORT, 'the task has pending hook points; drop or run them first');
 END;
-
--- Code from before V8 counts every point it records or clears under kind 'pending'.
-CREATE TRIGGER queue_counts_pending_retired BEFORE INSERT ON queue_counts
-WHEN NEW.kind = 'pending'
-BEGIN
-    SELECT RAISE(ABORT, 'this process runs hookq code older than the database (schema V8): restart it');
-END;

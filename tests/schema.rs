@@ -199,19 +199,19 @@ fn a_fresh_database_has_the_schema_the_fixture_records() {
     }
     let recorded = std::fs::read_to_string(fixture()).unwrap();
     if recorded != dumped {
-        let diff: Vec<String> = recorded
-            .lines()
-            .zip(dumped.lines())
-            .enumerate()
-            .filter(|(_, (r, d))| r != d)
-            .map(|(i, (r, d))| format!("line {}:\n  fixture: {r}\n  fresh:   {d}", i + 1))
-            .collect();
+        let only = |a: &str, b: &str| -> Vec<String> {
+            let b: std::collections::HashSet<&str> = b.lines().collect();
+            a.lines()
+                .filter(|l| !b.contains(l))
+                .map(|l| format!("  {l}"))
+                .collect()
+        };
         panic!(
-            "the fresh schema differs from {} ({} lines against {}):\n{}",
+            "the fresh schema differs from {}; bless it if the change is meant (see the top of \
+             tests/schema.rs).\nonly in the fixture:\n{}\nonly in the fresh database:\n{}",
             fixture().display(),
-            recorded.lines().count(),
-            dumped.lines().count(),
-            diff.join("\n")
+            only(&recorded, &dumped).join("\n"),
+            only(&dumped, &recorded).join("\n"),
         );
     }
 }
