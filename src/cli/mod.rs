@@ -2,8 +2,10 @@
 
 mod app;
 mod check;
+mod completions;
 mod hub;
 mod init;
+mod man;
 mod output;
 mod plan;
 mod queue;
