@@ -3,8 +3,10 @@
 mod agent;
 mod app;
 mod check;
+mod completions;
 mod hub;
 mod init;
+mod man;
 mod output;
 mod plan;
 mod queue;

@@ -538,7 +538,7 @@ impl<'a> Drainer<'a> {
         // The config as it is at the moment this point runs.
         let cfg = self.config()?;
         // No path of hookq's records a point for a missing task, and a task with a pending
-        // point cannot be deleted (migration V7): only SQL written by hand gets here.
+        // point cannot be deleted (a trigger refuses it): only SQL written by hand gets here.
         let (Some(plan), Some(attempt)) = (entry.plan.clone(), entry.attempt) else {
             return self.park(store, entry, report, "the task does not exist", "");
         };
