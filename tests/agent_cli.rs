@@ -194,7 +194,7 @@ fn exit_two_reasons_default_and_cap() {
     let d = ws.pre("shell", &[]);
     let reason = d.decision()["reason"].as_str().unwrap();
     assert!(
-        reason.starts_with("denied by the PreToolUse hook project PreToolUse entry 0"),
+        reason.starts_with("denied by project PreToolUse entry 0 handler 0 (`sh "),
         "{reason}"
     );
     assert!(reason.contains("gave no reason"), "{reason}");
@@ -345,6 +345,16 @@ fn missing_unreadable_and_unparsable_files() {
         assert!(w[0].contains("hooks.json: ") && w[0].contains(why), "{w:?}");
         assert_eq!(ws.read("hook-log"), "user\n");
     }
+
+    // An unreadable user config (a directory) warns once, and the project layer still loads.
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.user_config()).unwrap();
+    ws.project(&pre_entries(&[(None, "echo project >> hook-log")]));
+    let d = ws.pre("shell", &[]);
+    let w = d.warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("config.toml: cannot read"), "{w:?}");
+    assert_eq!(ws.read("hook-log"), "project\n");
 
     // An unparsable user config warns once and loads nothing from it.
     let ws = Ws::new();

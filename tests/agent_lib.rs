@@ -151,3 +151,23 @@ fn no_matching_entry_runs_nothing() {
     assert!(!ws.root().join("ran").exists());
     assert_eq!(agent.entries().len(), 50);
 }
+
+#[test]
+fn an_agent_can_be_shared_between_threads() {
+    fn shared<T: Send + Sync>(_: &T) {}
+    let ws = Ws::new();
+    ws.project(&pre_entries(&[(
+        Some("shell"),
+        &exit_hook("sh", 2, "denied"),
+    )]));
+    let agent = Agent::load(&options(&ws.root()));
+    shared(&agent);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| agent.pre_tool_use(&call("shell", "ls")).decision))
+            .collect();
+        for h in handles {
+            assert_eq!(h.join().unwrap(), Verdict::Deny);
+        }
+    });
+}

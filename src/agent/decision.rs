@@ -337,7 +337,7 @@ impl Fold {
                 let consequence = match event {
                     Event::PreToolUse => "the call is denied and the turn ends",
                     Event::PostToolUse => "the turn ends",
-                    Event::Stop => "the turn ends",
+                    Event::Stop => "the turn ends with this warning",
                 };
                 let reason = format!("hook error: {}: {why}; {consequence}", who());
                 self.warnings.push(reason.clone());
@@ -456,7 +456,7 @@ pub fn fold(
 }
 
 fn default_deny(who: &str) -> String {
-    format!("denied by the PreToolUse hook {who}, which gave no reason")
+    format!("denied by {who}, which gave no reason")
 }
 
 /// A hook's bytes as text for the host: invalid UTF-8 and control characters (but newlines and

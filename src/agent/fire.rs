@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::decision::{Decision, Flow, Fold, HookRun, StopFacts};
 use super::event::Event;
@@ -94,7 +94,8 @@ impl Agent {
                 let mut env = Environ::new();
                 let mut seen = Vec::new();
                 for name in names {
-                    if seen.contains(&name) {
+                    // No variable has such a name, and the environment lookup must not see one.
+                    if name.is_empty() || name.contains(['=', '\0']) || seen.contains(&name) {
                         continue;
                     }
                     seen.push(name);
@@ -297,12 +298,4 @@ impl Agent {
 fn to_json(payload: &impl serde::Serialize) -> Vec<u8> {
     // Maps with string keys and plain values always serialise.
     serde_json::to_vec(payload).unwrap_or_else(|_| b"{}".to_vec())
-}
-
-/// An object from a JSON value, for hosts that hold tool input as a [`Value`].
-pub fn object(value: Value) -> Option<Map<String, Value>> {
-    match value {
-        Value::Object(m) => Some(m),
-        _ => None,
-    }
 }
