@@ -87,10 +87,13 @@ pub(super) fn run(ctx: &Ctx, command: Command) -> Result<(), Error> {
 }
 
 fn options(ctx: &Ctx, load: &Load) -> Result<Options, Error> {
-    let workspace = load.workspace.as_deref().unwrap_or(ctx.start());
+    let (workspace, named_by) = match &load.workspace {
+        Some(dir) => (dir.as_path(), "--workspace"),
+        None => (ctx.start(), "the workspace"),
+    };
     if !workspace.is_dir() {
         return Err(Error::Usage(format!(
-            "--workspace {}: not a directory",
+            "{named_by} {}: not a directory",
             workspace.display()
         )));
     }
