@@ -676,7 +676,7 @@ mod tests {
     }
 
     #[test]
-    fn the_user_layer_reads_the_seed_shape_and_ignores_other_tables() {
+    fn the_user_layer_reads_the_documented_shape_and_ignores_other_tables() {
         let h = user(
             r#"
 model = "x"
