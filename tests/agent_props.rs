@@ -10,7 +10,7 @@ use std::time::Duration;
 use hookq::agent::{
     Agent, Decision, Event, HookRun, Layer, Options, StopFacts, ToolCall, Verdict, fold,
 };
-use hookq::exec::Ending;
+use hookq::exec::{Collected, Ending};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -84,12 +84,14 @@ fn run() -> impl Strategy<Value = HookRun> {
                 handler: 0,
                 command: "hook".into(),
                 timeout: Duration::from_secs(1),
-                ending,
-                duration: Duration::from_millis(1),
-                stdout,
-                stderr,
-                stdout_truncated: so,
-                stderr_truncated: se,
+                collected: Collected {
+                    ending,
+                    duration: Duration::from_millis(1),
+                    stdout,
+                    stderr,
+                    stdout_truncated: so,
+                    stderr_truncated: se,
+                },
             }
         })
 }
@@ -106,10 +108,10 @@ fn event() -> impl Strategy<Value = Event> {
 fn holds(event: Event, runs: &[HookRun], d: &Decision) {
     let ran = &runs[..d.hooks.len()];
     assert!(d.hooks.len() <= runs.len());
-    let failed = ran.iter().any(|r| r.ending != Ending::Exited(0));
+    let failed = ran.iter().any(|r| r.collected.ending != Ending::Exited(0));
     let hard = ran
         .iter()
-        .any(|r| !matches!(r.ending, Ending::Exited(0 | 2)));
+        .any(|r| !matches!(r.collected.ending, Ending::Exited(0 | 2)));
     match event {
         Event::PreToolUse | Event::PostToolUse => {
             if failed {
@@ -127,7 +129,7 @@ fn holds(event: Event, runs: &[HookRun], d: &Decision) {
     }
     // Only PreToolUse reads stdout, and only an exit-0 hook's; elsewhere it never shows.
     let reads_stdout =
-        event == Event::PreToolUse && ran.iter().any(|r| r.ending == Ending::Exited(0));
+        event == Event::PreToolUse && ran.iter().any(|r| r.collected.ending == Ending::Exited(0));
     let text = serde_json::to_string(d).unwrap();
     if !reads_stdout {
         assert!(!text.contains(MARK), "{text}");

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::event::Event;
-use super::sources::Layer;
-use crate::exec::{Ending, describe};
+use super::sources::{Layer, kind};
+use crate::exec::{Collected, Ending, describe};
 
 /// The most characters of a reason, feedback or message taken from one hook.
 pub const REASON_CAP: usize = 2000;
@@ -101,18 +101,8 @@ pub struct HookRun {
     pub command: String,
     /// Its timeout, for messages.
     pub timeout: Duration,
-    /// How it ended.
-    pub ending: Ending,
-    /// Wall time.
-    pub duration: Duration,
-    /// Stdout, at most the cap.
-    pub stdout: Vec<u8>,
-    /// Stderr, at most the cap.
-    pub stderr: Vec<u8>,
-    /// Whether stdout went past the cap.
-    pub stdout_truncated: bool,
-    /// Whether stderr went past the cap.
-    pub stderr_truncated: bool,
+    /// How it ended and what it printed, as the executor collected it.
+    pub collected: Collected,
 }
 
 /// How a hook ended and what it asked for.
@@ -154,16 +144,17 @@ pub enum Failure {
 impl Outcome {
     /// Reads what `run` did, for `event`.
     pub fn read(event: Event, run: &HookRun) -> Outcome {
-        match run.ending {
+        let c = &run.collected;
+        match c.ending {
             Ending::Exited(0) if event == Event::PreToolUse => {
-                if run.stdout_truncated {
+                if c.stdout_truncated {
                     Outcome::Failed(Failure::StdoutTruncated)
                 } else {
-                    read_reply(&run.stdout)
+                    read_reply(&c.stdout)
                 }
             }
             Ending::Exited(0) => Outcome::Replied(Reply::default()),
-            Ending::Exited(2) => Outcome::Blocked(text(&run.stderr)),
+            Ending::Exited(2) => Outcome::Blocked(text(&c.stderr)),
             other => Outcome::Failed(Failure::Ended(other)),
         }
     }
@@ -304,12 +295,12 @@ impl Fold {
             entry: run.entry,
             handler: run.handler,
             command: run.command.clone(),
-            ending: describe(run.ending),
-            duration_ms: u64::try_from(run.duration.as_millis()).unwrap_or(u64::MAX),
+            ending: describe(run.collected.ending),
+            duration_ms: u64::try_from(run.collected.duration.as_millis()).unwrap_or(u64::MAX),
         });
         for (truncated, stream) in [
-            (run.stdout_truncated, "stdout"),
-            (run.stderr_truncated, "stderr"),
+            (run.collected.stdout_truncated, "stdout"),
+            (run.collected.stderr_truncated, "stderr"),
         ] {
             if truncated {
                 self.warnings.push(format!(
@@ -324,7 +315,7 @@ impl Fold {
                     Failure::Ended(Ending::TimedOut { .. }) => format!(
                         "ran past its {} s timeout: {}",
                         run.timeout.as_secs(),
-                        describe(run.ending)
+                        describe(run.collected.ending)
                     ),
                     Failure::Ended(e) => describe(e),
                     Failure::StdoutTruncated => {
@@ -494,17 +485,6 @@ fn short(s: &str) -> String {
     }
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -517,12 +497,14 @@ mod tests {
             handler: 0,
             command: "hook".into(),
             timeout: Duration::from_secs(5),
-            ending,
-            duration: Duration::from_millis(3),
-            stdout: stdout.as_bytes().to_vec(),
-            stderr: stderr.as_bytes().to_vec(),
-            stdout_truncated: false,
-            stderr_truncated: false,
+            collected: Collected {
+                ending,
+                duration: Duration::from_millis(3),
+                stdout: stdout.as_bytes().to_vec(),
+                stderr: stderr.as_bytes().to_vec(),
+                stdout_truncated: false,
+                stderr_truncated: false,
+            },
         }
     }
 

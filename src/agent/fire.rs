@@ -12,7 +12,7 @@ use super::event::Event;
 use super::intent_stop;
 use super::payload::{StopPayload, ToolCall, ToolPayload, Turn};
 use super::sources::{self, Entry, Hooks, Source};
-use crate::exec::{self, Ending, Environ, Input, Job, Program, Stop};
+use crate::exec::{self, Collected, Ending, Environ, Input, Job, Program, Stop};
 
 /// The most bytes kept of each of a hook's stdout and stderr.
 pub const MAX_OUTPUT: usize = 1 << 20;
@@ -258,40 +258,32 @@ impl Agent {
             max_output: MAX_OUTPUT,
             echo: false,
         };
-        let mut run = HookRun {
+        let collected = exec::collect(&job, &Stop::new()).unwrap_or_else(|e| {
+            // No pipe or no poll: the hook could not be run as it must be, which fails closed
+            // like a hook that could not start.
+            tracing::debug!("cannot run hook `{}`: {e}", handler.command);
+            let errno = match &e {
+                exec::ExecError::Os(io) | exec::ExecError::Log { source: io, .. } => {
+                    io.raw_os_error().unwrap_or(-1)
+                }
+            };
+            Collected {
+                ending: Ending::SpawnFailed(errno),
+                duration: Duration::ZERO,
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+                stdout_truncated: false,
+                stderr_truncated: false,
+            }
+        });
+        HookRun {
             layer: entry.layer,
             entry: entry.index,
             handler: handler.index,
             command: handler.command.clone(),
             timeout: handler.timeout,
-            ending: Ending::SpawnFailed(-1),
-            duration: Duration::ZERO,
-            stdout: Vec::new(),
-            stderr: Vec::new(),
-            stdout_truncated: false,
-            stderr_truncated: false,
-        };
-        match exec::collect(&job, &Stop::new()) {
-            Ok(c) => {
-                run.ending = c.ending;
-                run.duration = c.duration;
-                run.stdout = c.stdout;
-                run.stderr = c.stderr;
-                run.stdout_truncated = c.stdout_truncated;
-                run.stderr_truncated = c.stderr_truncated;
-            }
-            // No pipe or no poll: the hook could not be run as it must be, which fails closed
-            // like a hook that could not start.
-            Err(e) => {
-                tracing::warn!("cannot run hook `{}`: {e}", handler.command);
-                run.ending = Ending::SpawnFailed(match &e {
-                    exec::ExecError::Os(io) | exec::ExecError::Log { source: io, .. } => {
-                        io.raw_os_error().unwrap_or(-1)
-                    }
-                });
-            }
+            collected,
         }
-        run
     }
 }
 

@@ -515,7 +515,7 @@ fn timeout(value: Option<&Value>) -> Result<Duration, String> {
 }
 
 /// What kind of JSON value this is, for messages.
-fn kind(v: &Value) -> &'static str {
+pub(super) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
