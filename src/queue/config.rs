@@ -1,4 +1,4 @@
-//! `config.toml` (SPEC §6): parsed from spans so every error names the file, the line and the key.
+//! `config.toml`: parsed from spans so every error names the file, the line and the key.
 //!
 //! `[repository]`, `[integration]` and `[gate]` are shared with the arc task runner, which keeps
 //! keys of its own there, so unknown keys in them are ignored; the keys hookq reads are checked.
@@ -448,7 +448,7 @@ impl<'a> Parser<'a> {
             ));
         };
         if items.len() > MAX_COMMANDS {
-            // Each command's log is `<point>-NN.log`, NN two digits (SPEC §5).
+            // Each command's log is `<point>-NN.log`, NN two digits.
             return Err(self.err(
                 Some(v.span()),
                 Some(&key),
