@@ -661,7 +661,7 @@ pub fn initial_config(remote: &str, main_branch: &str) -> String {
     );
     let (main_branch, remote_toml) = (toml_quote(main_branch), toml_quote(remote));
     format!(
-        r#"# hookq / arc configuration. See the README for every key.
+        r#"# hookq / arc configuration: every key is described in hookq's docs/queue.md.
 
 [repository]
 main_branch = {main_branch}
