@@ -133,8 +133,8 @@ fn target_dir() -> PathBuf {
 /// Waits until [`AFTER_THE_LAST_RUN`] has passed since the last full run wrote `json`, which it
 /// does right after removing its files.
 fn wait_for_the_last_run(json: &Path) {
-    // A smoke run removes a few hundred files: only a full run's end counts (smoke runs before
-    // session 16 wrote their JSON here too).
+    // A smoke run removes a few hundred files: only a full run's end counts, so a smoke run's
+    // JSON found here does not start the wait.
     let full = std::fs::read_to_string(json)
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())

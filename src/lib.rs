@@ -41,7 +41,7 @@ pub use queue::{
 /// The SQLite binding hookq's API speaks, re-exported so a host uses the very same version.
 pub use rusqlite;
 
-/// The README's Rust example (embedding the library) runs as a doctest of this item.
+/// The embedding example of docs/embedding.md runs as a doctest of this item.
 #[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+#[doc = include_str!("../docs/embedding.md")]
+pub struct EmbeddingDoctests;

@@ -1,4 +1,4 @@
-//! `runner.lock`: only its holder runs hooks (SPEC §4).
+//! `runner.lock`: only its holder runs hooks.
 //!
 //! An exclusive advisory lock (`flock`) on a file that is never deleted. The holder writes its
 //! pid and start time into the file so `queue` can name it; reading that never takes the lock.

@@ -1,4 +1,4 @@
-//! Recording transitions and their hook points inside the caller's transaction (SPEC §3).
+//! Recording transitions and their hook points inside the caller's transaction.
 //!
 //! Every function here takes a [`rusqlite::Transaction`] and never commits it: a host that owns
 //! its transaction (the arc runner) records its phase changes and their points next to its own

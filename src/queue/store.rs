@@ -34,7 +34,7 @@ pub const DRAIN_CACHE_SIZE: i64 = -1024;
 /// A durable commit writes every page it changed to the WAL, whole, and syncs it; a transition
 /// that records a point changes three pages (the task's, the point's and the state's), so with
 /// 4 KiB pages it writes 12 KiB for about 200 bytes of rows. Interleaved with a bare one-row
-/// commit at 4 KiB pages (BENCHMARKS.md, figure 1; three runs each), such a transition ran at
+/// commit at 4 KiB pages (the bench's durable-commit floor; three runs each), such a transition ran at
 /// 0.75-0.79x the bare commit's rate with 4 KiB pages, 0.81-0.84x with 2 KiB and 0.86-0.90x with
 /// 1 KiB. Smaller pages cost the big transactions: `plan cancel` of 10,000 tasks writes the
 /// same bytes in more WAL frames, each with its own `pwrite` calls, and took 44-46 ms with 2 KiB

@@ -778,7 +778,7 @@ pub fn stress() -> bool {
 }
 
 /// Prints a guarantee test's figures and writes them to `target/hookq-guarantees/<name>.json`,
-/// where the README's figures come from.
+/// where the figures in docs/guarantees.md come from.
 pub fn figures(name: &str, value: serde_json::Value) {
     println!("figures {name}: {value}");
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/hookq-guarantees");
