@@ -1,7 +1,8 @@
 //! The documents stay true to the code: README.md's quick start; the code fences of every page
-//! (only docs/embedding.md's example is Rust, and it runs as a doctest); every subcommand and
-//! flag; every example command line; every config key; every `ARC_*` variable and stripped git
-//! variable; the exit codes; and no page narrating how the project was made.
+//! (only docs/embedding.md's and docs/agent.md's examples are Rust, and they run as doctests);
+//! every subcommand and flag; every example command line; every config key; every `ARC_*`
+//! variable and stripped git variable; the exit codes; and no page narrating how the project was
+//! made.
 //!
 //! The pages are README.md and every `docs/*.md`, read when the test runs, so a page another
 //! model adds is checked as soon as it exists.
@@ -116,26 +117,32 @@ fn the_readme_leads_to_every_page() {
 
 #[test]
 fn only_the_embedding_example_is_rust() {
-    // rustdoc compiles ```rust and unlabelled fences, and indented blocks, of the page it
-    // includes (docs/embedding.md); a Rust block anywhere else would never be compiled.
+    // rustdoc compiles ```rust and unlabelled fences, and indented blocks, of the pages the
+    // crate includes (docs/embedding.md, and docs/agent.md from `hookq::agent`); a Rust block
+    // anywhere else would never be compiled.
     let allowed = ["sh", "toml", "text", "json"];
+    let doctested = ["docs/embedding.md", "docs/agent.md"];
     for p in pages() {
         let fences = fences(&p.text);
-        let embedding = p.name == "docs/embedding.md";
+        let compiled = doctested.contains(&p.name.as_str());
         for (info, body) in &fences {
             assert!(
-                allowed.contains(&info.as_str()) || (embedding && info == "rust"),
+                allowed.contains(&info.as_str()) || (compiled && info == "rust"),
                 "{}: a ```{info} fence (use one of {allowed:?}):\n{body}",
                 p.name
             );
         }
-        if !embedding {
+        if !compiled {
             continue;
         }
         let rust: Vec<_> = fences.iter().filter(|(i, _)| i == "rust").collect();
         assert_eq!(rust.len(), 1, "exactly one ```rust block: the doctest");
-        assert!(rust[0].1.contains("store.transaction()"));
-        assert!(rust[0].1.contains("tx.rollback()"));
+        if p.name == "docs/embedding.md" {
+            assert!(rust[0].1.contains("store.transaction()"));
+            assert!(rust[0].1.contains("tx.rollback()"));
+        } else {
+            assert!(rust[0].1.contains("Agent::load"));
+        }
         // No indented code block (rustdoc would compile it): no line indented by 4+ spaces
         // outside fences.
         let mut in_fence = false;
