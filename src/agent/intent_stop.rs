@@ -14,8 +14,10 @@
 //! 4. Leading fillers are dropped ("Now,", "Next,", "OK,", "First,", "Then", "So", …, see
 //!    [`FILLERS`]). The sentence announces when it then starts with a first-person future
 //!    opener ("I'll", "I will", "I'm going to", "Let me", "Let's", "I need to", "Time to", …,
-//!    see [`OPENERS`]) or has one opening a later clause (after a comma, semicolon, colon or
-//!    dash, or after "and", "so", "then" or "now": ", so I'll open it"); or when it starts with an `-ing`
+//!    see [`OPENERS`]; adverbs such as "also", "now" and "still" may stand inside: "I'm also
+//!    going to", [`ADVERBS`]) or has one opening a later clause (after a comma, semicolon, colon
+//!    or dash, or after "and", "so", "then" or "now": ", so I'll open it"), unless a verb of
+//!    speech follows it ("Let me summarize: …", [`SPEECH`]); or when it starts with an `-ing`
 //!    verb and ends with "now" or "next" ("Running the tests now."); or when the message ends
 //!    with a colon and nothing after it ("Here is the plan:").
 //! 5. Anything else reports, asks or concludes: quiet.
@@ -93,6 +95,22 @@ pub const HAND_BACK: &[&str] = &[
     "your call",
 ];
 
+/// Adverbs skipped between a subject and its verb.
+pub const ADVERBS: &[&str] = &["also", "now", "still", "just", "quickly", "actually"];
+
+/// Verbs of speech: an opener followed by one of them ("Let me summarize: …", "I'll explain
+/// why") delivers what it announces in the same message.
+pub const SPEECH: &[&str] = &[
+    "summarize",
+    "summarise",
+    "recap",
+    "explain",
+    "clarify",
+    "note",
+    "point",
+    "say",
+];
+
 /// `-ing` words that are not verbs, so "Everything is working now." reports.
 const NOT_VERBS: &[&str] = &["everything", "nothing", "something", "anything", "during"];
 
@@ -129,9 +147,14 @@ pub fn announced(message: &str) -> Option<String> {
         return None;
     }
     let core = drop_fillers(&lower);
-    let opens = OPENERS
-        .iter()
-        .any(|o| core.starts_with(o) || lower.starts_with(o) || opens_a_clause(&lower, o));
+    let opens = [lower.as_str(), core]
+        .into_iter()
+        .chain(
+            [without_adverbs(&lower), without_adverbs(core)]
+                .iter()
+                .map(String::as_str),
+        )
+        .any(opens);
     let first = core.split_whitespace().next().unwrap_or("");
     let first = first.trim_matches(|c: char| !c.is_alphanumeric());
     let tail = lower.trim_end_matches(['.', '!', '…', ' ']);
@@ -143,17 +166,33 @@ pub fn announced(message: &str) -> Option<String> {
     (opens || doing_now || dangling_colon).then(|| sentence.to_owned())
 }
 
-/// Whether `opener` starts a clause of `lower` after its first word: after a comma, semicolon,
-/// colon or dash, or after "and", "so", "then" or "now" ("…, so I'll open that file").
-fn opens_a_clause(lower: &str, opener: &str) -> bool {
-    lower.match_indices(opener).any(|(at, _)| {
-        let before = lower[..at].trim_end();
-        before.ends_with([',', ';', ':', '\u{2014}', '-'])
-            || matches!(
-                before.split_whitespace().next_back(),
-                Some("and" | "so" | "then" | "now")
-            )
+/// Whether `text` announces: it starts with an opener, or an opener starts one of its later
+/// clauses (after a comma, semicolon, colon or dash, or after "and", "so", "then" or "now"), and
+/// what follows the opener is not a verb of speech ("Let me explain: …" delivers what it says).
+fn opens(text: &str) -> bool {
+    OPENERS.iter().any(|opener| {
+        text.match_indices(opener).any(|(at, _)| {
+            let before = text[..at].trim_end();
+            let starts_clause = before.is_empty()
+                || before.ends_with([',', ';', ':', '\u{2014}', '-'])
+                || matches!(
+                    before.split_whitespace().next_back(),
+                    Some("and" | "so" | "then" | "now")
+                );
+            let next = text[at + opener.len()..].split_whitespace().next();
+            let next = next.map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()));
+            starts_clause && !next.is_some_and(|w| SPEECH.contains(&w))
+        })
     })
+}
+
+/// `text` without the adverbs that may stand between a subject and its verb ("I'm also going
+/// to", "I'll now run", "I still need to").
+fn without_adverbs(text: &str) -> String {
+    text.split(' ')
+        .filter(|w| !ADVERBS.contains(w))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The message without the fenced code blocks it ends with, and whether there were any.
