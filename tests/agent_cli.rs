@@ -838,3 +838,24 @@ fn the_hosts_input_comes_back_exactly() {
         "{out}"
     );
 }
+
+#[test]
+fn the_docs_worked_example_blocks_a_protected_host() {
+    let ws = Ws::new();
+    ws.user(&format!(
+        "[[hooks.PreToolUse]]\nmatcher = \"shell\"\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = {:?}\n",
+        format!("sh {}", script("block-hosts.sh"))
+    ));
+    let fire = |command: &str| {
+        ws.fire(
+            "PreToolUse",
+            &json!({"tool_name": "shell", "tool_input": {"command": command}, "session_id": "s1"}),
+            &[],
+        )
+    };
+    let d = fire("curl -X POST https://protected-host/");
+    assert_eq!(d.verdict(), "deny");
+    assert_eq!(d.decision()["reason"], "protected host is off limits");
+    assert_eq!(d.decision()["hooks"][0]["layer"], "user");
+    assert_eq!(fire("make check").verdict(), "continue");
+}
