@@ -7,7 +7,9 @@
 //! default every full run kept in `target/hookq-bench-runs/`), their median and how many met
 //! it; `HOOKQ_BENCH_SCALE=0.1` scales the full sizes; `HOOKQ_BENCH_DIR` picks where the databases
 //! and logs go (default: the system temp dir); `HOOKQ_BENCH_WAIT` is how many seconds a full run
-//! waits after the last one ended (default 360, see [`AFTER_THE_LAST_RUN`]).
+//! waits after the last one ended (default 360, see [`AFTER_THE_LAST_RUN`]). `-- --agent` measures
+//! only the agent tool hook figures (7a-7c), which create few files and so do not wait;
+//! `-- --lifecycle` only the worktree lifecycle figures (L1, L2, `harness/lifecycle.rs`).
 
 mod harness;
 
@@ -47,6 +49,10 @@ fn main() {
         });
     }
     let sizes = harness::Sizes::from_env(&args);
+    if args.iter().any(|a| a == "--agent") {
+        agent_only(sizes);
+        return;
+    }
     let full = matches!(sizes.mode, harness::sizes::Mode::Full);
     for stale in harness::fixture::stale_roots(&harness::fixture::bench_base()) {
         eprintln!(
@@ -86,6 +92,23 @@ fn main() {
     }
 }
 
+/// Figures 7a-7c alone, as a table of their own.
+fn agent_only(sizes: harness::Sizes) {
+    let start = std::time::Instant::now();
+    let load_start = harness::report::loadavg();
+    let root = harness::fixture::bench_root();
+    let measured = harness::agent::measure(root.path(), &sizes);
+    let report = harness::report::Report {
+        machine: harness::report::Machine::detect(root.path()),
+        sizes,
+        elapsed_secs: start.elapsed().as_secs_f64(),
+        loadavg: (load_start, harness::report::loadavg()),
+        after_last_run_secs: None,
+        rows: harness::agent::rows(&measured),
+    };
+    print!("{}", report.table());
+}
+
 /// The comparison table of `files`, or of every run kept in `target/hookq-bench-runs/` when
 /// none is named.
 fn compare(files: Vec<PathBuf>) -> Result<String, String> {
@@ -115,8 +138,8 @@ fn target_dir() -> PathBuf {
 /// Waits until [`AFTER_THE_LAST_RUN`] has passed since the last full run wrote `json`, which it
 /// does right after removing its files.
 fn wait_for_the_last_run(json: &Path) {
-    // A smoke run removes a few hundred files: only a full run's end counts (smoke runs before
-    // session 16 wrote their JSON here too).
+    // A smoke run removes a few hundred files: only a full run's end counts, so a smoke run's
+    // JSON found here does not start the wait.
     let full = std::fs::read_to_string(json)
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())

@@ -11,7 +11,7 @@ use crate::queue::hub::HubError;
 use crate::queue::lock::LockError;
 use crate::queue::store::StoreError;
 
-/// Exit codes, as the README documents them.
+/// Exit codes, as `docs/exit-codes.md` documents them.
 pub mod code {
     /// Success (also when hooks failed: hooks never fail the command that ran them).
     pub const OK: u8 = 0;

@@ -2,6 +2,8 @@
 //!
 //! - [`queue`]: arc's durable hook queue. A task's phase change and the hook points it triggers
 //!   are written in one SQLite transaction; a worker holding `runner.lock` drains them.
+//! - [`agent`]: agent tool hooks. A host asks before a tool runs, after it ran and when a turn
+//!   ends, and gets a decision back at once.
 //! - [`exec`]: the shared floor that runs every model's commands: process groups, timeouts,
 //!   stdin, capped output.
 //! - [`lifecycle`]: hooks around creating and removing git worktrees across a workspace's
@@ -27,6 +29,7 @@ macro_rules! errln {
     }};
 }
 
+pub mod agent;
 pub mod cli;
 pub mod error;
 pub mod exec;
@@ -41,7 +44,7 @@ pub use queue::{
 /// The SQLite binding hookq's API speaks, re-exported so a host uses the very same version.
 pub use rusqlite;
 
-/// The README's Rust example (embedding the library) runs as a doctest of this item.
+/// The embedding example of docs/embedding.md runs as a doctest of this item.
 #[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+#[doc = include_str!("../docs/embedding.md")]
+pub struct EmbeddingDoctests;

@@ -1,4 +1,4 @@
-//! The hostile end of the bad-input corpus (issue 3 §6), beyond the malformed configs and ids of
+//! The hostile end of the bad-input corpus, beyond the malformed configs and ids of
 //! `cli_errors.rs`: huge values, a 10 MB config, 10,000-character ids, damaged databases, a
 //! read-only state dir, a full disk, and a database held by another writer. Each gets one clear
 //! `error:` line naming what and where, a non-zero exit, and every pending point stays pending.

@@ -1,4 +1,4 @@
-//! SPEC §4 and §5: how points are drained and how one command runs, driven through the CLI.
+//! How points are drained and how one command runs, driven through the CLI.
 
 mod common;
 
@@ -278,7 +278,8 @@ fn a_point_left_to_a_holder_on_its_way_out_still_runs() {
     // A `task move` that commits just as a `run` pass ends finds the lock still held and leaves
     // its point to that holder, which has already looked at the queue for the last time: on
     // releasing the lock, the holder sees that another process committed and drains again.
-    // Before, about one round in fifteen left the point pending until the next pass.
+    // Without that second look, about one round in fifteen would leave the point pending until
+    // the next pass.
     let ws = ws_with("after_awaiting_human = []\nafter_rework = []");
     let mut held = 0;
     for round in 0..200 {

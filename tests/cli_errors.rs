@@ -1,4 +1,4 @@
-//! Input that is refused: malformed configs (SPEC §6), bad ids (§8), bad phases (§2). Each gives
+//! Input that is refused: malformed configs, bad ids, bad phases. Each gives
 //! one clear `error:` line, the documented exit code, and leaves the database as it was.
 //!
 //! Exit codes (src/error.rs `code`): 2 usage, 3 config, 4 not found, 5 database, 6 locked.

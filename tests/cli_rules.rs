@@ -1,4 +1,4 @@
-//! SPEC §2: which writes record which point, driven through the CLI. Every point runs the
+//! Which writes record which point, driven through the CLI. Every point runs the
 //! `record.sh` fixture, which appends `<point> <task> <state>` to `fired.log`.
 
 mod common;

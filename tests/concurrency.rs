@@ -1,8 +1,8 @@
-//! Exclusion and concurrent writers (SPEC §3–4).
+//! Exclusion and concurrent writers.
 //!
-//! 3. Two hubs and ten `hookq run` passes drain one workspace: a hook that takes a non-blocking
+//! 1. Two hubs and twenty `hookq run` passes drain one workspace: a hook that takes a non-blocking
 //!    lock of its own proves no two hook commands ever overlap.
-//! 4. Four processes record transitions while a hub drains: no `database is locked` reaches a
+//! 2. Four processes record transitions while a hub drains: no `database is locked` reaches a
 //!    writer, no point is lost, none runs twice.
 //!
 //! `HOOKQ_STRESS=1` runs the full sizes (4 × 10,000 transitions).

@@ -1,4 +1,5 @@
-//! Crash guarantees (SPEC §3–4), tried with SIGKILL at random moments.
+//! Crash guarantees (recording is transactional, hooks run at least once), tried with SIGKILL
+//! at random moments.
 //!
 //! 1. A writer process records transitions (with a host table written in the same transaction,
 //!    as an embedding task runner would) and is killed again and again: every committed phase

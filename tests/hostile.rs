@@ -1,4 +1,4 @@
-//! Hostile hook commands (SPEC §5): each is followed by a well-behaved command that must still
+//! Hostile hook commands: each is followed by a well-behaved command that must still
 //! run, the runner must finish within timeout + grace + slack, and the log must say what
 //! happened. The slack is generous: it only tells "bounded by the timeout" from "hung".
 

@@ -1,6 +1,6 @@
-//! The README's notification lines (ntfy and Bark), taken from README.md itself and run for real
-//! by `hookq run` against a local HTTP listener: exactly one request, carrying the repository
-//! name, the task id and the phase, and nothing else.
+//! The documented notification lines (ntfy and Bark), taken from docs/queue.md itself and run
+//! for real by `hookq run` against a local HTTP listener: exactly one request, carrying the
+//! repository name, the task id and the phase, and nothing else.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use std::sync::mpsc;
 use std::time::Duration;
 
-const README: &str = include_str!("../README.md");
+const QUEUE_DOC: &str = include_str!("../docs/queue.md");
 
 /// Generous: only there to turn a hang into a failure.
 const HANG: Duration = Duration::from_secs(120);
@@ -44,18 +44,19 @@ impl Request {
     }
 }
 
-/// The `after_awaiting_human = [...]` block between `<!-- notify:NAME -->` markers in README.md.
-fn readme_block(name: &str) -> String {
+/// The `after_awaiting_human = [...]` block between `<!-- notify:NAME -->` markers in
+/// docs/queue.md.
+fn documented_block(name: &str) -> String {
     let begin = format!("<!-- notify:{name} -->\n");
     let end = format!("<!-- /notify:{name} -->");
-    let start = README
+    let start = QUEUE_DOC
         .find(&begin)
-        .unwrap_or_else(|| panic!("README.md has no {begin:?} marker"))
+        .unwrap_or_else(|| panic!("docs/queue.md has no {begin:?} marker"))
         + begin.len();
-    let len = README[start..]
+    let len = QUEUE_DOC[start..]
         .find(&end)
-        .unwrap_or_else(|| panic!("README.md has no {end:?} marker"));
-    let fenced = &README[start..start + len];
+        .unwrap_or_else(|| panic!("docs/queue.md has no {end:?} marker"));
+    let fenced = &QUEUE_DOC[start..start + len];
     let block = fenced
         .strip_prefix("```toml\n")
         .and_then(|b| b.strip_suffix("```\n"))
@@ -302,7 +303,7 @@ fn require_curl() {
         .is_ok_and(|o| o.status.success());
     assert!(
         found,
-        "these tests run the README's curl lines: install curl (`.ci/run` does)"
+        "these tests run the documented curl lines: install curl (`.ci/run` does)"
     );
 }
 
@@ -341,7 +342,7 @@ const CURL_HEADERS: [&str; 5] = [
 fn ntfy_line_sends_repository_task_and_phase_only() {
     require_curl();
     let (url, rx) = listen();
-    let ws = Workspace::new(&readme_block("ntfy"));
+    let ws = Workspace::new(&documented_block("ntfy"));
     let out = ws.notify(&[("NTFY_URL", &url), ("NTFY_TOPIC", "hookq-test-topic")]);
     let req = one_request(&rx, &ws);
     no_warnings(&out, &ws);
@@ -365,7 +366,7 @@ fn ntfy_line_sends_repository_task_and_phase_only() {
 fn bark_line_sends_repository_task_and_phase_only() {
     require_curl();
     let (url, rx) = listen();
-    let ws = Workspace::new(&readme_block("bark"));
+    let ws = Workspace::new(&documented_block("bark"));
     let out = ws.notify(&[("BARK_URL", &url), ("BARK_KEY", "DeviceKey123")]);
     let req = one_request(&rx, &ws);
     no_warnings(&out, &ws);
@@ -398,7 +399,7 @@ fn bark_line_sends_repository_task_and_phase_only() {
 fn a_missing_topic_sends_nothing_and_warns_once() {
     require_curl();
     let (url, rx) = listen();
-    let ws = Workspace::new(&readme_block("ntfy"));
+    let ws = Workspace::new(&documented_block("ntfy"));
     let out = ws.notify(&[("NTFY_URL", &url)]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(

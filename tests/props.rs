@@ -10,7 +10,8 @@ use hookq::queue::config::{Config, ConfigError};
 use hookq::{Phase, PlanId, Point, TaskId};
 use proptest::prelude::*;
 
-/// The id rule of SPEC §8, written independently of the crate's parser.
+/// The id rule (`[A-Za-z0-9][A-Za-z0-9._-]{0,127}`, never `.` or `..`), written independently
+/// of the crate's parser.
 fn id_ok(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
@@ -22,7 +23,8 @@ fn id_ok(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || b"._-".contains(c))
 }
 
-/// The phase rule of SPEC §2, written independently.
+/// The phase rule (`<state>.<phase>`, each part `[a-z][a-z0-9_]*` of at most 64 characters),
+/// written independently.
 fn phase_ok(s: &str) -> bool {
     let part = |p: &str| {
         let b = p.as_bytes();

@@ -1,18 +1,61 @@
-//! README.md stays true to the code: the quick start, the code fences (only the embedding example
-//! is Rust, and it runs as a doctest), every subcommand and flag, every example command line,
-//! every config key, every `ARC_*` variable and stripped git variable, and the exit codes.
+//! The documents stay true to the code: README.md's quick start; the code fences of every page
+//! (only docs/embedding.md's and docs/agent.md's examples are Rust, and they run as doctests);
+//! every subcommand and flag; every example command line; every config key; every `ARC_*`
+//! variable and stripped git variable; the exit codes; and no page narrating how the project was
+//! made.
+//!
+//! The pages are README.md and every `docs/*.md`, read when the test runs, so a page another
+//! model adds is checked as soon as it exists.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use clap::{CommandFactory, Parser};
 use hookq::cli::Cli;
 
-const README: &str = include_str!("../README.md");
+/// One document: its path relative to the crate root, and its text.
+struct Page {
+    name: String,
+    text: String,
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// README.md, then every `docs/*.md` by name.
+fn pages() -> Vec<Page> {
+    let read = |name: &str| Page {
+        name: name.to_owned(),
+        text: std::fs::read_to_string(root().join(name))
+            .unwrap_or_else(|e| panic!("cannot read {name}: {e}")),
+    };
+    let mut names: Vec<String> = std::fs::read_dir(root().join("docs"))
+        .expect("a docs/ folder")
+        .map(|e| e.expect("a docs/ entry").file_name())
+        .filter_map(|n| n.to_str().map(str::to_owned))
+        .filter(|n| n.ends_with(".md"))
+        .map(|n| format!("docs/{n}"))
+        .collect();
+    names.sort();
+    std::iter::once("README.md".to_owned())
+        .chain(names)
+        .map(|n| read(&n))
+        .collect()
+}
+
+/// The page named `name` (`"README.md"`, `"docs/queue.md"`).
+fn page(name: &str) -> Page {
+    pages()
+        .into_iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no page {name}"))
+}
 
 /// Code fences: (info string, body).
-fn fences() -> Vec<(&'static str, String)> {
+fn fences(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut lines = README.lines();
+    let mut lines = text.lines();
     while let Some(line) = lines.next() {
         let Some(info) = line.trim_start().strip_prefix("```") else {
             continue;
@@ -27,27 +70,28 @@ fn fences() -> Vec<(&'static str, String)> {
             body.push_str(l);
             body.push('\n');
         }
-        out.push((info.trim(), body));
+        out.push((info.trim().to_owned(), body));
     }
     out
 }
 
-/// The text of the section under `## title`, up to the next `## `.
-fn section(title: &str) -> &'static str {
+/// The text of `page`'s section under `## title`, up to the next `## `.
+fn section(page: &Page, title: &str) -> String {
     let head = format!("\n## {title}\n");
-    let start = README
+    let start = page
+        .text
         .find(&head)
-        .unwrap_or_else(|| panic!("README.md has no section {title:?}"))
+        .unwrap_or_else(|| panic!("{} has no section {title:?}", page.name))
         + head.len();
-    let len = README[start..]
+    let len = page.text[start..]
         .find("\n## ")
-        .unwrap_or(README.len() - start);
-    &README[start..start + len]
+        .unwrap_or(page.text.len() - start);
+    page.text[start..start + len].to_owned()
 }
 
 #[test]
 fn quick_start_is_the_two_commands() {
-    let quick = section("Quick start");
+    let quick = section(&page("README.md"), "Quick start");
     let block = quick
         .split("```sh\n")
         .nth(1)
@@ -60,37 +104,66 @@ fn quick_start_is_the_two_commands() {
 }
 
 #[test]
-fn only_the_embedding_example_is_rust() {
-    let fences = fences();
-    let allowed = ["rust", "sh", "toml", "text"];
-    for (info, body) in &fences {
+fn the_readme_leads_to_every_page() {
+    let readme = page("README.md");
+    for p in pages().iter().filter(|p| p.name != "README.md") {
         assert!(
-            allowed.contains(info),
-            "a ```{info} fence (use one of {allowed:?}):\n{body}"
-        );
-    }
-    let rust: Vec<_> = fences.iter().filter(|(i, _)| *i == "rust").collect();
-    assert_eq!(rust.len(), 1, "exactly one ```rust block: the doctest");
-    assert!(rust[0].1.contains("store.transaction()"));
-    assert!(rust[0].1.contains("tx.rollback()"));
-    // No indented code block (rustdoc would compile it): no line indented by 4+ spaces outside
-    // fences, except continuation lines of list items.
-    let mut in_fence = false;
-    for line in README.lines() {
-        if line.starts_with("```") {
-            in_fence = !in_fence;
-            continue;
-        }
-        assert!(
-            in_fence || !line.starts_with("    "),
-            "indented line outside a fence: {line:?}"
+            readme.text.contains(&format!("]({})", p.name)),
+            "README.md does not link {}",
+            p.name
         );
     }
 }
 
-/// Every subcommand path (`task move`, `queue history`, ...) with its long flags.
-fn commands() -> Vec<(String, Vec<String>)> {
-    fn walk(cmd: &clap::Command, path: &str, out: &mut Vec<(String, Vec<String>)>) {
+#[test]
+fn only_the_embedding_example_is_rust() {
+    // rustdoc compiles ```rust and unlabelled fences, and indented blocks, of the pages the
+    // crate includes (docs/embedding.md, and docs/agent.md from `hookq::agent`); a Rust block
+    // anywhere else would never be compiled.
+    let allowed = ["sh", "toml", "text", "json"];
+    let doctested = ["docs/embedding.md", "docs/agent.md"];
+    for p in pages() {
+        let fences = fences(&p.text);
+        let compiled = doctested.contains(&p.name.as_str());
+        for (info, body) in &fences {
+            assert!(
+                allowed.contains(&info.as_str()) || (compiled && info == "rust"),
+                "{}: a ```{info} fence (use one of {allowed:?}):\n{body}",
+                p.name
+            );
+        }
+        if !compiled {
+            continue;
+        }
+        let rust: Vec<_> = fences.iter().filter(|(i, _)| i == "rust").collect();
+        assert_eq!(rust.len(), 1, "exactly one ```rust block: the doctest");
+        if p.name == "docs/embedding.md" {
+            assert!(rust[0].1.contains("store.transaction()"));
+            assert!(rust[0].1.contains("tx.rollback()"));
+        } else {
+            assert!(rust[0].1.contains("Agent::load"));
+        }
+        // No indented code block (rustdoc would compile it): no line indented by 4+ spaces
+        // outside fences.
+        let mut in_fence = false;
+        for line in p.text.lines() {
+            if line.starts_with("```") {
+                in_fence = !in_fence;
+                continue;
+            }
+            assert!(
+                in_fence || !line.starts_with("    "),
+                "{}: indented line outside a fence: {line:?}",
+                p.name
+            );
+        }
+    }
+}
+
+/// Every subcommand path (`task move`, `queue history`, ...) with its long flags, and whether
+/// it only groups subcommands (`task`, `plan`).
+fn commands() -> Vec<(String, Vec<String>, bool)> {
+    fn walk(cmd: &clap::Command, path: &str, out: &mut Vec<(String, Vec<String>, bool)>) {
         for sub in cmd.get_subcommands() {
             let name = sub.get_name();
             if name == "help" {
@@ -101,13 +174,15 @@ fn commands() -> Vec<(String, Vec<String>)> {
             } else {
                 format!("{path} {name}")
             };
-            let flags = sub
+            let flags: Vec<String> = sub
                 .get_arguments()
                 .filter_map(|a| a.get_long())
                 .filter(|l| !matches!(*l, "help" | "version"))
                 .map(|l| format!("--{l}"))
                 .collect();
-            out.push((p.clone(), flags));
+            let grouping =
+                sub.has_subcommands() && flags.is_empty() && sub.get_positionals().next().is_none();
+            out.push((p.clone(), flags, grouping));
             walk(sub, &p, out);
         }
     }
@@ -118,66 +193,80 @@ fn commands() -> Vec<(String, Vec<String>)> {
 
 #[test]
 fn every_subcommand_and_flag_is_documented() {
-    let cli = section("The CLI");
-    for (path, flags) in commands() {
+    let pages = pages();
+    let commands = commands();
+    assert!(commands.len() >= 15, "the walk found the clap tree");
+    for (path, flags, grouping) in commands {
         // `hookq task` and `hookq plan` only group their subcommands.
-        if matches!(path.as_str(), "task" | "plan") {
+        if grouping {
             continue;
         }
         let named = format!("hookq {path}");
-        assert!(
-            cli.contains(&named),
-            "the CLI section does not name `{named}`"
-        );
+        let naming: Vec<&Page> = pages.iter().filter(|p| p.text.contains(&named)).collect();
+        assert!(!naming.is_empty(), "no page names `{named}`");
         for flag in flags {
             assert!(
-                cli.contains(&flag),
-                "the CLI section does not name `{named} {flag}`"
+                naming.iter().any(|p| p.text.contains(&flag)),
+                "no page that names `{named}` documents `{flag}` (pages naming it: {})",
+                naming
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
     }
+    let cli = section(&page("docs/queue.md"), "The CLI");
     assert!(cli.contains("-C DIR"));
     assert!(cli.contains("--json"));
 }
 
-/// Every `hookq ...` command line in a ```sh block parses.
+/// Every `hookq ...` command line in a ```sh block of any page parses.
 #[test]
 fn example_command_lines_parse() {
     let mut seen = BTreeSet::new();
-    for (info, body) in fences() {
-        if info != "sh" {
-            continue;
-        }
-        for line in body.lines().filter(|l| !l.trim_start().starts_with('#')) {
-            let line = line.split(" #").next().unwrap();
-            let words: Vec<&str> = line.split_whitespace().collect();
-            let Some(at) = words
-                .iter()
-                .position(|w| *w == "hookq" || w.ends_with("/hookq"))
-            else {
+    for p in pages() {
+        for (info, body) in fences(&p.text) {
+            if info != "sh" {
                 continue;
-            };
-            let args: Vec<&str> = words[at + 1..]
-                .iter()
-                .copied()
-                .take_while(|w| !matches!(*w, "&&" | ";" | "|"))
-                .collect();
-            assert!(
-                args.iter().all(|a| !a.contains(['"', '\''])),
-                "quoted arguments in {line:?}"
-            );
-            if let Err(e) =
-                Cli::try_parse_from(std::iter::once("hookq").chain(args.iter().copied()))
-            {
-                panic!("README example {line:?} does not parse:\n{e}");
             }
-            seen.insert(
-                args.iter()
-                    .find(|a| !a.starts_with('-') && !a.contains('/'))
+            for line in body.lines().filter(|l| !l.trim_start().starts_with('#')) {
+                let line = line.split(" #").next().unwrap();
+                let words: Vec<&str> = line.split_whitespace().collect();
+                let Some(at) = words
+                    .iter()
+                    .position(|w| *w == "hookq" || w.ends_with("/hookq"))
+                else {
+                    continue;
+                };
+                // The command ends at a shell operator or a redirection.
+                let args: Vec<&str> = words[at + 1..]
+                    .iter()
                     .copied()
-                    .unwrap_or_default()
-                    .to_owned(),
-            );
+                    .take_while(|w| {
+                        !matches!(*w, "&&" | "||" | ";" | "|" | "&")
+                            && !w.starts_with(['<', '>'])
+                            && !w.starts_with("2>")
+                    })
+                    .collect();
+                assert!(
+                    args.iter().all(|a| !a.contains(['"', '\''])),
+                    "{}: quoted arguments in {line:?}",
+                    p.name
+                );
+                if let Err(e) =
+                    Cli::try_parse_from(std::iter::once("hookq").chain(args.iter().copied()))
+                {
+                    panic!("{}: example {line:?} does not parse:\n{e}", p.name);
+                }
+                seen.insert(
+                    args.iter()
+                        .find(|a| !a.starts_with('-') && !a.contains('/'))
+                        .copied()
+                        .unwrap_or_default()
+                        .to_owned(),
+                );
+            }
         }
     }
     for top in ["init", "task", "plan", "run", "hub", "queue", "check"] {
@@ -187,9 +276,10 @@ fn example_command_lines_parse() {
 
 #[test]
 fn every_config_key_is_documented() {
-    let config = section("Configuration");
+    let config = section(&page("docs/queue.md"), "Configuration");
     let initial = hookq::queue::config::initial_config("origin", "main");
     let mut table = "";
+    let mut keys = 0;
     for line in initial.lines() {
         let line = line.trim_start_matches('#').trim();
         if let Some(t) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
@@ -207,7 +297,9 @@ fn every_config_key_is_documented() {
             config.contains(&dotted),
             "the Configuration section does not document {dotted}"
         );
+        keys += 1;
     }
+    assert!(keys >= 8, "the walk found the config's keys");
     for point in hookq::Point::ALL {
         assert!(
             config.contains(&format!("`hooks.{point}`")),
@@ -224,7 +316,7 @@ fn every_config_key_is_documented() {
 
 #[test]
 fn every_hook_variable_and_stripped_variable_is_documented() {
-    let section = section("How a hook command runs");
+    let section = section(&page("docs/queue.md"), "How a hook command runs");
     let vars = hookq::queue::env::HookVars {
         task: "t",
         plan: "p",
@@ -255,7 +347,8 @@ fn every_hook_variable_and_stripped_variable_is_documented() {
 #[test]
 fn exit_codes_match_the_code_module() {
     use hookq::error::code;
-    let table: BTreeSet<u8> = section("Exit codes")
+    let table: BTreeSet<u8> = page("docs/exit-codes.md")
+        .text
         .lines()
         .filter_map(|l| l.strip_prefix("| "))
         .filter_map(|l| l.split(' ').next()?.parse().ok())
@@ -271,4 +364,29 @@ fn exit_codes_match_the_code_module() {
     ]
     .into();
     assert_eq!(table, codes);
+}
+
+/// Documents describe the product as it is; git keeps how it came to be. None cites the
+/// project's contract by section or narrates its work sessions.
+#[test]
+fn documents_describe_what_is() {
+    let mut pages = pages();
+    pages.push(Page {
+        name: "BENCHMARKS.md".to_owned(),
+        text: std::fs::read_to_string(root().join("BENCHMARKS.md")).expect("BENCHMARKS.md"),
+    });
+    for p in pages {
+        for (n, line) in p.text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            let session = lower
+                .match_indices("session ")
+                .any(|(i, m)| lower[i + m.len()..].starts_with(|c: char| c.is_ascii_digit()));
+            assert!(
+                !session && !line.contains("SPEC \u{a7}"),
+                "{}:{}: narrates history or cites the spec: {line:?}",
+                p.name,
+                n + 1
+            );
+        }
+    }
 }

@@ -1,9 +1,10 @@
 //! Transactions bigger than the page cache: SQLite writes ("spills") their pages into the WAL
 //! before the commit. A spilled transaction that rolls back must leave no trace that could later
 //! land on another connection's commits, and a committed one must survive a kill of the process
-//! at either `synchronous` level (a drain runs at NORMAL). Both broke while hookq opened its
-//! connections through a VFS of its own that held WAL writes back to merge them (session 6 to
-//! 8); these tests keep them true of whatever writes the WAL.
+//! at either `synchronous` level (a drain runs at NORMAL). A layer that holds WAL writes back to
+//! merge them (a custom VFS) breaks both: it can write a rolled-back transaction's frames over
+//! frames committed since, or publish a commit before its last frame is written. These tests
+//! keep both true of whatever writes the WAL.
 //!
 //! A kill is simulated by copying the database and its WAL while the store is still open: what
 //! a restart after `kill -9` of every process finds on disk.

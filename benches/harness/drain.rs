@@ -35,7 +35,7 @@ pub struct DrainFigures {
     /// CPU time (this process and its commands) over wall time during the jobs 1 and the jobs 2
     /// drains of new tasks: how many cores each kept busy, medians.
     pub cores_busy: (f64, f64),
-    /// The floor loop with SPEC's layout for new tasks: each log's two folders are new too, made
+    /// The floor loop with hookq's log layout for new tasks: each log's two folders are new too, made
     /// while the command before runs (the floor of 2b's ratio).
     pub floor_new_tasks: f64,
     /// Each variant's per-point time in every round, in the order above.
@@ -253,7 +253,7 @@ pub fn rows(d: &DrainFigures) -> Vec<Row> {
             .vs(floor, d.floor)
             .target(Target::ratio_at_most(1.15))
             .note("each point also creates runs/<task>/ and runs/<task>/hooks/: 3 new inodes per point against the floor's 1")
-            .note(format!("2b / 2f = {}: what hookq adds to the floor loop laid out as SPEC lays out a new task's log", num(d.drain_j1_new_tasks / d.floor_new_tasks)))
+            .note(format!("2b / 2f = {}: what hookq adds to the floor loop laid out as hookq lays out a new task's log", num(d.drain_j1_new_tasks / d.floor_new_tasks)))
             .note(spread(2))
             .note(paired(2, 0)),
         Row::new("2c", "  of which exec::run alone, folders exist (no SQLite)", d.exec_existing_dirs, "ms")
@@ -270,7 +270,7 @@ pub fn rows(d: &DrainFigures) -> Vec<Row> {
             .note(spread(6)),
         Row::new("2f", "  floor of 2b's ratio: the floor loop, each log in 2 new folders", d.floor_new_tasks, "ms")
             .vs(floor, d.floor)
-            .note("F2's loop with SPEC's layout for a task's first point: <task>/ and <task>/hooks/ made with the file, while the command before runs (the drain did so until session 15; it now makes them as the command starts)")
+            .note("F2's loop with hookq's layout for a task's first point: <task>/ and <task>/hooks/ made with the file, while the command before runs (the drain makes them as the command starts)")
             .note(spread(7)),
         Row::new("6", "parallel drain: jobs 2, new tasks (per point)", d.drain_j2_new_tasks, "ms")
             .throughput_vs("jobs 1, new tasks (2b)", d.drain_j1_new_tasks)

@@ -55,7 +55,7 @@ pub fn bench_root_in(base: &Path) -> BenchRoot {
 }
 
 /// The temp dirs in `base` that runs left behind: nobody holds their [`OWNER`] lock, or they
-/// have none (runs before session 17 made none). Each holds the tens of thousands of files a
+/// have none (made by a bench that did not lock them). Each holds the tens of thousands of files a
 /// run makes, and removing them slows file creation for minutes afterwards ("Running it" in
 /// BENCHMARKS.md), so they are reported, not removed. Sorted by name.
 pub fn stale_roots(base: &Path) -> Vec<PathBuf> {

@@ -55,11 +55,12 @@ pub fn spawn_to_new_logs(dir: &Path, n: usize) -> f64 {
 }
 
 /// The floor loop for points of new tasks (figure 2b): as [`spawn_to_new_logs`], but each log's
-/// folders (`<dir>/<task>/` and `<dir>/<task>/hooks/`) are new too, as SPEC's layout makes them
-/// for a task's first point. They are made, with the file, while the command before runs: the
-/// most a runner that starts one command at a time could hide of them, and what the drain did
-/// until session 15 (it now makes them as the command starts, which measured faster in the
-/// drain; `BENCHMARKS.md`). Total ms.
+/// folders (`<dir>/<task>/` and `<dir>/<task>/hooks/`) are new too, as hookq's log layout makes
+/// them for a task's first point. They are made, with the file, while the command before runs:
+/// the most a runner that starts one command at a time could hide of them. (The drain itself
+/// makes them as the command starts, which measured faster there: made ahead, the file system
+/// work shares the CPU the command before has just started on, and that command's own CPU time
+/// grows with it.) Total ms.
 pub fn spawn_to_new_task_logs(dir: &Path, n: usize) -> f64 {
     std::fs::create_dir_all(dir).expect("create the floor's folder");
     let create = |i: usize| {
@@ -111,7 +112,7 @@ pub fn fdatasync(dir: &Path, samples: usize) -> f64 {
     median(&times)
 }
 
-/// SQLite's default page size, the floors' unless a figure says otherwise: the issue's "durable
+/// SQLite's default page size, the floors' unless a figure says otherwise: the floors' "durable
 /// SQLite commit" is SQLite as it comes. hookq creates its databases with
 /// [`hookq::queue::store::PAGE_SIZE`].
 pub const SQLITE_PAGE_SIZE: i64 = 4096;

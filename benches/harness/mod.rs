@@ -5,6 +5,7 @@
 //! includes this module by path and runs it at smoke size, so CI compiles and runs every line.
 //! See BENCHMARKS.md for what each figure measures.
 
+pub mod agent;
 pub mod compare;
 pub mod drain;
 pub mod fixture;

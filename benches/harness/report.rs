@@ -178,8 +178,8 @@ impl Row {
         }
     }
 
-    /// A floor row: a physical cost of this machine. `reference` is what the issue measured on
-    /// a machine of this kind, shown for comparison.
+    /// A floor row: a physical cost of this machine. `reference` is the figure measured on a
+    /// 2-core machine of this kind when the targets were set, shown for comparison.
     pub fn floor(
         id: &str,
         figure: impl Into<String>,
@@ -260,7 +260,7 @@ pub struct Machine {
     pub bench_dir: String,
     /// One `CPUID` instruction, microseconds (x86-64 only). glibc's loader runs dozens at every
     /// process start to learn the CPU's features and caches, and in a virtual machine each is
-    /// an exit to the hypervisor: on session 17's host (7-11 us each) they were about
+    /// an exit to the hypervisor: on the 2-core Intel VM measured (7-11 us each) they were about
     /// 0.7 ms of a `sh -c true`, the largest part of F1 and F2 (BENCHMARKS.md).
     pub cpuid_us: Option<f64>,
 }

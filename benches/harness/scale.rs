@@ -182,8 +182,8 @@ fn drain_some(ws: &Workspace, store: &mut Store, k: usize) -> f64 {
 /// `cancel_plan` of a plan of `sizes.cancel_tasks` unfinished tasks, one durable transaction,
 /// against inserting two rows per task (a point is two rows) into a bare table in one durable
 /// transaction; medians, ms, in that order. The two run in turn, the order alternated each
-/// round. (Until migration V7 took the schema's last foreign key out, a third store timed the
-/// same cancel with foreign key enforcement off, row 3f; since, the two read the same.)
+/// round. (The schema has no foreign key, so timing the same cancel with foreign key
+/// enforcement off would time the same work.)
 fn cancel(dir: &Path, sizes: &Sizes) -> (f64, f64) {
     let n = sizes.cancel_tasks;
     let ws = fixture::workspace(dir, "cancel", &[]);

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use super::report::{self, Machine, Report, Row};
 use super::sizes::Sizes;
-use super::{drain, fixture, floors, hub, memory, scale, transitions};
+use super::{agent, drain, fixture, floors, hub, memory, scale, transitions};
 
 /// Runs every measurement at `sizes`, printing progress on stderr, and returns the report.
 pub fn run(sizes: Sizes) -> Report {
@@ -32,6 +32,8 @@ pub fn run(sizes: Sizes) -> Report {
     let h = hub::measure(dir, &sizes);
     step("5: memory of hookq run");
     let (large, small) = memory::measure(dir, &sizes);
+    step("7: agent tool hooks");
+    let a = agent::measure(dir, &sizes);
     step("done");
 
     let mut drain_rows = drain::rows(&d);
@@ -79,6 +81,7 @@ pub fn run(sizes: Sizes) -> Report {
     rows.push(hub_rss);
     rows.push(parallel);
     rows.push(parallel_cores);
+    rows.extend(agent::rows(&a));
     Report {
         machine: Machine::detect(dir),
         sizes,

@@ -9,6 +9,7 @@
 //! and shows the log files and history it left. The workspace is removed at the end unless
 //! `KEEP=1` is set, so you can look at it with the `hookq` CLI afterwards.
 
+mod agent;
 mod lifecycle;
 
 use std::error::Error;
@@ -203,10 +204,11 @@ fn main() -> Result<(), Box<dyn Error>> {
     history.reverse();
     print_history(&ws, &history);
 
-    lifecycle::tour(&root)?;
     println!();
     println!("Next: `hookq init` in a repository, set [hooks] in .radian/arc/config.toml, and run");
     println!("`hookq run` from cron or `hookq hub` as a service. The README explains each step.");
+    agent::tour(&root)?;
+    lifecycle::tour(&root)?;
     drop(scratch);
     Ok(())
 }

@@ -43,6 +43,22 @@ enum Command {
     /// Create and remove git worktrees across a workspace's repositories, with lifecycle hooks.
     #[command(subcommand)]
     Worktree(super::worktree::Command),
+    /// Agent tool hooks: fire an event, list what is loaded (needs no arc workspace).
+    #[command(subcommand)]
+    Agent(super::agent::Command),
+    /// Print the completion script for bash, zsh or fish on stdout.
+    ///
+    /// bash: add `source <(hookq completions bash)` to ~/.bashrc. zsh: `hookq completions zsh >
+    /// ~/.zfunc/_hookq`, with ~/.zfunc in `fpath` before `compinit`. fish: `hookq completions
+    /// fish > ~/.config/fish/completions/hookq.fish`.
+    Completions(super::completions::Args),
+    /// Print the man page (roff) on stdout, hookq's or a subcommand's.
+    ///
+    /// `hookq man > hookq.1` writes hookq's page to a file: read it with `man -l hookq.1`, or
+    /// install it by putting it in a man1 folder on the manual path
+    /// (`~/.local/share/man/man1/hookq.1`). The page of a subcommand it lists, hookq-task(1) or
+    /// hookq-task-move(1), is `hookq man task` or `hookq man task move`.
+    Man(super::man::Args),
 }
 
 /// Where a command works.
@@ -98,7 +114,19 @@ pub(super) fn store_options() -> Result<StoreOptions, Error> {
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<(), Error> {
-    let start = match cli.dir {
+    let Cli { dir, command } = cli;
+    match command {
+        // These two print what the command line is: they need no workspace, nor even a folder.
+        Command::Completions(a) => super::completions::run(a),
+        Command::Man(a) => super::man::run(a),
+        command => run_in(dir, command),
+    }?;
+    super::output::stdout_written()
+}
+
+/// Runs a command that works in a workspace, found from `dir` or the current directory.
+fn run_in(dir: Option<PathBuf>, command: Command) -> Result<(), Error> {
+    let start = match dir {
         Some(d) => d,
         None => std::env::current_dir().map_err(|source| Error::Io {
             what: "cannot read the current directory",
@@ -107,7 +135,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         })?,
     };
     let ctx = Ctx { start };
-    match cli.command {
+    match command {
         Command::Init(a) => super::init::run(&ctx, a),
         Command::Task(c) => super::task::run(&ctx, c),
         Command::Plan(c) => super::plan::run(&ctx, c),
@@ -116,8 +144,10 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Command::Queue(a) => super::queue::run(&ctx, a),
         Command::Check(a) => super::check::run(&ctx, a),
         Command::Worktree(c) => super::worktree::run(&ctx, c),
-    }?;
-    super::output::stdout_written()
+        Command::Agent(c) => super::agent::run(&ctx, c),
+        Command::Completions(a) => super::completions::run(a),
+        Command::Man(a) => super::man::run(a),
+    }
 }
 
 /// A stop token that SIGINT, SIGTERM and SIGHUP bump: the first asks to stop after the current

@@ -1,9 +1,12 @@
 //! The `hookq` command line: one file per subcommand, each with its clap `Args` and a `run`.
 
+mod agent;
 mod app;
 mod check;
+mod completions;
 mod hub;
 mod init;
+mod man;
 mod output;
 mod plan;
 mod queue;

@@ -39,6 +39,12 @@ pub(super) fn stdout_written() -> Result<(), Error> {
     }
 }
 
+/// Writes `bytes` to stdout as they are (a generated script or page), keeping a failure for
+/// [`stdout_written`].
+pub(super) fn raw(bytes: &[u8]) {
+    stdout_wrote(std::io::stdout().lock().write_all(bytes));
+}
+
 /// Prints `value` as pretty JSON on stdout.
 pub(super) fn json<T: Serialize + ?Sized>(value: &T) -> Result<(), Error> {
     let text = serde_json::to_string_pretty(value).map_err(|e| Error::Io {

@@ -1,4 +1,4 @@
-//! `config.toml` (SPEC §6): parsed from spans so every error names the file, the line and the key.
+//! `config.toml`: parsed from spans so every error names the file, the line and the key.
 //!
 //! `[repository]`, `[integration]` and `[gate]` are shared with the arc task runner, which keeps
 //! keys of its own there, so unknown keys in them are ignored; the keys hookq reads are checked.
@@ -448,7 +448,7 @@ impl<'a> Parser<'a> {
             ));
         };
         if items.len() > MAX_COMMANDS {
-            // Each command's log is `<point>-NN.log`, NN two digits (SPEC §5).
+            // Each command's log is `<point>-NN.log`, NN two digits.
             return Err(self.err(
                 Some(v.span()),
                 Some(&key),
@@ -661,7 +661,7 @@ pub fn initial_config(remote: &str, main_branch: &str) -> String {
     );
     let (main_branch, remote_toml) = (toml_quote(main_branch), toml_quote(remote));
     format!(
-        r#"# hookq / arc configuration. See the README for every key.
+        r#"# hookq / arc configuration: every key is described in hookq's docs/queue.md.
 
 [repository]
 main_branch = {main_branch}

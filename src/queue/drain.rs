@@ -1,4 +1,4 @@
-//! The drain (SPEC §4): where the store and the executor meet, under the runner lock.
+//! The drain: where the store and the executor meet, under the runner lock.
 //!
 //! Points are taken in recorded order. With `jobs > 1`, points of different tasks run at the same
 //! time; a task's next point starts only after its previous one finished, and a point's commands
@@ -15,9 +15,9 @@
 //! [`CLEAR_BATCH`] points are waiting, or the first of them finished [`CLEAR_AFTER`] ago; and
 //! before a point that an earlier pass started (it may be one that kills the runner, and the
 //! points before it must not be run again with it); and when the pass ends. A pass killed in
-//! between runs those points again, as SPEC §4 allows for any point not yet cleared. (Marking
-//! and clearing a point appended about 40 KiB to the WAL when each was committed alone; batched
-//! and with starts in the log, about 8 KiB.)
+//! between runs those points again: hooks run at least once, so any point not yet cleared may
+//! run again. (Committed one by one, marking and clearing a point would append about 40 KiB to
+//! the WAL; batched and with starts in the log, about 8 KiB.)
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex, mpsc};
@@ -201,7 +201,7 @@ impl<'a> Drainer<'a> {
 
     /// Drains with `lock`, releases it, then takes it again without waiting and drains again
     /// for as long as another process committed while a pass ran. A writer that finds the lock
-    /// held leaves its points to the holder (SPEC §4); without this, one that committed after
+    /// held leaves its points to the holder; without this, one that committed after
     /// the pass's last look at the queue and tried the lock before it was released would leave
     /// them to a holder already on its way out, and they would wait for the next pass. The
     /// hub does the same by its own loop. Reports every pass together.
@@ -538,7 +538,7 @@ impl<'a> Drainer<'a> {
         // The config as it is at the moment this point runs.
         let cfg = self.config()?;
         // No path of hookq's records a point for a missing task, and a task with a pending
-        // point cannot be deleted (migration V7): only SQL written by hand gets here.
+        // point cannot be deleted (a trigger refuses it): only SQL written by hand gets here.
         let (Some(plan), Some(attempt)) = (entry.plan.clone(), entry.attempt) else {
             return self.park(store, entry, report, "the task does not exist", "");
         };
@@ -675,7 +675,7 @@ impl Clears {
 }
 
 /// A worker's part of a parallel pass: starts `job` unless, while it waited, a stop came, the
-/// config changed (SPEC §4 runs a point with the config as it is when the point runs) or the
+/// config changed (a point runs with the config as it is when the point runs) or the
 /// point was dropped; marks it started first, then runs it.
 fn start(
     ws: &Workspace,

@@ -1,4 +1,4 @@
-//! `hookq hub`: take the lock, drain, release, wait for the next commit (SPEC §4).
+//! `hookq hub`: take the lock, drain, release, wait for the next commit.
 
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,5 @@
 //! Task and plan ids: validated once at the edge, because they become path components and
-//! environment values (SPEC §8).
+//! environment values.
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,4 +1,4 @@
-//! `runner.lock`: only its holder runs hooks (SPEC §4).
+//! `runner.lock`: only its holder runs hooks.
 //!
 //! An exclusive advisory lock (`flock`) on a file that is never deleted. The holder writes its
 //! pid and start time into the file so `queue` can name it; reading that never takes the lock.
@@ -528,14 +528,28 @@ mod tests {
         // `stubborn` still runs. One after the other, `stubborn` would have been killed by then.
         let dir = tempfile::tempdir().unwrap();
         let seen = dir.path().join("seen");
-        let stubborn = orphan_script("trap '' TERM; while :; do sleep 0.1; done", &[]);
-        let quick = orphan_script(
+        // Each script says when its trap is set: SIGTERM before that would end it untrapped.
+        let ready = |name: &str| dir.path().join(name);
+        let stubborn = orphan_script(
             &format!(
-                "trap 'cut -d\" \" -f3 /proc/{stubborn}/stat > {}; exit 0' TERM; while :; do sleep 0.1; done",
-                seen.display()
+                "trap '' TERM; : > {}; while :; do sleep 0.1; done",
+                ready("stubborn").display()
             ),
             &[],
         );
+        let quick = orphan_script(
+            &format!(
+                "trap 'cut -d\" \" -f3 /proc/{stubborn}/stat > {}; exit 0' TERM; : > {}; while :; do sleep 0.1; done",
+                seen.display(),
+                ready("quick").display()
+            ),
+            &[],
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !(ready("stubborn").exists() && ready("quick").exists()) {
+            assert!(Instant::now() < deadline, "the scripts did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let [stubborn, quick] = [stubborn, quick].map(|pid| Group {
             pgid: pid,
             started_ms: started_ms(pid).unwrap(),

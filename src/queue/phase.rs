@@ -1,4 +1,4 @@
-//! Phases (`<state>.<phase>`) and the hook points they fire (SPEC §2).
+//! Phases (`<state>.<phase>`) and the hook points they fire.
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,4 +1,4 @@
-//! Recording transitions and their hook points inside the caller's transaction (SPEC §3).
+//! Recording transitions and their hook points inside the caller's transaction.
 //!
 //! Every function here takes a [`rusqlite::Transaction`] and never commits it: a host that owns
 //! its transaction (the arc runner) records its phase changes and their points next to its own
@@ -82,7 +82,7 @@ fn record_point(
     tx.prepare_cached("INSERT INTO pending_hook_states (hook_id, state) VALUES (?1, ?2)")?
         .execute(params![id, phase.as_str()])?;
     // Counted in batches: writing the counter's page every time cost a transition about a
-    // tenth of its time (migration V8).
+    // tenth of its time.
     if id - marks.counted > COUNT_EVERY {
         count_up_to(
             tx,
@@ -497,8 +497,8 @@ mod tests {
         moved.unwrap().occurrence.map(|o| o.id)
     }
 
-    /// Since migration V8 took `AUTOINCREMENT` out, a new point's id is above every id pending
-    /// or ever cleared: not given again after the newest point is dropped, after a host deletes
+    /// Without `AUTOINCREMENT`, a new point's id is still above every id pending or ever
+    /// cleared: not given again after the newest point is dropped, after a host deletes
     /// every point by SQL of its own, or by another connection.
     #[test]
     fn an_occurrence_id_is_never_given_twice() {
@@ -535,7 +535,7 @@ mod tests {
         assert_eq!(occurrences, [4, 2]);
     }
 
-    /// Recording counts pending points in batches (migration V8): `queue stats` is exact for
+    /// Recording counts pending points in batches: `queue stats` is exact for
     /// points below the counters' mark and above it, through clears of both and a plan cancel.
     #[test]
     fn stats_count_every_point_across_the_counted_mark() {
@@ -602,44 +602,6 @@ mod tests {
         assert_eq!(store.stats().unwrap().pending, 0);
     }
 
-    /// A process opened before the upgrade to V8 still runs the old code: it records a point
-    /// without an id and counts it under kind 'pending', and clears the same way. Each such
-    /// write fails and rolls back, where it would give an id twice and miscount.
-    #[test]
-    fn code_from_before_v8_cannot_write_the_queue() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = with_ready_task(dir.path());
-        let (t, _) = ids("t1", "p1");
-        assert_eq!(move_into(&mut store, &t, "failed.x"), Some(1));
-        let old_record = "BEGIN IMMEDIATE;
-             INSERT INTO pending_hooks (task, point, recorded_ms) VALUES ('t1', 'after_fail', 0);
-             INSERT INTO pending_hook_states (hook_id, state) VALUES (last_insert_rowid(), 'failed.x');
-             INSERT INTO queue_counts (kind, name, n) VALUES ('pending', 'after_fail', 1)
-                 ON CONFLICT (kind, name) DO UPDATE SET n = n + 1;
-             COMMIT;";
-        let old_clear = "BEGIN IMMEDIATE;
-             DELETE FROM pending_hooks WHERE id = 1;
-             INSERT INTO queue_counts (kind, name, n) VALUES ('pending', 'after_fail', -1)
-                 ON CONFLICT (kind, name) DO UPDATE SET n = n + -1;
-             COMMIT;";
-        for sql in [old_record, old_clear] {
-            let err = store.conn().execute_batch(sql).unwrap_err();
-            assert!(err.to_string().contains("restart it"), "{err}");
-            store.conn().execute_batch("ROLLBACK").unwrap();
-        }
-        let left: Vec<i64> = store
-            .pending(0, 10, None)
-            .unwrap()
-            .into_iter()
-            .map(|r| r.id)
-            .collect();
-        assert_eq!(left, [1]);
-        assert_eq!(store.stats().unwrap().pending, 1);
-        assert_eq!(move_into(&mut store, &t, "review.awaiting_human"), Some(2));
-    }
-
-    /// Ids run out at `i64::MAX` with an error that writes nothing, as `AUTOINCREMENT` did
-    /// (`SQLITE_FULL`), not by wrapping around to ids the drain never reads.
     #[test]
     fn used_up_ids_are_an_error() {
         let dir = tempfile::tempdir().unwrap();

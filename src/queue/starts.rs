@@ -1,6 +1,6 @@
 //! The start log: points a pass started that the database does not count as started yet.
 //!
-//! SPEC §4 counts, for each pending point, the passes that started it without clearing it, so
+//! Each pending point counts the passes that started it without clearing it, so
 //! that a point whose command kills its runner is parked after `queue.max_interrupted_runs`.
 //! Committing that count before every point's first command cost the drain a SQLite commit a
 //! point (0.06-0.1 ms, two WAL frames), on the critical path between two commands. Instead the

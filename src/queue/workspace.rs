@@ -1,4 +1,4 @@
-//! The workspace: a repository root holding `.radian/arc/` (SPEC §1).
+//! The workspace: a repository root holding `.radian/arc/`.
 
 use std::path::{Path, PathBuf};
 

@@ -778,7 +778,7 @@ pub fn stress() -> bool {
 }
 
 /// Prints a guarantee test's figures and writes them to `target/hookq-guarantees/<name>.json`,
-/// where the README's figures come from.
+/// where the figures in docs/guarantees.md come from.
 pub fn figures(name: &str, value: serde_json::Value) {
     println!("figures {name}: {value}");
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/hookq-guarantees");
@@ -800,8 +800,8 @@ pub fn count(store: &hookq::Store, sql: &str) -> i64 {
 
 /// Asserts that the outbox holds together: the pending counts `queue stats` reads agree with
 /// the pending table, no point's state outlived its point, no point names a missing task
-/// (since V6 and V7 no foreign key keeps them together; the transactions and triggers do) and
-/// no cleared occurrence id can be given again (V8).
+/// (no foreign key keeps them together; the transactions and triggers do) and no cleared
+/// occurrence id can be given again.
 pub fn assert_outbox_consistent(store: &hookq::Store) {
     let stray = count(
         store,
@@ -813,7 +813,7 @@ pub fn assert_outbox_consistent(store: &hookq::Store) {
         "SELECT COUNT(*) FROM pending_hooks WHERE task NOT IN (SELECT id FROM tasks)",
     );
     assert_eq!(orphaned, 0, "points without their task");
-    // Since V8 a new point's id is above the highest id ever cleared, so none is given twice.
+    // A new point's id is above the highest id ever cleared, so none is given twice.
     let reusable = count(
         store,
         "SELECT COUNT(*) FROM hook_history WHERE occurrence >

@@ -1,0 +1,200 @@
+//! Property tests of the decision: arbitrary bytes as hook stdout and stderr, arbitrary endings
+//! and arbitrary JSON as the tool input never panic, never give `continue` (PreToolUse,
+//! PostToolUse) after a hook that exited other than 0, and never leak what a hook printed
+//! where the decision table does not name it. First on the pure fold, then on real hooks.
+
+mod agent_support;
+
+use std::time::Duration;
+
+use hookq::agent::{
+    Agent, Decision, Event, HookRun, Layer, Options, StopFacts, ToolCall, Verdict, fold,
+};
+use hookq::exec::{Collected, Ending};
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+
+const MARK: &str = "LEAKMARK7";
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
+        ".{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(".{0,6}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn object() -> impl Strategy<Value = Map<String, Value>> {
+    prop::collection::btree_map(".{0,6}", json_value(), 0..4).prop_map(|m| m.into_iter().collect())
+}
+
+fn ending() -> impl Strategy<Value = Ending> {
+    prop_oneof![
+        4 => prop_oneof![Just(0), Just(2), Just(1), any::<i32>()].prop_map(Ending::Exited),
+        1 => (1..65i32).prop_map(Ending::Signalled),
+        1 => any::<bool>().prop_map(|killed| Ending::TimedOut { killed }),
+        1 => Just(Ending::Interrupted),
+        1 => any::<i32>().prop_map(Ending::SpawnFailed),
+    ]
+}
+
+/// Stdout: arbitrary bytes, or replies shaped like the ones hooks send, with the marker in.
+fn stdout() -> impl Strategy<Value = Vec<u8>> {
+    let decision = prop_oneof![Just("deny"), Just("allow"), Just("ask"), Just("x")];
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..64),
+        (decision, json_value(), any::<bool>()).prop_map(|(d, input, reason)| {
+            let mut specific = json!({"permissionDecision": d, "updatedInput": input});
+            if reason {
+                specific["reason"] = json!(MARK);
+            }
+            serde_json::to_vec(&json!({"hookSpecificOutput": specific})).unwrap()
+        }),
+        object().prop_map(|o| serde_json::to_vec(
+            &json!({"hookSpecificOutput": {"updatedInput": o}})
+        )
+        .unwrap()),
+    ]
+}
+
+fn run() -> impl Strategy<Value = HookRun> {
+    (
+        ending(),
+        stdout(),
+        prop::collection::vec(any::<u8>(), 0..48),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(ending, mut stdout, stderr, so, se)| {
+            stdout.extend_from_slice(MARK.as_bytes());
+            HookRun {
+                layer: Layer::Project,
+                entry: 0,
+                handler: 0,
+                command: "hook".into(),
+                timeout: Duration::from_secs(1),
+                collected: Collected {
+                    ending,
+                    duration: Duration::from_millis(1),
+                    stdout,
+                    stderr,
+                    stdout_truncated: so,
+                    stderr_truncated: se,
+                },
+            }
+        })
+}
+
+fn event() -> impl Strategy<Value = Event> {
+    prop_oneof![
+        Just(Event::PreToolUse),
+        Just(Event::PostToolUse),
+        Just(Event::Stop)
+    ]
+}
+
+/// What must hold of any decision over `runs`.
+fn holds(event: Event, runs: &[HookRun], d: &Decision) {
+    let ran = &runs[..d.hooks.len()];
+    assert!(d.hooks.len() <= runs.len());
+    let failed = ran.iter().any(|r| r.collected.ending != Ending::Exited(0));
+    let hard = ran
+        .iter()
+        .any(|r| !matches!(r.collected.ending, Ending::Exited(0 | 2)));
+    match event {
+        Event::PreToolUse | Event::PostToolUse => {
+            if failed {
+                assert_ne!(d.decision, Verdict::Continue, "{ran:?}");
+            }
+            if hard {
+                assert_eq!(d.decision, Verdict::Error);
+            }
+        }
+        Event::Stop => {
+            if hard {
+                assert_eq!(d.decision, Verdict::Error);
+            }
+        }
+    }
+    // Only PreToolUse reads stdout, and only an exit-0 hook's; elsewhere it never shows.
+    let reads_stdout =
+        event == Event::PreToolUse && ran.iter().any(|r| r.collected.ending == Ending::Exited(0));
+    let text = serde_json::to_string(d).unwrap();
+    if !reads_stdout {
+        assert!(!text.contains(MARK), "{text}");
+    }
+    let back: Decision = serde_json::from_str(&text).unwrap();
+    assert_eq!(&back, d);
+    if event == Event::PreToolUse {
+        assert!(d.tool_input.is_some() && d.input_changed.is_some());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_fold_never_widens_and_never_panics(
+        event in event(),
+        input in object(),
+        runs in prop::collection::vec(run(), 0..5),
+        continuations in 0u32..5,
+        intent in prop::option::of(".{0,10}"),
+    ) {
+        let d = fold(event, (event == Event::PreToolUse).then_some(input), &runs, StopFacts { continuations, intent });
+        holds(event, &runs, &d);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn real_hooks_with_arbitrary_output_and_payloads(
+        event in event(),
+        input in object(),
+        out in stdout(),
+        err in prop::collection::vec(any::<u8>(), 0..48),
+        code in prop_oneof![Just(0), Just(2), Just(1), 3..256i32],
+        response in json_value(),
+    ) {
+        let ws = agent_support::Ws::new();
+        std::fs::write(ws.root().join("out.bin"), &out).unwrap();
+        std::fs::write(ws.root().join("err.bin"), &err).unwrap();
+        ws.project(&json!({ event.name(): [{"hooks": [{"type": "command",
+            "command": format!("cat > payload.json; cat out.bin; cat err.bin >&2; exit {code}")}]}]}).to_string());
+        let mut opts = Options::new(ws.root());
+        opts.user_config = None;
+        opts.trusted = true;
+        let agent = Agent::load(&opts);
+        let call = ToolCall { tool_name: "shell".into(), tool_input: input.clone(), session_id: "s".into() };
+        let d = match event {
+            Event::PreToolUse => agent.pre_tool_use(&call),
+            Event::PostToolUse => agent.post_tool_use(&call, &response),
+            Event::Stop => agent.stop(&hookq::agent::Turn::default()),
+        };
+        prop_assert_eq!(&d.hooks[0].ending, &format!("exit {code}"));
+        if code != 0 && event != Event::Stop {
+            prop_assert_ne!(d.decision, Verdict::Continue);
+        }
+        // The payload the hook read is the host's, as given.
+        let seen: Value = serde_json::from_str(&ws.read("payload.json")).unwrap();
+        if event != Event::Stop {
+            prop_assert_eq!(&seen["tool_input"], &Value::Object(input));
+        }
+        if event == Event::PostToolUse {
+            prop_assert_eq!(&seen["tool_response"], &response);
+        }
+    }
+}
