@@ -8,7 +8,6 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::discovery::SourcedCommand;
-use super::point::{Lifecycle, Scope};
 
 /// How an evaluated hook ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -252,14 +251,4 @@ pub fn label(h: &SourcedCommand) -> String {
         Some(t) => format!("{} ({}, {t})", h.name, h.scope),
         None => format!("{} ({})", h.name, h.scope),
     }
-}
-
-/// Whether `lc` is a create lifecycle.
-pub fn is_create(lc: Lifecycle) -> bool {
-    matches!(lc, Lifecycle::PreCreate | Lifecycle::PostCreate)
-}
-
-/// Whether `s` is a user-global scope.
-pub fn is_global(s: Scope) -> bool {
-    matches!(s, Scope::GlobalRepository | Scope::GlobalShared)
 }
