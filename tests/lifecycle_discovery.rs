@@ -232,3 +232,67 @@ fn unknown_keys_in_the_hook_tables_are_config_errors() {
         out.stderr
     );
 }
+
+#[test]
+fn init_writes_a_skeleton_and_inert_examples_and_never_overwrites() {
+    let w = Ws::bare();
+    lifecycle_common::make_repo(&w.root.join("repos/web"), 1);
+    lifecycle_common::make_repo(&w.root.join("api"), 1);
+    let out = w.run(&["worktree", "init", "--json"]);
+    out.expect(0);
+    let files = out.json()["data"]["files"].as_array().unwrap().clone();
+    assert!(files.iter().all(|f| f["written"] == true));
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(w.root.join(".arashi/config.json")).unwrap())
+            .unwrap();
+    assert_eq!(config["repos"]["web"]["path"], "repos/web");
+    assert_eq!(config["repos"]["api"]["path"], "api");
+    assert_eq!(config["hooks"]["timeout"], 300000);
+    for f in [
+        "pre-create.sh.example",
+        "post-remove.sh.example",
+        "post-create.web.sh.example",
+        "pre-create.api.sh.example",
+    ] {
+        assert!(w.root.join(".arashi/hooks").join(f).is_file(), "{f}");
+    }
+    // Examples are inert: nothing is discovered.
+    let j = w.run(&["worktree", "hooks", "--json"]).json();
+    assert_eq!(j["data"]["hooks"], serde_json::json!([]));
+    // A second init keeps everything, including an edited config.
+    std::fs::write(
+        w.root.join(".arashi/config.json"),
+        r#"{"repos": {"web": {"path": "repos/web"}}}"#,
+    )
+    .unwrap();
+    let out = w.run(&["worktree", "init", "--json"]);
+    out.expect(0);
+    let files = out.json()["data"]["files"].as_array().unwrap().clone();
+    assert!(files.iter().all(|f| f["written"] == false), "{files:?}");
+    // In a configured workspace, the examples follow the config's repositories.
+    assert!(
+        !files
+            .iter()
+            .any(|f| f["path"].as_str().unwrap().contains(".api.")),
+        "{files:?}"
+    );
+    assert!(
+        files
+            .iter()
+            .any(|f| f["path"].as_str().unwrap().contains(".web.")),
+        "{files:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.root.join(".arashi/config.json")).unwrap(),
+        r#"{"repos": {"web": {"path": "repos/web"}}}"#
+    );
+    // An activated example runs.
+    std::fs::copy(
+        w.root.join(".arashi/hooks/post-create.web.sh.example"),
+        w.root.join(".arashi/hooks/post-create.web.sh"),
+    )
+    .unwrap();
+    let out = w.run(&["worktree", "create", "x", "--json"]);
+    out.expect(0);
+    assert_eq!(out.json()["data"]["hookOutcomes"][0]["status"], "succeeded");
+}

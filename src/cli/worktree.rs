@@ -554,19 +554,22 @@ fn hooks(ctx: &Ctx, a: HooksArgs, details: &mut Details) -> Result<(), Error> {
 
 fn init(ctx: &Ctx, a: InitArgs) -> Result<(), Error> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let (root, write_config) = match Workspace::discover(ctx.start(), home) {
-        Ok(ws) if ws.config().is_some() => (ws.root, false),
+    let (root, configured) = match Workspace::discover(ctx.start(), home) {
+        Ok(ws) if ws.config().is_some() => {
+            let names: Vec<String> = ws.repos().into_iter().map(|r| r.name).collect();
+            (ws.root, Some(names))
+        }
         Ok(_) | Err(FindError::Missing { .. }) => (
             ctx.start().canonicalize().map_err(|source| Error::Io {
                 what: "cannot access",
                 path: ctx.start().to_path_buf(),
                 source,
             })?,
-            true,
+            None,
         ),
         Err(e) => return Err(Error::Lifecycle(e.into())),
     };
-    let files = lifecycle::init::init(&root, write_config).map_err(|e| Error::Io {
+    let files = lifecycle::init::init(&root, configured.as_deref()).map_err(|e| Error::Io {
         what: "cannot write",
         path: e.path,
         source: e.source,

@@ -89,14 +89,20 @@ fn example(lc: Lifecycle, repo: Option<&str>) -> String {
     )
 }
 
-/// Writes what is missing in `root`: the config (when `write_config`), and the examples.
-pub fn init(root: &Path, write_config: bool) -> Result<Vec<InitFile>, InitError> {
+/// Writes what is missing in `root`: the config listing the repositories found below it (when
+/// `configured` is `None`), and the examples, for the configured repositories (`Some`) or the
+/// ones found.
+pub fn init(root: &Path, configured: Option<&[String]>) -> Result<Vec<InitFile>, InitError> {
     let mut files = Vec::new();
-    let repos = find_repos(root);
     let mut wanted: Vec<(PathBuf, String)> = Vec::new();
-    if write_config {
-        wanted.push((root.join(CONFIG_FILE), skeleton(&repos)));
-    }
+    let repos: Vec<(String, String)> = match configured {
+        Some(names) => names.iter().map(|n| (n.clone(), String::new())).collect(),
+        None => {
+            let found = find_repos(root);
+            wanted.push((root.join(CONFIG_FILE), skeleton(&found)));
+            found
+        }
+    };
     let hooks = root.join(".arashi").join("hooks");
     for lc in Lifecycle::ALL {
         wanted.push((hooks.join(format!("{lc}.sh.example")), example(lc, None)));
