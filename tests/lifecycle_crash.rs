@@ -126,6 +126,9 @@ fn a_killed_create_is_rolled_back_by_the_next_command() {
             .expect(0);
     }
     let (mut kills, mut rolled_back, mut completed) = (0, 0, 0);
+    // Where the kills landed, read from the dead create's journal before the next command:
+    // before any change, inside a `git worktree add`, or after one (in a hook).
+    let (mut before_change, mut in_git, mut after_add) = (0, 0, 0);
     let mut round = 0;
     while kills < want {
         round += 1;
@@ -155,6 +158,26 @@ fn a_killed_create_is_rolled_back_by_the_next_command() {
             kills += 1;
         }
         let status = child.wait().unwrap();
+        if !finished {
+            let standalone = set.repos[0].join(".git/hookq-worktree/journal");
+            let journal = if standalone.exists() {
+                standalone
+            } else {
+                set.ws.root.join(".arashi/hookq-worktree/journal")
+            };
+            let text = std::fs::read_to_string(&journal).unwrap_or_default();
+            let last_add = text
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .rfind(|r| r["op"] == "worktree")
+                .and_then(|r| r["path"].as_str().map(PathBuf::from));
+            match last_add {
+                None => before_change += 1,
+                // git writes the new worktree's files last of all.
+                Some(p) if p.join("f59.txt").exists() => after_add += 1,
+                Some(_) => in_git += 1,
+            }
+        }
         let text = std::fs::read_to_string(&printed).unwrap_or_default();
         assert!(!text.contains(lifecycle_common::MARKER), "{text}");
         // The next command, whichever: the inspector here.
@@ -188,7 +211,12 @@ fn a_killed_create_is_rolled_back_by_the_next_command() {
             .expect(0);
     }
     eprintln!(
-        "{kills} kills in {round} rounds: {rolled_back} rolled back something, {completed} completed"
+        "{kills} kills in {round} rounds: {rolled_back} rolled back something, {completed} completed; \
+         {before_change} before any change, {in_git} inside a git worktree add, {after_add} after one"
+    );
+    assert!(
+        before_change > 0 && after_add > 0,
+        "the kills did not spread over the create"
     );
     assert!(
         rolled_back * 3 >= kills,
