@@ -223,3 +223,59 @@ fn a_killed_create_is_rolled_back_by_the_next_command() {
         "most kills should land after the first change: {rolled_back} of {kills}"
     );
 }
+
+/// A hook that is still running when its create is killed (it and a background child of its
+/// own, sleeping in the new worktree) is ended by the next command's rollback, before the
+/// worktree it works in is removed: nothing of the dead create keeps running.
+#[test]
+fn the_rollback_of_a_killed_create_ends_the_hook_it_left_running() {
+    let ws = Ws::bare();
+    make_repo(&ws.root.join("repos/web"), 5);
+    ws.write_config(r#"{"repos": {"web": {"path": "repos/web"}}}"#);
+    let pids = ws.tmp.path().join("hook-pids");
+    ws.native(
+        ".arashi/hooks/pre-create.web.sh",
+        &format!(
+            "trap '' TERM; sleep 300 & echo \"$$ $!\" > {}; wait\n",
+            pids.display()
+        ),
+    );
+    let before = ws.snapshot();
+    let mut child = ws
+        .command(&ws.root, &["worktree", "create", "doomed"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&pids).is_ok_and(|t| t.ends_with('\n')) {
+        assert!(Instant::now() < deadline, "the hook did not start");
+        assert!(child.try_wait().unwrap().is_none(), "the create ended early");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(&pids).unwrap();
+    let running: Vec<i32> = text.split_whitespace().map(|p| p.parse().unwrap()).collect();
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
+    };
+    assert!(running.iter().all(|&p| alive(p)), "the hook outlives hookq");
+
+    let next = ws.run_in(&ws.root, &["worktree", "hooks"]);
+    next.expect(0);
+    assert!(
+        next.stderr.contains("ended the hook it left running"),
+        "{}",
+        next.stderr
+    );
+    // The hook ignores SIGTERM: SIGKILL after the grace ended it and its child.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while running.iter().any(|&p| alive(p)) {
+        assert!(Instant::now() < deadline, "the hook still runs: {running:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(ws.snapshot(), before, "{}", next.stderr);
+}

@@ -206,7 +206,9 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     println!();
     println!("Next: `hookq init` in a repository, set [hooks] in .radian/arc/config.toml, and run");
-    println!("`hookq run` from cron or `hookq hub` as a service. docs/queue.md explains each step.");
+    println!(
+        "`hookq run` from cron or `hookq hub` as a service. docs/queue.md explains each step."
+    );
     agent::tour(&root)?;
     lifecycle::tour(&root)?;
     drop(scratch);

@@ -257,6 +257,8 @@ impl Agent {
             kill_grace: self.kill_grace,
             max_output: MAX_OUTPUT,
             echo: false,
+            // Decided while the host waits: nothing outlives a killed hookq to be ended later.
+            owner: None,
         };
         let collected = exec::collect(&job, &Stop::new()).unwrap_or_else(|e| {
             // No pipe or no poll: the hook could not be run as it must be, which fails closed

@@ -23,7 +23,7 @@ use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::Signal;
 
 use super::env::Environ;
-use super::run::{Ending, ExecError, Stop};
+use super::run::{Ending, ExecError, GroupTracker, Stop, Tracked};
 use super::spawn::{Command, Leader, Shell, Stdin};
 use super::supervise::{Bounds, signal_group, supervise};
 
@@ -77,6 +77,9 @@ pub struct Job<'a> {
     /// Also copy stdout and stderr, as they come and unchanged, to hookq's own stdout and
     /// stderr.
     pub echo: bool,
+    /// Who is told the command's process group while it runs, if anyone: a model that must
+    /// end what a killed hookq left running records it there.
+    pub owner: Option<&'a dyn GroupTracker>,
 }
 
 /// What a collected run gave.
@@ -165,6 +168,8 @@ pub fn collect(job: &Job<'_>, stop: &Stop) -> Result<Collected, ExecError> {
             });
         }
     };
+    // Named to the owner from now until it is reaped, whichever way this function returns.
+    let _tracked = job.owner.map(|owner| Tracked::new(owner, child.pid()));
     let mut stdout = Capped::new(job.max_output, job.echo.then(std::io::stdout));
     let mut stderr = Capped::new(job.max_output, job.echo.then(std::io::stderr));
     let bounds = Bounds {
@@ -364,6 +369,7 @@ mod tests {
             kill_grace: Duration::from_secs(1),
             max_output: 1 << 20,
             echo: false,
+            owner: None,
         }
     }
 

@@ -261,13 +261,13 @@ pub trait GroupTracker: std::fmt::Debug {
 }
 
 /// A command's process group, told to its tracker while it lives (see [`Spec::owner`]).
-struct Tracked<'a> {
+pub(crate) struct Tracked<'a> {
     tracker: &'a dyn GroupTracker,
     pgid: i32,
 }
 
 impl<'a> Tracked<'a> {
-    fn new(tracker: &'a dyn GroupTracker, leader: Pid) -> Self {
+    pub(crate) fn new(tracker: &'a dyn GroupTracker, leader: Pid) -> Self {
         let pgid = leader.as_raw_nonzero().get();
         tracker.track(pgid, chrono::Utc::now().timestamp_millis());
         Self { tracker, pgid }

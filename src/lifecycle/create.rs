@@ -6,13 +6,14 @@ use super::env::{self, HookFacts};
 use super::error::{Error, FailureKind};
 use super::hook::{Place, Runner};
 use super::input::InputPolicy;
-use super::journal::{Record, StateLock};
+use super::journal::{Journal, Record, StateLock};
 use super::ledger::{Ledger, label};
 use super::plan::{CreatePlan, CreateStep};
 use super::point::Scope;
 use super::policy::FailurePolicy;
 use super::rollback::{self, RollbackReport};
 use super::workspace::{Mode, Workspace};
+use crate::exec::GroupTracker;
 use crate::exec::Stop;
 
 /// How a command runs its hooks.
@@ -133,7 +134,8 @@ pub fn create(
                 let Some(runner) = runner.as_ref() else {
                     continue;
                 };
-                let outcome = runner.run(hook, &place);
+                let groups = HookGroups::new(&mut journal);
+                let outcome = runner.run(hook, &place, Some(&groups));
                 let failed = outcome.status.failed();
                 if failed {
                     failure = Some((
@@ -222,6 +224,35 @@ pub fn create(
         failure,
         rollback,
     })
+}
+
+/// Tells the create's journal, once it has one, which process group each hook leads while it
+/// runs: a hook outlives a hookq killed meanwhile, and the next command's rollback ends it
+/// before it removes the worktree the hook works in. A journal that cannot be written only
+/// loses the naming; the rollback still waits for processes inside the worktree.
+#[derive(Debug)]
+struct HookGroups<'j>(std::cell::RefCell<&'j mut Option<Journal>>);
+
+impl<'j> HookGroups<'j> {
+    fn new(journal: &'j mut Option<Journal>) -> Self {
+        Self(std::cell::RefCell::new(journal))
+    }
+
+    fn note(&self, record: &Record) {
+        if let Some(j) = self.0.borrow_mut().as_mut() {
+            let _ = j.note(record);
+        }
+    }
+}
+
+impl GroupTracker for HookGroups<'_> {
+    fn track(&self, pgid: i32, started_ms: i64) {
+        self.note(&Record::Hook { pgid, started_ms });
+    }
+
+    fn untrack(&self, pgid: i32) {
+        self.note(&Record::HookEnded { pgid });
+    }
 }
 
 fn make_dirs(dirs: &[std::path::PathBuf]) -> Result<(), String> {

@@ -84,6 +84,10 @@ pub fn base(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<(OsStri
         .collect()
 }
 
+/// What every process a hook starts carries in its environment, unless it clears it: how the
+/// rollback of a killed create knows a group whose leader exited as one of its hooks.
+pub const HOOK_MARK: &[u8] = b"ARASHI_HOOK_NAME=";
+
 /// The whole environment of one hook.
 pub fn build(base: &[(OsString, OsString)], f: &HookFacts<'_>) -> Environ {
     let mut env: Environ = base.iter().map(|(n, v)| (n, v)).collect();

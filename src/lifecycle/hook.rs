@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::discovery::{Source, SourcedCommand};
 use super::input::InputPolicy;
 use super::ledger::{Outcome, Status};
-use crate::exec::{self, Ending, Environ, Input, Job, Program, Stop};
+use crate::exec::{self, Ending, Environ, GroupTracker, Input, Job, Program, Stop};
 
 /// How long a hook that ignores SIGTERM at its timeout has before SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(5);
@@ -45,8 +45,15 @@ pub struct Place<'a> {
 }
 
 impl Runner<'_> {
-    /// Runs `hook` and returns its ledger row.
-    pub fn run(&self, hook: &SourcedCommand, place: &Place<'_>) -> Outcome {
+    /// Runs `hook` and returns its ledger row. `owner`, if any, is told the hook's process
+    /// group while it runs (a create's journal, so that the rollback of a killed create ends
+    /// the hook it left running).
+    pub fn run(
+        &self,
+        hook: &SourcedCommand,
+        place: &Place<'_>,
+        owner: Option<&dyn GroupTracker>,
+    ) -> Outcome {
         let args: Vec<OsString> = match &hook.source {
             // `$0` is the hook's logical name, so Bash's own messages name the hook, not "bash".
             Source::Inline { snippet, .. } => {
@@ -80,6 +87,7 @@ impl Runner<'_> {
             kill_grace: KILL_GRACE,
             max_output: MAX_OUTPUT,
             echo: tty,
+            owner,
         };
         let (status, duration) = match exec::collect(&job, self.stop) {
             Ok(c) => {

@@ -42,6 +42,19 @@ pub enum Record {
         /// The new worktree's path.
         path: PathBuf,
     },
+    /// A hook started, leading process group `pgid` (it outlives a killed hookq, in a session
+    /// of its own or the terminal's foreground).
+    Hook {
+        /// The hook's process group.
+        pgid: i32,
+        /// When it started, unix ms.
+        started_ms: i64,
+    },
+    /// The hook of group `pgid` ended and was reaped.
+    HookEnded {
+        /// The hook's process group.
+        pgid: i32,
+    },
 }
 
 /// A state-folder failure, with its path.
@@ -204,6 +217,20 @@ impl Journal {
         self.file
             .write_all(&buf)
             .and_then(|()| self.file.sync_data())
+            .map_err(state_err("write", &self.path))
+    }
+
+    /// Appends `record` without syncing it: for what only matters while this machine stays
+    /// up (a running hook's process group, which power loss ends too).
+    pub fn note(&mut self, record: &Record) -> Result<(), StateError> {
+        let mut line = serde_json::to_vec(record).map_err(|e| StateError {
+            what: "write",
+            path: self.path.clone(),
+            source: e.into(),
+        })?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
             .map_err(state_err("write", &self.path))
     }
 

@@ -101,7 +101,7 @@ pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> Remove
         let Some(runner) = runner.as_ref() else {
             return true;
         };
-        let outcome = runner.run(hook, &place);
+        let outcome = runner.run(hook, &place, None);
         let ok = !outcome.status.failed();
         ledger.push(outcome);
         ok

@@ -6,8 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::env::HOOK_MARK;
 use super::git;
+use super::hook::KILL_GRACE;
 use super::journal::Record;
+use crate::exec::group::{Group, end_left_behind};
 
 /// What a rollback did and what it could not do.
 #[derive(Debug, Clone, Default)]
@@ -22,16 +25,17 @@ pub struct RollbackReport {
 /// worktree (a git checkout's child, a hook) before removing it anyway.
 const SETTLE: Duration = Duration::from_secs(10);
 
-/// Undoes `records`, newest first. `settle`: wait for processes still running inside a new
-/// worktree first (a dead create's).
+/// Undoes `records`, newest first. `settle`: a dead create's records; end the hook it left
+/// running, and wait for other processes still working inside a new worktree, first.
 pub fn undo(records: &[Record], settle: bool) -> RollbackReport {
     let mut report = RollbackReport::default();
     if settle {
+        end_left_hooks(records, &mut report);
         wait_for_leftovers(records);
     }
     for r in records.iter().rev() {
         match r {
-            Record::Begin { .. } => {}
+            Record::Begin { .. } | Record::Hook { .. } | Record::HookEnded { .. } => {}
             Record::Worktree { checkout, path } => {
                 remove_worktree(checkout, path, &mut report);
                 sweep_admin_dirs(checkout, path, &mut report);
@@ -169,6 +173,27 @@ fn sweep_admin_dirs(checkout: &Path, path: &Path, report: &mut RollbackReport) {
 /// Waits, at most [`SETTLE`], for what a killed create left running: processes working in one
 /// of its new worktrees (a checkout's child, a hook), and git processes in one of its
 /// repositories (a `git branch` that `git worktree add -b` started).
+/// Ends the hooks a killed create left running: their process groups, as the journal named
+/// them, that are still those groups (a pid reused since is left alone), SIGTERM and then,
+/// after the hooks' own grace, SIGKILL.
+fn end_left_hooks(records: &[Record], report: &mut RollbackReport) {
+    let mut running: Vec<Group> = Vec::new();
+    for r in records {
+        match *r {
+            Record::Hook { pgid, started_ms } => running.push(Group { pgid, started_ms }),
+            Record::HookEnded { pgid } => running.retain(|g| g.pgid != pgid),
+            _ => {}
+        }
+    }
+    for (group, killed) in end_left_behind(running, KILL_GRACE, HOOK_MARK) {
+        let how = if killed { "SIGKILL" } else { "SIGTERM" };
+        report.done.push(format!(
+            "ended the hook it left running (process group {}, {how})",
+            group.pgid
+        ));
+    }
+}
+
 fn wait_for_leftovers(records: &[Record]) {
     let mut inside = Vec::new();
     let mut checkouts = Vec::new();

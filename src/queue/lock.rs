@@ -23,9 +23,13 @@ use std::time::{Duration, Instant};
 use fs2::FileExt;
 
 use crate::exec::GroupTracker;
+use crate::exec::group::end_left_behind;
 #[cfg(test)]
-use crate::exec::group::has_live_member;
-use crate::exec::group::{group_running, live_members, stat_fields};
+use crate::exec::group::{boot_ms, has_live_member, live_members, started_ms};
+
+/// What every process an arc hook starts carries in its environment, unless it clears it: how
+/// the next holder knows a group whose leader exited as one of ours.
+const HOOK_MARK: &[u8] = b"ARC_HOOK=";
 use serde::Serialize;
 
 /// A lock file problem.
@@ -73,22 +77,7 @@ struct Running {
     longest: usize,
 }
 
-/// A hook command's process group: its leader's pid (the group's id) and when it started
-/// (unix ms), which tells the leader from a process given the same pid at another time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Group {
-    /// The process group id, the leader's pid.
-    pub pgid: i32,
-    /// When the leader started, unix ms, as hookq saw it start.
-    pub started_ms: i64,
-}
-
-/// How far apart the start time a group is named with and the one the kernel gives its leader
-/// may be for it to count as the same process: the kernel's is at 10 ms ticks after a boot time
-/// known to the second, and the wall clock may have been stepped since boot by a little. A pid
-/// given to another process within this long after a command started would need the pid space
-/// to wrap in that time.
-const SAME_START_MS: i64 = 2_000;
+pub use crate::exec::group::Group;
 
 /// A hook command an earlier holder of the lock left running, ended when the lock was taken.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,7 +137,7 @@ impl RunnerLock {
         let mut earlier = String::new();
         let _ = (&file).read_to_string(&mut earlier);
         let earlier = Lines::parse(&earlier);
-        let left_behind = end_left_behind(earlier.groups, LEFT_BEHIND_GRACE)
+        let left_behind = end_left_behind(earlier.groups, LEFT_BEHIND_GRACE, HOOK_MARK)
             .into_iter()
             .map(|(group, killed)| LeftBehind {
                 holder: earlier.pid,
@@ -291,96 +280,6 @@ impl GroupTracker for RunnerLock {
         running.groups.retain(|g| g.pgid != pgid);
         let _ = self.write_out(&mut running);
     }
-}
-
-/// When this machine booted, unix ms (`btime` in `/proc/stat`, whole seconds).
-fn boot_ms() -> Option<i64> {
-    let boot: i64 = std::fs::read_to_string("/proc/stat")
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("btime "))?
-        .trim()
-        .parse()
-        .ok()?;
-    Some(boot * 1000)
-}
-
-/// When process `pid` started, unix ms: its start in clock ticks after boot (field 22 of
-/// `/proc/<pid>/stat`) after the boot time.
-fn started_ms(pid: i32) -> Option<i64> {
-    let ticks: i64 = stat_fields(Path::new(&format!("/proc/{pid}/stat")))?
-        .get(19)?
-        .parse()
-        .ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = i64::from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as i32).max(1);
-    Some(boot_ms()? + ticks * 1000 / hz)
-}
-
-/// Whether the process group `group` names still runs the hook command it was named for.
-///
-/// - A group named before this machine booted is not: the line outlived a reboot, and a
-///   group of that id now is another process's.
-/// - While its leader lives, the leader must have started when the line says
-///   ([`SAME_START_MS`]); one that started at another time has been given the same pid.
-/// - Once the leader is gone, the group's id stays taken while any member lives, but by then
-///   the id may also lead another group whose leader has exited too (a daemon that forked
-///   away from its starter). So one of its members must still carry a hook command's
-///   environment (`ARC_HOOK`, which every process a hook starts inherits unless it clears
-///   its environment): a group that cannot be shown to be ours is left alone.
-fn still_named(group: Group) -> bool {
-    let Some(pgid) = rustix::process::Pid::from_raw(group.pgid) else {
-        return false;
-    };
-    if !group_running(pgid) || boot_ms().is_some_and(|boot| group.started_ms < boot - SAME_START_MS)
-    {
-        return false;
-    }
-    match started_ms(group.pgid) {
-        Some(ms) => (ms - group.started_ms).abs() <= SAME_START_MS,
-        None => live_members(group.pgid).is_some_and(|mut m| m.any(runs_a_hook)),
-    }
-}
-
-/// Whether process `pid`'s environment names a hook point, as a hook command's does.
-fn runs_a_hook(pid: i32) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v.starts_with(b"ARC_HOOK=")))
-}
-
-/// Ends every process group of `groups` that is still the one named ([`still_named`]): SIGTERM
-/// and SIGCONT to each, then SIGKILL to those left once `grace` is over, one grace for all of
-/// them. Returns the groups it ended, each with whether SIGKILL went.
-fn end_left_behind(groups: Vec<Group>, grace: Duration) -> Vec<(Group, bool)> {
-    use rustix::process::{Pid, Signal, kill_process_group};
-    let named: Vec<(Group, Pid)> = groups
-        .into_iter()
-        .filter(|g| still_named(*g))
-        .filter_map(|g| Some((g, Pid::from_raw(g.pgid)?)))
-        .collect();
-    for (_, pgid) in &named {
-        let _ = kill_process_group(*pgid, Signal::TERM);
-        let _ = kill_process_group(*pgid, Signal::CONT);
-    }
-    let deadline = Instant::now() + grace;
-    let mut killed = vec![false; named.len()];
-    loop {
-        let running: Vec<usize> = (0..named.len())
-            .filter(|&i| group_running(named[i].1))
-            .collect();
-        if running.is_empty() {
-            break;
-        }
-        if Instant::now() >= deadline {
-            for i in running {
-                let _ = kill_process_group(named[i].1, Signal::KILL);
-                killed[i] = true;
-            }
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    named.into_iter().map(|(g, _)| g).zip(killed).collect()
 }
 
 /// Who holds the lock at `path`, or last held it: the file's holder line, checked against
@@ -554,7 +453,7 @@ mod tests {
             pgid: pid,
             started_ms: started_ms(pid).unwrap(),
         });
-        let ended = end_left_behind(vec![stubborn, quick], Duration::from_secs(2));
+        let ended = end_left_behind(vec![stubborn, quick], Duration::from_secs(2), HOOK_MARK);
         assert_eq!(ended, [(stubborn, true), (quick, false)]);
         let state = std::fs::read_to_string(&seen).unwrap();
         assert!(
@@ -586,6 +485,7 @@ mod tests {
         let ended = end_left_behind(
             vec![named(daemon), before_boot, named(hook)],
             Duration::from_secs(5),
+            HOOK_MARK,
         );
         assert_eq!(ended, [(named(hook), false)]);
         assert!(!has_live_member(hook), "the hook's group is ended");
