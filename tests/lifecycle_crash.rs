@@ -251,13 +251,19 @@ fn the_rollback_of_a_killed_create_ends_the_hook_it_left_running() {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !std::fs::read_to_string(&pids).is_ok_and(|t| t.ends_with('\n')) {
         assert!(Instant::now() < deadline, "the hook did not start");
-        assert!(child.try_wait().unwrap().is_none(), "the create ended early");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the create ended early"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     child.kill().unwrap();
     child.wait().unwrap();
     let text = std::fs::read_to_string(&pids).unwrap();
-    let running: Vec<i32> = text.split_whitespace().map(|p| p.parse().unwrap()).collect();
+    let running: Vec<i32> = text
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
     let alive = |pid: i32| {
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .is_ok_and(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
@@ -274,7 +280,10 @@ fn the_rollback_of_a_killed_create_ends_the_hook_it_left_running() {
     // The hook ignores SIGTERM: SIGKILL after the grace ended it and its child.
     let deadline = Instant::now() + Duration::from_secs(30);
     while running.iter().any(|&p| alive(p)) {
-        assert!(Instant::now() < deadline, "the hook still runs: {running:?}");
+        assert!(
+            Instant::now() < deadline,
+            "the hook still runs: {running:?}"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(ws.snapshot(), before, "{}", next.stderr);

@@ -7,8 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 /// A command's whole environment, laid out as `execve` takes it: `NAME=value` strings, each
 /// ending in a NUL byte, in one buffer. A model builds it once per pass or load and extends a
 /// copy per run (arc: the pass's base plus the `ARC_*` table), and starting a command reads it
-/// as it is: no map, and no
-/// string per variable (see [`super::spawn`]).
+/// as it is: no map, and no string per variable (see [`super::spawn`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Environ {
     bytes: Vec<u8>,
@@ -80,6 +79,37 @@ impl<K: AsRef<OsStr>, V: AsRef<OsStr>> FromIterator<(K, V)> for Environ {
         }
         env
     }
+}
+
+/// Variables that would point git at another repository than the one asked for (what
+/// `git rev-parse --local-env-vars` lists, and the `-c` pairs that go with `GIT_CONFIG_COUNT`).
+/// Every hook model strips them from what its hooks inherit, so a hook's git works on the
+/// repository the hook is about; worktree commands strip them from hookq's own git too.
+pub const GIT_LOCAL_ENV_VARS: &[&str] = &[
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+];
+
+/// Whether an inherited variable named `name` is one of git's repository overrides.
+pub fn is_git_local(name: &OsStr) -> bool {
+    let name = name.as_bytes();
+    GIT_LOCAL_ENV_VARS.iter().any(|v| v.as_bytes() == name)
+        || name.starts_with(b"GIT_CONFIG_KEY_")
+        || name.starts_with(b"GIT_CONFIG_VALUE_")
 }
 
 #[cfg(test)]

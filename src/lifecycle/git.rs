@@ -10,35 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// Variables that would point git at another repository than the one asked for (what
-/// `git rev-parse --local-env-vars` lists, and the `-c` pairs that go with `GIT_CONFIG_COUNT`).
-/// Stripped from hookq's git commands and from every lifecycle hook.
-pub const GIT_LOCAL_ENV_VARS: &[&str] = &[
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_CONFIG",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_IMPLICIT_WORK_TREE",
-    "GIT_GRAFT_FILE",
-    "GIT_INDEX_FILE",
-    "GIT_NO_REPLACE_OBJECTS",
-    "GIT_REPLACE_REF_BASE",
-    "GIT_PREFIX",
-    "GIT_INTERNAL_SUPER_PREFIX",
-    "GIT_SHALLOW_FILE",
-    "GIT_COMMON_DIR",
-];
-
-/// Whether an inherited variable named `name` is one of git's repository overrides.
-pub fn is_git_local(name: &OsStr) -> bool {
-    let name = name.as_bytes();
-    GIT_LOCAL_ENV_VARS.iter().any(|v| v.as_bytes() == name)
-        || name.starts_with(b"GIT_CONFIG_KEY_")
-        || name.starts_with(b"GIT_CONFIG_VALUE_")
-}
+pub use crate::exec::env::is_git_local;
 
 /// A git command that failed.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -6,28 +6,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use crate::exec::Environ;
+use crate::exec::env::is_git_local;
 use crate::queue::phase::Point;
 
-/// What `git rev-parse --local-env-vars` lists: variables that would point a hook's git at
-/// another repository than the workspace's.
-pub const GIT_LOCAL_ENV_VARS: &[&str] = &[
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_CONFIG",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_IMPLICIT_WORK_TREE",
-    "GIT_GRAFT_FILE",
-    "GIT_INDEX_FILE",
-    "GIT_NO_REPLACE_OBJECTS",
-    "GIT_REPLACE_REF_BASE",
-    "GIT_PREFIX",
-    "GIT_INTERNAL_SUPER_PREFIX",
-    "GIT_SHALLOW_FILE",
-    "GIT_COMMON_DIR",
-];
+pub use crate::exec::env::GIT_LOCAL_ENV_VARS;
 
 /// The facts one point's commands see.
 #[derive(Debug, Clone)]
@@ -53,11 +35,7 @@ pub struct HookVars<'a> {
 fn stripped(name: &OsStr) -> bool {
     // By bytes: a name that is not UTF-8 after its prefix (`ARC_\xff`) goes too.
     let name = name.as_bytes();
-    name.starts_with(b"ARC_")
-        || GIT_LOCAL_ENV_VARS.iter().any(|v| v.as_bytes() == name)
-        // Only meaningful with GIT_CONFIG_COUNT, which goes: drop the pairs with it.
-        || name.starts_with(b"GIT_CONFIG_KEY_")
-        || name.starts_with(b"GIT_CONFIG_VALUE_")
+    name.starts_with(b"ARC_") || is_git_local(OsStr::from_bytes(name))
 }
 
 /// The runner's environment with the overrides removed; computed once per pass.
