@@ -26,7 +26,7 @@ pub fn tour(dir: &Path) -> Result<(), Box<dyn Error>> {
 
     println!();
     println!("Agent tool hooks (`hookq agent fire`, docs/agent.md)");
-    println!("------------------------------------------------------");
+    println!("----------------------------------------------------");
     println!("A coding agent asks hookq before each tool call. The project file");
     println!("  {}", root.join(".radian/hooks.json").display());
     println!(

@@ -4,10 +4,15 @@
 //! cargo run --release --example quickstart
 //! ```
 //!
-//! It makes a scratch workspace in the system temp dir, records task transitions and their hook
-//! points in one SQLite transaction, shows the queue, runs one drain pass under the runner lock,
-//! and shows the log files and history it left. The workspace is removed at the end unless
-//! `KEEP=1` is set, so you can look at it with the `hookq` CLI afterwards.
+//! It makes a scratch folder in the system temp dir and walks through hookq's three hook models.
+//! The durable hook queue (this file): the folder becomes a workspace; task transitions and
+//! their hook points are recorded in one SQLite transaction (and a rolled-back one leaves
+//! nothing); the queue is listed; one drain pass runs under the runner lock; the log files and
+//! history it left are shown. Agent tool hooks (`agent.rs`): two `PreToolUse` decisions, one
+//! denied and one with its input rewritten. Worktree lifecycle hooks (`lifecycle.rs`): a git
+//! worktree created with a post-create hook, its outcome ledger, and the worktree removed. The
+//! folder is removed at the end unless `KEEP=1` is set, so you can look at it with the `hookq`
+//! CLI afterwards.
 
 mod agent;
 mod lifecycle;
@@ -77,9 +82,15 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     println!("hookq quickstart");
     println!("================");
-    println!("A scratch workspace (a repository root holding .radian/arc/) at");
+    println!("A tour of hookq's three hook models, through its library, in a scratch folder:");
     println!("  {}", ws.root().display());
     println!("It is removed at the end; run with KEEP=1 to keep it.");
+    println!();
+    println!("Durable hook queue (`hookq task`, `hookq run`, docs/queue.md)");
+    println!("-------------------------------------------------------------");
+    println!(
+        "The scratch folder is the queue's workspace: a repository root holding .radian/arc/."
+    );
 
     // 1. The workspace: the database, and config.toml as `hookq init` writes it, with hooks that
     //    need no git repository.
@@ -205,12 +216,14 @@ fn main() -> Result<(), Box<dyn Error>> {
     print_history(&ws, &history);
 
     println!();
-    println!("Next: `hookq init` in a repository, set [hooks] in .radian/arc/config.toml, and run");
+    println!("In a repository of your own: `hookq init`, set [hooks] in .radian/arc/config.toml,");
     println!(
-        "`hookq run` from cron or `hookq hub` as a service. docs/queue.md explains each step."
+        "and run `hookq run` from cron or `hookq hub` as a service. docs/queue.md explains each step."
     );
     agent::tour(&root)?;
     lifecycle::tour(&root)?;
+    println!();
+    println!("README.md's tour of the CLI shows the same from the command line.");
     drop(scratch);
     Ok(())
 }
