@@ -223,7 +223,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     agent::tour(&root)?;
     lifecycle::tour(&root)?;
     println!();
-    println!("README.md's tour of the CLI shows the same from the command line.");
+    println!("Next: README.md's tour of the CLI, then docs/ for each model.");
     drop(scratch);
     Ok(())
 }
