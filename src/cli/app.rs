@@ -9,7 +9,7 @@ use crate::exec::Stop;
 use crate::queue::store::{Store, StoreOptions};
 use crate::queue::workspace::{NotFound, Workspace};
 
-/// hookq: a transactional hook queue for task runners.
+/// hookq: runs hook commands for a durable task queue, agent tool hooks and worktree lifecycle hooks.
 #[derive(Debug, Parser)]
 #[command(name = "hookq", version, about, long_about = None)]
 pub struct Cli {
@@ -34,7 +34,7 @@ enum Command {
     Plan(super::plan::Command),
     /// Drain every pending point once (for cron).
     Run(super::run::Args),
-    /// Drain, then wait for the next commit, until SIGINT/SIGTERM.
+    /// Drain, then wait for the next commit, until SIGINT, SIGTERM or SIGHUP.
     Hub(super::hub::Args),
     /// Inspect and edit the queue (never takes the runner lock).
     Queue(super::queue::Args),

@@ -253,12 +253,17 @@ fn show(shown: Shown, json: bool) -> Result<(), Error> {
     }
     outln!("history (newest first): {}", history.len());
     for h in &history {
+        // A row with no command (a point with none configured, or dropped) names the point
+        // alone, as `queue history` does.
+        let hook = match h.command_index {
+            Some(i) => format!("{}-{i:02}", h.point),
+            None => h.point.to_string(),
+        };
         outln!(
-            "  {} occurrence {} {}-{} {} {}",
+            "  {} occurrence {} {} {} {}",
             h.id,
             h.occurrence,
-            h.point,
-            output::or_dash(h.command_index.map(|i| format!("{i:02}"))),
+            hook,
             h.outcome,
             output::or_dash(h.log_path.as_deref())
         );
