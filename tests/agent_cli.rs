@@ -128,7 +128,13 @@ fn exit_zero_json_on_pre_tool_use() {
             r#"{"hookSpecificOutput": {"permissionDecision": "block"}}"#,
             "continue",
             None,
-            Some("is not \"deny\"; ignored"),
+            Some("permissionDecision is a string other than \"deny\""),
+        ),
+        (
+            r#"{"hookSpecificOutput": {"permissionDecision": ["deny"]}}"#,
+            "continue",
+            None,
+            Some("permissionDecision is a list, not \"deny\"; ignored"),
         ),
         ("", "continue", None, None),
         ("   \n", "continue", None, None),
@@ -163,6 +169,51 @@ fn exit_zero_json_on_pre_tool_use() {
             }
             None => assert!(warnings.is_empty(), "{stdout}: {warnings:?}"),
         }
+        // What the hook printed reaches the decision only as the reason. (The command line,
+        // which holds the reply, is named in `hooks` and at the head of each warning.)
+        let mut rest = d.decision().clone();
+        for field in ["reason", "hooks", "warnings"] {
+            rest.as_object_mut().unwrap().remove(field);
+        }
+        let mut rest = rest.to_string();
+        for w in &warnings {
+            rest.push_str(w.split_once("`): ").map_or(w.as_str(), |(_, why)| why));
+        }
+        for word in ["block", "network", "fallback", "top-level"] {
+            assert!(!rest.contains(word), "{word}: {rest}");
+        }
+    }
+}
+
+#[test]
+fn exit_zero_json_reasons_are_capped_and_a_refused_allow_keeps_the_rest() {
+    let long = "é".repeat(5000);
+    for reply_json in [
+        json!({"hookSpecificOutput": {"permissionDecision": "deny", "reason": long}}),
+        json!({"hookSpecificOutput": {"permissionDecision": "deny"}, "reason": long}),
+    ] {
+        let ws = Ws::new();
+        ws.project(&pre_entries(&[(None, &reply(&reply_json.to_string()))]));
+        let d = ws.pre("shell", &[]);
+        assert_eq!(d.verdict(), "deny");
+        let reason = d.decision()["reason"].as_str().unwrap();
+        assert_eq!(reason.chars().count(), 2000);
+        assert!(reason.chars().all(|c| c == 'é'));
+    }
+    // A refused allow or ask counts as no decision, and its rewrite still applies.
+    for refused in ["allow", "ask"] {
+        let ws = Ws::new();
+        let out = json!({"hookSpecificOutput": {"permissionDecision": refused,
+                         "updatedInput": {"command": "make check -j1"}}});
+        ws.project(&pre_entries(&[(None, &reply(&out.to_string()))]));
+        let d = ws.pre("shell", &[]);
+        assert_eq!(d.verdict(), "continue");
+        assert_eq!(
+            d.decision()["tool_input"],
+            json!({"command": "make check -j1"})
+        );
+        assert_eq!(d.decision()["input_changed"], true);
+        assert!(d.warnings()[0].contains("refused"), "{:?}", d.warnings());
     }
 }
 

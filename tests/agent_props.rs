@@ -14,7 +14,12 @@ use hookq::exec::{Collected, Ending};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
+/// Put in what hooks print on stdout: it may reach the decision only as a PreToolUse reason.
 const MARK: &str = "LEAKMARK7";
+
+/// Put in what hooks print on stderr: it may reach the decision only as the reason, feedback or
+/// message of an exit-2 hook.
+const ERR_MARK: &str = "ERRMARK3";
 
 fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -49,11 +54,21 @@ fn ending() -> impl Strategy<Value = Ending> {
     ]
 }
 
-/// Stdout: arbitrary bytes, or replies shaped like the ones hooks send, with the marker in.
+/// Stdout: arbitrary bytes with the marker after them, or replies shaped like the ones hooks
+/// send (valid JSON), with the marker as their reason or their permissionDecision.
 fn stdout() -> impl Strategy<Value = Vec<u8>> {
-    let decision = prop_oneof![Just("deny"), Just("allow"), Just("ask"), Just("x")];
+    let decision = prop_oneof![
+        Just("deny"),
+        Just("allow"),
+        Just("ask"),
+        Just("x"),
+        Just(MARK)
+    ];
     prop_oneof![
-        prop::collection::vec(any::<u8>(), 0..64),
+        prop::collection::vec(any::<u8>(), 0..64).prop_map(|mut bytes| {
+            bytes.extend_from_slice(MARK.as_bytes());
+            bytes
+        }),
         (decision, json_value(), any::<bool>()).prop_map(|(d, input, reason)| {
             let mut specific = json!({"permissionDecision": d, "updatedInput": input});
             if reason {
@@ -76,8 +91,8 @@ fn run() -> impl Strategy<Value = HookRun> {
         any::<bool>(),
         any::<bool>(),
     )
-        .prop_map(|(ending, mut stdout, stderr, so, se)| {
-            stdout.extend_from_slice(MARK.as_bytes());
+        .prop_map(|(ending, stdout, mut stderr, so, se)| {
+            stderr.extend_from_slice(ERR_MARK.as_bytes());
             HookRun {
                 layer: Layer::Project,
                 entry: 0,
@@ -127,13 +142,33 @@ fn holds(event: Event, runs: &[HookRun], d: &Decision) {
             }
         }
     }
-    // Only PreToolUse reads stdout, and only an exit-0 hook's; elsewhere it never shows.
+    // Only PreToolUse reads stdout, and only an exit-0 hook's, and only its reason shows.
     let reads_stdout =
         event == Event::PreToolUse && ran.iter().any(|r| r.collected.ending == Ending::Exited(0));
-    let text = serde_json::to_string(d).unwrap();
-    if !reads_stdout {
-        assert!(!text.contains(MARK), "{text}");
+    let reads_stderr = ran.iter().any(|r| r.collected.ending == Ending::Exited(2));
+    let reason = d.reason.as_deref().unwrap_or_default();
+    if reason.contains(MARK) {
+        assert!(reads_stdout, "{d:?}");
+        assert_eq!(d.decision, Verdict::Deny, "{d:?}");
     }
+    let texts = [&d.reason, &d.feedback, &d.message]
+        .into_iter()
+        .flatten()
+        .any(|t| t.contains(ERR_MARK));
+    assert!(!texts || reads_stderr, "{d:?}");
+    let mut rest = d.clone();
+    rest.reason = None;
+    assert!(
+        !serde_json::to_string(&rest).unwrap().contains(MARK),
+        "{rest:?}"
+    );
+    rest.feedback = None;
+    rest.message = None;
+    assert!(
+        !serde_json::to_string(&rest).unwrap().contains(ERR_MARK),
+        "{rest:?}"
+    );
+    let text = serde_json::to_string(d).unwrap();
     let back: Decision = serde_json::from_str(&text).unwrap();
     assert_eq!(&back, d);
     if event == Event::PreToolUse {
@@ -171,6 +206,8 @@ proptest! {
     ) {
         let ws = agent_support::Ws::new();
         std::fs::write(ws.root().join("out.bin"), &out).unwrap();
+        let mut err = err;
+        err.extend_from_slice(ERR_MARK.as_bytes());
         std::fs::write(ws.root().join("err.bin"), &err).unwrap();
         ws.project(&json!({ event.name(): [{"hooks": [{"type": "command",
             "command": format!("cat > payload.json; cat out.bin; cat err.bin >&2; exit {code}")}]}]}).to_string());
@@ -185,6 +222,13 @@ proptest! {
             Event::Stop => agent.stop(&hookq::agent::Turn::default()),
         };
         prop_assert_eq!(&d.hooks[0].ending, &format!("exit {code}"));
+        // Stderr reaches the decision only as an exit-2 hook's text.
+        let mut rest = d.clone();
+        let text = [rest.reason.take(), rest.feedback.take(), rest.message.take()];
+        prop_assert!(!serde_json::to_string(&rest).unwrap().contains(ERR_MARK));
+        if code != 2 {
+            prop_assert!(!text.iter().flatten().any(|t| t.contains(ERR_MARK)));
+        }
         if code != 0 && event != Event::Stop {
             prop_assert_ne!(d.decision, Verdict::Continue);
         }

@@ -198,9 +198,14 @@ fn read_reply(stdout: &[u8]) -> Outcome {
         Some(Value::String(d)) if d == "allow" || d == "ask" => reply.notes.push(format!(
             "permissionDecision {d:?} refused: a hook can only deny, never widen what the host allows"
         )),
+        // The value itself is the hook's output, which reaches the host only as a reason: the
+        // warning says what kind of value it was, not what it said.
+        Some(Value::String(_)) => reply.notes.push(
+            "permissionDecision is a string other than \"deny\", \"allow\" or \"ask\"; ignored".into(),
+        ),
         Some(other) => reply.notes.push(format!(
-            "permissionDecision {} is not \"deny\"; ignored",
-            short(&other.to_string())
+            "permissionDecision is {}, not \"deny\"; ignored",
+            kind(other)
         )),
     }
     let reason_of = |v: Option<&Value>| match v {
@@ -586,6 +591,7 @@ mod tests {
         )]);
         assert_eq!(d.decision, Verdict::Continue);
         assert!(d.warnings[0].contains("ignored"));
+        assert!(!d.warnings[0].contains("maybe"), "hook stdout never leaks");
         let d = pre(&[run(Ending::Exited(0), "not json", "")]);
         assert_eq!(d.decision, Verdict::Continue);
         assert!(d.warnings[0].contains("not JSON"));
