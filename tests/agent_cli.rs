@@ -612,6 +612,29 @@ fn stop_ignores_matchers_and_joins_reasons() {
     assert_eq!(d.verdict(), "continue", "{:?}", d.decision());
     assert_eq!(d.decision()["message"], "tests fail\n\ndocs missing");
     assert_eq!(d.decision()["hooks"].as_array().unwrap().len(), 3);
+    // The pattern that does not compile is reported as harmless here, not as matching nothing.
+    let w = d.warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("Stop entry 1: the matcher \"shell(\" does not compile")
+            && w[0].ends_with("Stop ignores matchers, so the entry still runs"),
+        "{w:?}"
+    );
+
+    // A Stop hook error ends the event: the hooks after it do not run.
+    let ws = Ws::new();
+    ws.project(&hooks_json(
+        "Stop",
+        &[
+            (None, &sh("2 'tests fail'")),
+            (None, &py("1")),
+            (None, "touch third-ran"),
+        ],
+    ));
+    let d = ws.fire("Stop", &stop_payload("Done."), &["--trusted"]);
+    assert_eq!(d.verdict(), "error", "{:?}", d.decision());
+    assert!(d.decision().get("message").is_none(), "{:?}", d.decision());
+    assert!(!ws.root().join("third-ran").exists());
 }
 
 #[test]
@@ -865,6 +888,7 @@ fn the_list_shows_layers_entries_handlers_and_warnings() {
         "  project entry 0: matcher \"shell\" compiles",
         "    handler 0  timeout 30s  make lint",
         "Stop: 1 entry (matchers are ignored)",
+        "  user entry 0: matcher \"x\" ignored: Stop runs every entry",
         "warnings: 1",
         "\"Bogus\" is not PreToolUse",
     ] {

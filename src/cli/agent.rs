@@ -290,6 +290,9 @@ fn list(ctx: &Ctx, args: ListArgs) -> Result<(), Error> {
         );
         for e in entries {
             let matcher = match (e.matcher, e.matcher_error) {
+                (Some(m), _) if e.matcher_ignored => {
+                    format!("matcher {m:?} ignored: Stop runs every entry")
+                }
                 (_, Some(err)) => format!(
                     "matcher {:?} does not compile, matches no tool ({err})",
                     e.matcher.unwrap_or_default()
