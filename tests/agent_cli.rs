@@ -849,6 +849,16 @@ fn usage_errors_print_one_error_line_and_no_decision() {
             "not a directory",
         ),
         (&["agent", "list", "--bogus"], b"", "error:"),
+        (
+            &["agent", "fire", "Stop", "--sandbox-env", "PATH,HOME=/tmp"],
+            b"{}",
+            "--sandbox-env \"HOME=/tmp\": not a variable name",
+        ),
+        (
+            &["agent", "fire", "PreToolUse"],
+            br#"{"tool_name": "shell", "tool_input": {}, "hook_event_name": "Stop"}"#,
+            "but the event fired is PreToolUse",
+        ),
     ];
     for (args, stdin, says) in cases {
         let out = ws.hookq(args, stdin);
@@ -857,6 +867,10 @@ fn usage_errors_print_one_error_line_and_no_decision() {
         assert!(out.out.stdout.is_empty(), "{args:?}: no decision");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
         assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        // hookq's own errors are one line; the argument parser's add its usage after theirs.
+        if *says != "error:" {
+            assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        }
     }
 }
 

@@ -242,3 +242,63 @@ proptest! {
         }
     }
 }
+
+/// What a host might pipe to `hookq agent fire`: arbitrary bytes, arbitrary JSON, or objects
+/// shaped like payloads with arbitrary values in their fields.
+fn stdin() -> impl Strategy<Value = Vec<u8>> {
+    let field = prop_oneof![json_value(), object().prop_map(Value::Object)];
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..64),
+        json_value().prop_map(|v| serde_json::to_vec(&v).unwrap()),
+        (
+            prop::option::of(prop_oneof![".{0,8}".prop_map(Value::String), json_value()]),
+            prop::option::of(field.clone()),
+            prop::option::of(field),
+            prop::option::of(json_value()),
+        )
+            .prop_map(|(name, input, response, other)| {
+                let mut payload = Map::new();
+                for (key, value) in [
+                    ("tool_name", name),
+                    ("tool_input", input),
+                    ("tool_response", response.clone()),
+                    ("last_assistant_message", response),
+                    ("session_id", other),
+                ] {
+                    if let Some(v) = value {
+                        payload.insert(key.into(), v);
+                    }
+                }
+                serde_json::to_vec(&payload).unwrap()
+            }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_cli_answers_any_stdin_with_one_decision_or_one_error_line(
+        event in event(),
+        input in stdin(),
+    ) {
+        let ws = agent_support::Ws::new();
+        let out = ws.hookq(&["agent", "fire", event.name()], &input);
+        let stderr = out.stderr();
+        prop_assert!(!stderr.contains("panicked"), "{}", stderr);
+        match out.out.status.code() {
+            Some(0) => {
+                let stdout = String::from_utf8(out.out.stdout.clone()).unwrap();
+                prop_assert_eq!(stdout.lines().count(), 1, "{}", stdout);
+                let d: Decision = serde_json::from_str(&stdout).unwrap();
+                prop_assert_eq!(d.event, event);
+            }
+            Some(2) => {
+                prop_assert!(out.out.stdout.is_empty());
+                prop_assert!(stderr.starts_with("error: "), "{}", stderr);
+                prop_assert_eq!(stderr.lines().count(), 1, "{}", stderr);
+            }
+            other => prop_assert!(false, "exit {:?}: {}", other, stderr),
+        }
+    }
+}
