@@ -478,13 +478,15 @@ pub fn text(bytes: &[u8]) -> Option<String> {
     )
 }
 
-/// A command or value shortened for a message.
+/// A command shortened for a message, on one line: a multi-line script must not break the
+/// `warning: …` line it is named in.
 fn short(s: &str) -> String {
     const MAX: usize = 80;
+    let flat = s.chars().map(|c| if c.is_control() { ' ' } else { c });
     if s.chars().count() <= MAX {
-        s.to_owned()
+        flat.collect()
     } else {
-        let mut out: String = s.chars().take(MAX - 1).collect();
+        let mut out: String = flat.take(MAX - 1).collect();
         out.push('…');
         out
     }
@@ -681,6 +683,20 @@ mod tests {
         );
         assert_eq!(err.decision, Verdict::Error);
         assert!(err.warnings[0].contains("hook error"));
+    }
+
+    #[test]
+    fn a_hook_is_named_on_one_line() {
+        let mut r = run(Ending::Exited(1), "", "");
+        r.command = "set -e\ncat >/dev/null\r\n\texit 1".into();
+        let d = pre(&[r]);
+        let reason = d.reason.unwrap();
+        assert!(!reason.contains(['\n', '\r', '\t']), "{reason:?}");
+        assert!(
+            reason.contains("(`set -e cat >/dev/null   exit 1`)"),
+            "{reason:?}"
+        );
+        assert_eq!(d.hooks[0].command, "set -e\ncat >/dev/null\r\n\texit 1");
     }
 
     #[test]
