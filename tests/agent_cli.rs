@@ -128,7 +128,13 @@ fn exit_zero_json_on_pre_tool_use() {
             r#"{"hookSpecificOutput": {"permissionDecision": "block"}}"#,
             "continue",
             None,
-            Some("is not \"deny\"; ignored"),
+            Some("permissionDecision is a string other than \"deny\""),
+        ),
+        (
+            r#"{"hookSpecificOutput": {"permissionDecision": ["deny"]}}"#,
+            "continue",
+            None,
+            Some("permissionDecision is a list, not \"deny\"; ignored"),
         ),
         ("", "continue", None, None),
         ("   \n", "continue", None, None),
@@ -163,6 +169,51 @@ fn exit_zero_json_on_pre_tool_use() {
             }
             None => assert!(warnings.is_empty(), "{stdout}: {warnings:?}"),
         }
+        // What the hook printed reaches the decision only as the reason. (The command line,
+        // which holds the reply, is named in `hooks` and at the head of each warning.)
+        let mut rest = d.decision().clone();
+        for field in ["reason", "hooks", "warnings"] {
+            rest.as_object_mut().unwrap().remove(field);
+        }
+        let mut rest = rest.to_string();
+        for w in &warnings {
+            rest.push_str(w.split_once("`): ").map_or(w.as_str(), |(_, why)| why));
+        }
+        for word in ["block", "network", "fallback", "top-level"] {
+            assert!(!rest.contains(word), "{word}: {rest}");
+        }
+    }
+}
+
+#[test]
+fn exit_zero_json_reasons_are_capped_and_a_refused_allow_keeps_the_rest() {
+    let long = "é".repeat(5000);
+    for reply_json in [
+        json!({"hookSpecificOutput": {"permissionDecision": "deny", "reason": long}}),
+        json!({"hookSpecificOutput": {"permissionDecision": "deny"}, "reason": long}),
+    ] {
+        let ws = Ws::new();
+        ws.project(&pre_entries(&[(None, &reply(&reply_json.to_string()))]));
+        let d = ws.pre("shell", &[]);
+        assert_eq!(d.verdict(), "deny");
+        let reason = d.decision()["reason"].as_str().unwrap();
+        assert_eq!(reason.chars().count(), 2000);
+        assert!(reason.chars().all(|c| c == 'é'));
+    }
+    // A refused allow or ask counts as no decision, and its rewrite still applies.
+    for refused in ["allow", "ask"] {
+        let ws = Ws::new();
+        let out = json!({"hookSpecificOutput": {"permissionDecision": refused,
+                         "updatedInput": {"command": "make check -j1"}}});
+        ws.project(&pre_entries(&[(None, &reply(&out.to_string()))]));
+        let d = ws.pre("shell", &[]);
+        assert_eq!(d.verdict(), "continue");
+        assert_eq!(
+            d.decision()["tool_input"],
+            json!({"command": "make check -j1"})
+        );
+        assert_eq!(d.decision()["input_changed"], true);
+        assert!(d.warnings()[0].contains("refused"), "{:?}", d.warnings());
     }
 }
 
@@ -561,6 +612,29 @@ fn stop_ignores_matchers_and_joins_reasons() {
     assert_eq!(d.verdict(), "continue", "{:?}", d.decision());
     assert_eq!(d.decision()["message"], "tests fail\n\ndocs missing");
     assert_eq!(d.decision()["hooks"].as_array().unwrap().len(), 3);
+    // The pattern that does not compile is reported as harmless here, not as matching nothing.
+    let w = d.warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("Stop entry 1: the matcher \"shell(\" does not compile")
+            && w[0].ends_with("Stop ignores matchers, so the entry still runs"),
+        "{w:?}"
+    );
+
+    // A Stop hook error ends the event: the hooks after it do not run.
+    let ws = Ws::new();
+    ws.project(&hooks_json(
+        "Stop",
+        &[
+            (None, &sh("2 'tests fail'")),
+            (None, &py("1")),
+            (None, "touch third-ran"),
+        ],
+    ));
+    let d = ws.fire("Stop", &stop_payload("Done."), &["--trusted"]);
+    assert_eq!(d.verdict(), "error", "{:?}", d.decision());
+    assert!(d.decision().get("message").is_none(), "{:?}", d.decision());
+    assert!(!ws.root().join("third-ran").exists());
 }
 
 #[test]
@@ -775,6 +849,16 @@ fn usage_errors_print_one_error_line_and_no_decision() {
             "not a directory",
         ),
         (&["agent", "list", "--bogus"], b"", "error:"),
+        (
+            &["agent", "fire", "Stop", "--sandbox-env", "PATH,HOME=/tmp"],
+            b"{}",
+            "--sandbox-env \"HOME=/tmp\": not a variable name",
+        ),
+        (
+            &["agent", "fire", "PreToolUse"],
+            br#"{"tool_name": "shell", "tool_input": {}, "hook_event_name": "Stop"}"#,
+            "but the event fired is PreToolUse",
+        ),
     ];
     for (args, stdin, says) in cases {
         let out = ws.hookq(args, stdin);
@@ -783,6 +867,10 @@ fn usage_errors_print_one_error_line_and_no_decision() {
         assert!(out.out.stdout.is_empty(), "{args:?}: no decision");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
         assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        // hookq's own errors are one line; the argument parser's add its usage after theirs.
+        if *says != "error:" {
+            assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        }
     }
 }
 
@@ -814,6 +902,7 @@ fn the_list_shows_layers_entries_handlers_and_warnings() {
         "  project entry 0: matcher \"shell\" compiles",
         "    handler 0  timeout 30s  make lint",
         "Stop: 1 entry (matchers are ignored)",
+        "  user entry 0: matcher \"x\" ignored: Stop runs every entry",
         "warnings: 1",
         "\"Bogus\" is not PreToolUse",
     ] {

@@ -44,6 +44,18 @@ fn a_hook_that_never_reads_a_ten_megabyte_payload() {
             10 << 20
         );
     }
+    // One that never reads it and never ends: the payload's writer must not keep the timeout
+    // from firing, so the decision comes after the timeout and grace, not after the hook's
+    // minute.
+    let ws = Ws::new();
+    project_with_timeout(&ws, "exec sleep 60", 1);
+    let started = Instant::now();
+    let d = ws.fire("PreToolUse", &payload, &["--trusted"]);
+    let took = started.elapsed();
+    fails_closed(&d);
+    let reason = d.decision()["reason"].as_str().unwrap();
+    assert!(reason.contains("ran past its 1 s timeout"), "{reason}");
+    assert!(took < Duration::from_secs(30), "took {took:?}");
     // And one that reads all of it sees all of it.
     let ws = Ws::new();
     ws.project(&pre_entries(&[(None, "wc -c > size")]));

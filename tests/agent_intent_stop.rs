@@ -37,6 +37,10 @@ fn table() -> Vec<Row> {
 fn the_table_is_big_enough_and_goes_both_ways() {
     let rows = table();
     assert!(rows.len() >= 40, "{} rows", rows.len());
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/agent.md")).unwrap();
+    let says = format!("holds {} real-looking last messages", rows.len());
+    assert!(docs.contains(&says), "docs/agent.md should say {says:?}");
     for kind in ["announced", "reported", "asked", "concluded"] {
         assert!(
             rows.iter().filter(|r| r.kind == kind).count() >= 5,

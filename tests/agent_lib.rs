@@ -171,3 +171,59 @@ fn an_agent_can_be_shared_between_threads() {
         }
     });
 }
+
+/// Fires every event once on `agent`.
+fn fire_each(agent: &Agent) -> [Decision; 3] {
+    [
+        agent.pre_tool_use(&call("shell", "ls")),
+        agent.post_tool_use(&call("shell", "ls"), &json!({"content": "x"})),
+        agent.stop(&Turn {
+            last_assistant_message: "All tests pass.".into(),
+            ..Turn::default()
+        }),
+    ]
+}
+
+#[test]
+fn a_timeout_a_signal_and_a_failure_to_start_are_hook_errors_on_every_event() {
+    for (command, timeout, ending) in [
+        (
+            "cat >/dev/null; printf 'sa%sd' i >&2; exec sleep 60",
+            1,
+            "timed out (",
+        ),
+        (
+            "cat >/dev/null; printf 'sa%sd' i >&2; kill -TERM $$",
+            30,
+            "killed by signal 15",
+        ),
+    ] {
+        let ws = Ws::new();
+        let entry =
+            json!([{"hooks": [{"type": "command", "command": command, "timeout": timeout}]}]);
+        ws.project(&json!({"PreToolUse": entry, "PostToolUse": entry, "Stop": entry}).to_string());
+        let agent = Agent::load(&options(&ws.root()));
+        for d in fire_each(&agent) {
+            assert_eq!(d.decision, Verdict::Error, "{command}: {d:?}");
+            assert!(d.hooks[0].ending.starts_with(ending), "{d:?}");
+            let reason = d.reason.unwrap();
+            assert!(reason.starts_with("hook error: "), "{reason}");
+            assert!(!reason.contains("said"), "stderr never leaks: {reason}");
+            assert!(d.message.is_none() && d.feedback.is_none());
+        }
+    }
+    // The workspace goes after loading: /bin/sh cannot start there.
+    let ws = Ws::new();
+    let entry = json!([{"hooks": [{"type": "command", "command": "exit 0"}]}]);
+    ws.project(&json!({"PreToolUse": entry, "PostToolUse": entry, "Stop": entry}).to_string());
+    let agent = Agent::load(&options(&ws.root()));
+    std::fs::remove_dir_all(ws.root()).unwrap();
+    for d in fire_each(&agent) {
+        assert_eq!(d.decision, Verdict::Error, "{d:?}");
+        assert!(
+            d.hooks[0].ending.starts_with("could not start"),
+            "{:?}",
+            d.hooks[0]
+        );
+    }
+}

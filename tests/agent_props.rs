@@ -14,7 +14,12 @@ use hookq::exec::{Collected, Ending};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
+/// Put in what hooks print on stdout: it may reach the decision only as a PreToolUse reason.
 const MARK: &str = "LEAKMARK7";
+
+/// Put in what hooks print on stderr: it may reach the decision only as the reason, feedback or
+/// message of an exit-2 hook.
+const ERR_MARK: &str = "ERRMARK3";
 
 fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -49,11 +54,21 @@ fn ending() -> impl Strategy<Value = Ending> {
     ]
 }
 
-/// Stdout: arbitrary bytes, or replies shaped like the ones hooks send, with the marker in.
+/// Stdout: arbitrary bytes with the marker after them, or replies shaped like the ones hooks
+/// send (valid JSON), with the marker as their reason or their permissionDecision.
 fn stdout() -> impl Strategy<Value = Vec<u8>> {
-    let decision = prop_oneof![Just("deny"), Just("allow"), Just("ask"), Just("x")];
+    let decision = prop_oneof![
+        Just("deny"),
+        Just("allow"),
+        Just("ask"),
+        Just("x"),
+        Just(MARK)
+    ];
     prop_oneof![
-        prop::collection::vec(any::<u8>(), 0..64),
+        prop::collection::vec(any::<u8>(), 0..64).prop_map(|mut bytes| {
+            bytes.extend_from_slice(MARK.as_bytes());
+            bytes
+        }),
         (decision, json_value(), any::<bool>()).prop_map(|(d, input, reason)| {
             let mut specific = json!({"permissionDecision": d, "updatedInput": input});
             if reason {
@@ -76,8 +91,8 @@ fn run() -> impl Strategy<Value = HookRun> {
         any::<bool>(),
         any::<bool>(),
     )
-        .prop_map(|(ending, mut stdout, stderr, so, se)| {
-            stdout.extend_from_slice(MARK.as_bytes());
+        .prop_map(|(ending, stdout, mut stderr, so, se)| {
+            stderr.extend_from_slice(ERR_MARK.as_bytes());
             HookRun {
                 layer: Layer::Project,
                 entry: 0,
@@ -127,13 +142,33 @@ fn holds(event: Event, runs: &[HookRun], d: &Decision) {
             }
         }
     }
-    // Only PreToolUse reads stdout, and only an exit-0 hook's; elsewhere it never shows.
+    // Only PreToolUse reads stdout, and only an exit-0 hook's, and only its reason shows.
     let reads_stdout =
         event == Event::PreToolUse && ran.iter().any(|r| r.collected.ending == Ending::Exited(0));
-    let text = serde_json::to_string(d).unwrap();
-    if !reads_stdout {
-        assert!(!text.contains(MARK), "{text}");
+    let reads_stderr = ran.iter().any(|r| r.collected.ending == Ending::Exited(2));
+    let reason = d.reason.as_deref().unwrap_or_default();
+    if reason.contains(MARK) {
+        assert!(reads_stdout, "{d:?}");
+        assert_eq!(d.decision, Verdict::Deny, "{d:?}");
     }
+    let texts = [&d.reason, &d.feedback, &d.message]
+        .into_iter()
+        .flatten()
+        .any(|t| t.contains(ERR_MARK));
+    assert!(!texts || reads_stderr, "{d:?}");
+    let mut rest = d.clone();
+    rest.reason = None;
+    assert!(
+        !serde_json::to_string(&rest).unwrap().contains(MARK),
+        "{rest:?}"
+    );
+    rest.feedback = None;
+    rest.message = None;
+    assert!(
+        !serde_json::to_string(&rest).unwrap().contains(ERR_MARK),
+        "{rest:?}"
+    );
+    let text = serde_json::to_string(d).unwrap();
     let back: Decision = serde_json::from_str(&text).unwrap();
     assert_eq!(&back, d);
     if event == Event::PreToolUse {
@@ -171,6 +206,8 @@ proptest! {
     ) {
         let ws = agent_support::Ws::new();
         std::fs::write(ws.root().join("out.bin"), &out).unwrap();
+        let mut err = err;
+        err.extend_from_slice(ERR_MARK.as_bytes());
         std::fs::write(ws.root().join("err.bin"), &err).unwrap();
         ws.project(&json!({ event.name(): [{"hooks": [{"type": "command",
             "command": format!("cat > payload.json; cat out.bin; cat err.bin >&2; exit {code}")}]}]}).to_string());
@@ -185,6 +222,13 @@ proptest! {
             Event::Stop => agent.stop(&hookq::agent::Turn::default()),
         };
         prop_assert_eq!(&d.hooks[0].ending, &format!("exit {code}"));
+        // Stderr reaches the decision only as an exit-2 hook's text.
+        let mut rest = d.clone();
+        let text = [rest.reason.take(), rest.feedback.take(), rest.message.take()];
+        prop_assert!(!serde_json::to_string(&rest).unwrap().contains(ERR_MARK));
+        if code != 2 {
+            prop_assert!(!text.iter().flatten().any(|t| t.contains(ERR_MARK)));
+        }
         if code != 0 && event != Event::Stop {
             prop_assert_ne!(d.decision, Verdict::Continue);
         }
@@ -195,6 +239,66 @@ proptest! {
         }
         if event == Event::PostToolUse {
             prop_assert_eq!(&seen["tool_response"], &response);
+        }
+    }
+}
+
+/// What a host might pipe to `hookq agent fire`: arbitrary bytes, arbitrary JSON, or objects
+/// shaped like payloads with arbitrary values in their fields.
+fn stdin() -> impl Strategy<Value = Vec<u8>> {
+    let field = prop_oneof![json_value(), object().prop_map(Value::Object)];
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..64),
+        json_value().prop_map(|v| serde_json::to_vec(&v).unwrap()),
+        (
+            prop::option::of(prop_oneof![".{0,8}".prop_map(Value::String), json_value()]),
+            prop::option::of(field.clone()),
+            prop::option::of(field),
+            prop::option::of(json_value()),
+        )
+            .prop_map(|(name, input, response, other)| {
+                let mut payload = Map::new();
+                for (key, value) in [
+                    ("tool_name", name),
+                    ("tool_input", input),
+                    ("tool_response", response.clone()),
+                    ("last_assistant_message", response),
+                    ("session_id", other),
+                ] {
+                    if let Some(v) = value {
+                        payload.insert(key.into(), v);
+                    }
+                }
+                serde_json::to_vec(&payload).unwrap()
+            }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_cli_answers_any_stdin_with_one_decision_or_one_error_line(
+        event in event(),
+        input in stdin(),
+    ) {
+        let ws = agent_support::Ws::new();
+        let out = ws.hookq(&["agent", "fire", event.name()], &input);
+        let stderr = out.stderr();
+        prop_assert!(!stderr.contains("panicked"), "{}", stderr);
+        match out.out.status.code() {
+            Some(0) => {
+                let stdout = String::from_utf8(out.out.stdout.clone()).unwrap();
+                prop_assert_eq!(stdout.lines().count(), 1, "{}", stdout);
+                let d: Decision = serde_json::from_str(&stdout).unwrap();
+                prop_assert_eq!(d.event, event);
+            }
+            Some(2) => {
+                prop_assert!(out.out.stdout.is_empty());
+                prop_assert!(stderr.starts_with("error: "), "{}", stderr);
+                prop_assert_eq!(stderr.lines().count(), 1, "{}", stderr);
+            }
+            other => prop_assert!(false, "exit {:?}: {}", other, stderr),
         }
     }
 }

@@ -198,9 +198,14 @@ fn read_reply(stdout: &[u8]) -> Outcome {
         Some(Value::String(d)) if d == "allow" || d == "ask" => reply.notes.push(format!(
             "permissionDecision {d:?} refused: a hook can only deny, never widen what the host allows"
         )),
+        // The value itself is the hook's output, which reaches the host only as a reason: the
+        // warning says what kind of value it was, not what it said.
+        Some(Value::String(_)) => reply.notes.push(
+            "permissionDecision is a string other than \"deny\", \"allow\" or \"ask\"; ignored".into(),
+        ),
         Some(other) => reply.notes.push(format!(
-            "permissionDecision {} is not \"deny\"; ignored",
-            short(&other.to_string())
+            "permissionDecision is {}, not \"deny\"; ignored",
+            kind(other)
         )),
     }
     let reason_of = |v: Option<&Value>| match v {
@@ -473,13 +478,15 @@ pub fn text(bytes: &[u8]) -> Option<String> {
     )
 }
 
-/// A command or value shortened for a message.
+/// A command shortened for a message, on one line: a multi-line script must not break the
+/// `warning: …` line it is named in.
 fn short(s: &str) -> String {
     const MAX: usize = 80;
+    let flat = s.chars().map(|c| if c.is_control() { ' ' } else { c });
     if s.chars().count() <= MAX {
-        s.to_owned()
+        flat.collect()
     } else {
-        let mut out: String = s.chars().take(MAX - 1).collect();
+        let mut out: String = flat.take(MAX - 1).collect();
         out.push('…');
         out
     }
@@ -586,6 +593,7 @@ mod tests {
         )]);
         assert_eq!(d.decision, Verdict::Continue);
         assert!(d.warnings[0].contains("ignored"));
+        assert!(!d.warnings[0].contains("maybe"), "hook stdout never leaks");
         let d = pre(&[run(Ending::Exited(0), "not json", "")]);
         assert_eq!(d.decision, Verdict::Continue);
         assert!(d.warnings[0].contains("not JSON"));
@@ -675,6 +683,20 @@ mod tests {
         );
         assert_eq!(err.decision, Verdict::Error);
         assert!(err.warnings[0].contains("hook error"));
+    }
+
+    #[test]
+    fn a_hook_is_named_on_one_line() {
+        let mut r = run(Ending::Exited(1), "", "");
+        r.command = "set -e\ncat >/dev/null\r\n\texit 1".into();
+        let d = pre(&[r]);
+        let reason = d.reason.unwrap();
+        assert!(!reason.contains(['\n', '\r', '\t']), "{reason:?}");
+        assert!(
+            reason.contains("(`set -e cat >/dev/null   exit 1`)"),
+            "{reason:?}"
+        );
+        assert_eq!(d.hooks[0].command, "set -e\ncat >/dev/null\r\n\texit 1");
     }
 
     #[test]

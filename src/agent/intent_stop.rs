@@ -17,7 +17,8 @@
 //!    see [`OPENERS`]; adverbs such as "also", "now" and "still" may stand inside: "I'm also
 //!    going to", [`ADVERBS`]) or has one opening a later clause (after a comma, semicolon, colon
 //!    or dash, or after "and", "so", "then" or "now": ", so I'll open it"), unless a verb of
-//!    speech follows it ("Let me summarize: …", [`SPEECH`]); or when it starts with an `-ing`
+//!    speech follows it ("Let me summarize: …", [`SPEECH`]) or a word that announces no work
+//!    ("I will not…", "I'm going to stop here", [`NO_WORK`]); or when it starts with an `-ing`
 //!    verb and ends with "now" or "next" ("Running the tests now."); or when the message ends
 //!    with a colon and nothing after it ("Here is the plan:").
 //! 5. Anything else reports, asks or concludes: quiet.
@@ -59,6 +60,10 @@ pub const OPENERS: &[&str] = &[
     "i'm about to ",
     "i am about to ",
     "i shall ",
+    "we'll ",
+    "we will ",
+    "we're going to ",
+    "we are going to ",
     "i need to ",
     "i now need to ",
     "let me ",
@@ -110,6 +115,10 @@ pub const SPEECH: &[&str] = &[
     "point",
     "say",
 ];
+
+/// Words after an opener that announce no work: a refusal ("I will not change the API") or an
+/// end ("I'm going to stop here", "Let me pause there").
+pub const NO_WORK: &[&str] = &["not", "never", "stop", "wait", "pause", "leave"];
 
 /// `-ing` words that are not verbs, so "Everything is working now." reports.
 const NOT_VERBS: &[&str] = &["everything", "nothing", "something", "anything", "during"];
@@ -168,7 +177,8 @@ pub fn announced(message: &str) -> Option<String> {
 
 /// Whether `text` announces: it starts with an opener, or an opener starts one of its later
 /// clauses (after a comma, semicolon, colon or dash, or after "and", "so", "then" or "now"), and
-/// what follows the opener is not a verb of speech ("Let me explain: …" delivers what it says).
+/// what follows the opener is not a verb of speech ("Let me explain: …" delivers what it says)
+/// nor a word of refusal or ending ([`NO_WORK`]).
 fn opens(text: &str) -> bool {
     OPENERS.iter().any(|opener| {
         text.match_indices(opener).any(|(at, _)| {
@@ -181,7 +191,7 @@ fn opens(text: &str) -> bool {
                 );
             let next = text[at + opener.len()..].split_whitespace().next();
             let next = next.map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()));
-            starts_clause && !next.is_some_and(|w| SPEECH.contains(&w))
+            starts_clause && !next.is_some_and(|w| SPEECH.contains(&w) || NO_WORK.contains(&w))
         })
     })
 }
@@ -276,6 +286,9 @@ mod tests {
         assert!(announced("Shall I go on?").is_none());
         assert!(announced("Everything is working now.").is_none());
         assert!(announced("Running the tests now.").is_some());
+        assert!(announced("I will not change the API.").is_none());
+        assert!(announced("I'm going to stop here for today.").is_none());
+        assert!(announced("We'll run the migration next.").is_some());
     }
 
     #[test]

@@ -94,8 +94,13 @@ impl HostPayload {
             None => {}
             Some(Value::String(s)) if s == event.name() => {}
             Some(other) => {
+                // The host's value is named only when it is short enough for one error line.
+                let what = match other {
+                    Value::String(s) if s.chars().count() <= 40 => format!("{s:?}"),
+                    other => super::sources::kind(other).to_owned(),
+                };
                 return Err(BadPayload(format!(
-                    "hook_event_name is {other}, but the event fired is {event}"
+                    "hook_event_name is {what}, but the event fired is {event}"
                 )));
             }
         }
@@ -185,7 +190,15 @@ mod tests {
             ),
             (
                 json!({"tool_name": "x", "tool_input": {}, "hook_event_name": "Stop"}),
-                "but the event fired is PreToolUse",
+                "hook_event_name is \"Stop\", but the event fired is PreToolUse",
+            ),
+            (
+                json!({"tool_name": "x", "tool_input": {}, "hook_event_name": "x".repeat(5000)}),
+                "hook_event_name is a string, but",
+            ),
+            (
+                json!({"tool_name": "x", "tool_input": {}, "hook_event_name": ["Stop"]}),
+                "hook_event_name is a list, but",
             ),
         ] {
             let e = HostPayload::read(Event::PreToolUse, bad).err().unwrap();

@@ -369,8 +369,14 @@ impl Reader<'_> {
         }
         let matcher = Matcher::new(matcher);
         if let Some(error) = matcher.error() {
+            // Stop runs every entry whatever its matcher, so there the pattern costs nothing.
+            let effect = if event == Event::Stop {
+                "Stop ignores matchers, so the entry still runs"
+            } else {
+                "the entry matches no tool"
+            };
             self.warn(format!(
-                "{at}: the matcher {:?} does not compile ({error}); the entry matches no tool",
+                "{at}: the matcher {:?} does not compile ({error}); {effect}",
                 matcher.source().unwrap_or_default()
             ));
         }
@@ -380,7 +386,7 @@ impl Reader<'_> {
             .filter_map(|(i, h)| self.handler(&at, i, h))
             .collect();
         if handlers.is_empty() {
-            self.warn(format!("{at}: skipped: none of its handlers can run"));
+            // Each handler already said why it was skipped: one warning per problem.
             return None;
         }
         Some(Entry {
@@ -593,7 +599,8 @@ mod tests {
                 {"matcher": 7, "hooks": [{"type": "command", "command": "x"}]},
                 {"matcher": "x"},
                 {"matcher": "x", "hooks": []},
-                "not an entry"
+                "not an entry",
+                {"hooks": [{"type": "agent", "command": "x"}]}
             ],
             "pretooluse": [],
             "Stop": {"hooks": []}}"#,
@@ -622,6 +629,7 @@ mod tests {
             "PreToolUse entry 2: skipped: it has no hooks list",
             "PreToolUse entry 3: skipped: its hooks list is empty",
             "PreToolUse entry 4: is a string, not an object",
+            "PreToolUse entry 5 handler 0: skipped: its type is \"agent\"",
             "Stop: is an object, not a list",
             "event \"pretooluse\" is not PreToolUse",
         ];
@@ -630,6 +638,22 @@ mod tests {
             assert!(got.contains(want), "{got:?} lacks {want:?}");
             assert!(got.contains("hooks.json: "), "names the file: {got}");
         }
+    }
+
+    #[test]
+    fn a_matcher_that_does_not_compile_warns_by_what_it_does() {
+        let h = project(
+            r#"{"PreToolUse": [{"matcher": "shell(", "hooks": [{"type": "command", "command": "a"}]}],
+                "Stop": [{"matcher": "shell(", "hooks": [{"type": "command", "command": "b"}]}]}"#,
+        );
+        assert_eq!(h.entries.len(), 2);
+        assert_eq!(h.warnings.len(), 2, "{:?}", h.warnings);
+        assert!(
+            h.warnings[0].contains("PreToolUse entry 0: the matcher \"shell(\" does not compile")
+        );
+        assert!(h.warnings[0].ends_with("; the entry matches no tool"));
+        assert!(h.warnings[1].contains("Stop entry 0: the matcher \"shell(\" does not compile"));
+        assert!(h.warnings[1].ends_with("; Stop ignores matchers, so the entry still runs"));
     }
 
     #[test]

@@ -127,6 +127,13 @@ fn fire(ctx: &Ctx, args: FireArgs) -> Result<(), Error> {
     }
     let mut opts = options(ctx, &args.load)?;
     if let Some(names) = args.sandbox_env {
+        // A name with `=` is an assignment or a typo, never a variable hookq could pass on:
+        // dropping it silently would leave a hook without a variable its author meant to allow.
+        if let Some(bad) = names.iter().find(|n| n.contains('=')) {
+            return Err(Error::Usage(format!(
+                "--sandbox-env {bad:?}: not a variable name (names hold no \"=\")"
+            )));
+        }
         opts.env = HookEnv::Only(names.into_iter().filter(|n| !n.is_empty()).collect());
     }
     let mut input = Vec::new();
@@ -290,6 +297,9 @@ fn list(ctx: &Ctx, args: ListArgs) -> Result<(), Error> {
         );
         for e in entries {
             let matcher = match (e.matcher, e.matcher_error) {
+                (Some(m), _) if e.matcher_ignored => {
+                    format!("matcher {m:?} ignored: Stop runs every entry")
+                }
                 (_, Some(err)) => format!(
                     "matcher {:?} does not compile, matches no tool ({err})",
                     e.matcher.unwrap_or_default()

@@ -14,7 +14,8 @@ use crate::queue::workspace::{NotFound, Workspace};
 #[command(name = "hookq", version, about, long_about = None)]
 pub struct Cli {
     /// Start looking for the workspace (`.radian/arc`; for `worktree`, `.arashi/config.json` or
-    /// the git repository) in DIR instead of the current directory.
+    /// the git repository) in DIR instead of the current directory; for `agent`, DIR is the
+    /// workspace itself unless `--workspace` names one.
     #[arg(short = 'C', value_name = "DIR", global = true)]
     pub dir: Option<PathBuf>,
 
