@@ -9,7 +9,7 @@ use crate::exec::Stop;
 use crate::queue::store::{Store, StoreOptions};
 use crate::queue::workspace::{NotFound, Workspace};
 
-/// hookq: runs hook commands for a durable task queue, agent tool hooks and worktree lifecycle hooks.
+/// hookq: hook commands for a durable task queue, agent tools and worktree lifecycles.
 #[derive(Debug, Parser)]
 #[command(name = "hookq", version, about, long_about = None)]
 pub struct Cli {
