@@ -387,3 +387,144 @@ fn a_second_command_is_refused_while_one_works() {
     assert!(first.wait().unwrap().success());
     assert!(ws.root.join("worktrees/web/slow").exists());
 }
+
+#[test]
+fn a_failure_at_any_create_hook_after_the_first_change_leaves_nothing_it_made() {
+    // Each location after the first `git worktree add` fails in turn; the one before it (the
+    // workspace pre-create) has its own test.
+    for (i, failing) in [
+        "pre-create.web",
+        "post-create.web",
+        "pre-create.api",
+        "post-create.api",
+        "post-create",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // Written by hand: the repositories run in file order, web first.
+        let config = r#"{"repos": {"web": {"path": "repos/web"}, "api": {"path": "repos/api"}}}"#;
+        let mut ws = Ws::configured(&["web", "api"], Some(config));
+        let recorder = lifecycle_common::fixtures().join("record.sh");
+        ws.env
+            .push(("RECORDER".into(), recorder.display().to_string()));
+        for h in [
+            "pre-create",
+            "pre-create.web",
+            "post-create.web",
+            "pre-create.api",
+            "post-create.api",
+            "post-create",
+        ] {
+            let exit = if h == failing { 5 } else { 0 };
+            ws.native(
+                &format!(".arashi/hooks/{h}.sh"),
+                &format!("bash \"$RECORDER\"\nexit {exit}\n"),
+            );
+        }
+        // api has the branch already: it must keep it, and its commit.
+        git(&ws.repo("api"), &["branch", "topic"]);
+        let before = ws.snapshot();
+        let out = ws.run(&["worktree", "create", "topic", "--json"]);
+        out.expect(7);
+        assert_eq!(ws.snapshot(), before, "{failing}");
+        assert!(!ws.root.join("worktrees").exists(), "{failing}");
+        assert!(
+            git(&ws.repo("web"), &["branch", "--list", "topic"]).is_empty(),
+            "{failing}: the branch this create made is gone"
+        );
+        assert!(
+            !git(&ws.repo("api"), &["branch", "--list", "topic"]).is_empty(),
+            "{failing}: the branch that existed stays"
+        );
+        // The hooks up to the failing one ran, the rest are recorded as skipped.
+        assert_eq!(ws.order().len(), i + 2, "{failing}: {:#?}", ws.order());
+        let j = out.json();
+        let statuses: Vec<&str> = j["error"]["details"]["hookOutcomes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["status"].as_str().unwrap())
+            .collect();
+        let mut expected = vec!["succeeded"; i + 1];
+        expected.push("exited-nonzero");
+        expected.extend(vec!["skipped"; 6 - i - 2]);
+        assert_eq!(statuses, expected, "{failing}");
+        assert_eq!(
+            j["error"]["details"]["rollbackWarnings"],
+            serde_json::json!([]),
+            "{failing}"
+        );
+    }
+}
+
+#[test]
+fn names_git_refuses_are_usage_errors_before_anything() {
+    let ws = recording_ws(RECORD);
+    let before = ws.snapshot();
+    for bad in [
+        "HEAD", "../x", "-x", "", "a b", "x.lock", "a//b", "a..b", "@", "x~1", "ok/",
+    ] {
+        for cmd in ["create", "remove"] {
+            let out = ws.run(&["worktree", cmd, "--json", "--", bad]);
+            out.expect(2);
+            let j = out.json();
+            assert_eq!(j["error"]["code"], "usage", "{bad:?}");
+            let msg = j["error"]["message"].as_str().unwrap();
+            assert!(msg.starts_with("invalid branch name"), "{bad:?}: {msg}");
+        }
+    }
+    assert_eq!(ws.snapshot(), before);
+    assert!(ws.order().is_empty(), "no hook ran");
+}
+
+#[test]
+fn repository_paths_are_checked_before_anything_and_named_by_key() {
+    let ws = recording_ws(RECORD);
+    std::fs::create_dir_all(ws.root.join("plain")).unwrap();
+    let config_path = ws.root.join(".arashi/config.json");
+    let before = ws.snapshot();
+    for (web_path, what) in [
+        ("repos/missing", "does not exist"),
+        ("plain", "is not the top of a git work tree"),
+        ("repos/web/.git", "is not the top of a git work tree"),
+    ] {
+        ws.write_config(
+            &serde_json::json!({"repos": {
+                "web": {"path": web_path}, "api": {"path": "repos/api"}}})
+            .to_string(),
+        );
+        let out = ws.run(&["worktree", "create", "topic"]);
+        out.expect(9);
+        assert!(out.stderr.contains(what), "{web_path}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains(&format!("(repos.web.path in {})", config_path.display())),
+            "{web_path}: {}",
+            out.stderr
+        );
+    }
+    // Two entries naming one checkout: a config error at the second one's key.
+    ws.write_config(
+        &serde_json::json!({"repos": {
+            "web": {"path": "repos/web"}, "web2": {"path": "./repos/../repos/web"}}})
+        .to_string(),
+    );
+    for cmd in [
+        &["worktree", "create", "topic"][..],
+        &["worktree", "remove", "topic"],
+    ] {
+        let out = ws.run(cmd);
+        out.expect(3);
+        assert!(
+            out.stderr.contains(&format!(
+                "invalid config {}: repos.web2.path:",
+                config_path.display()
+            )),
+            "{}",
+            out.stderr
+        );
+    }
+    assert_eq!(ws.snapshot(), before);
+    assert!(ws.order().is_empty(), "no hook ran");
+}

@@ -296,3 +296,57 @@ fn init_writes_a_skeleton_and_inert_examples_and_never_overwrites() {
     out.expect(0);
     assert_eq!(out.json()["data"]["hookOutcomes"][0]["status"], "succeeded");
 }
+
+#[test]
+fn an_inline_hook_bash_cannot_parse_is_refused_before_anything_and_never_shown() {
+    // Bash's own syntax error quotes the offending line, marker and all: the plan checks
+    // every inline hook first, and runs none of it.
+    let w = ws(
+        "{}",
+        &format!(
+            r#"{{"post-create": {}, "pre-remove": {}}}"#,
+            q(&inline("echo ok )")),
+            q(&inline("if true; then echo"))
+        ),
+    );
+    let before = w.snapshot();
+    let out = w.run(&["worktree", "create", "x", "--json"]);
+    out.expect(9);
+    let j = out.json();
+    assert_eq!(j["error"]["code"], "hook_invalid");
+    assert_eq!(
+        j["error"]["message"],
+        "inline repos.web.hooks.post-create (owned by repository web): Bash cannot parse it (a syntax error on line 1)"
+    );
+    assert!(w.order().is_empty(), "the workspace pre-create did not run");
+    assert_eq!(w.snapshot(), before);
+    let out = w.run(&["worktree", "hooks"]);
+    out.expect(9);
+    assert!(
+        out.stderr.contains("repos.web.hooks.pre-remove"),
+        "{}",
+        out.stderr
+    );
+    // Remove checks its own hooks the same way, before anything is removed.
+    let fixed = w.root.join(".arashi/config.json");
+    let text = std::fs::read_to_string(&fixed).unwrap();
+    let config: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut config = config;
+    config["repos"]["web"]["hooks"]
+        .as_object_mut()
+        .unwrap()
+        .remove("post-create");
+    w.write_config(&config.to_string());
+    w.run(&["worktree", "create", "x"]).expect(0);
+    let before = w.snapshot();
+    let out = w.run(&["worktree", "remove", "x"]);
+    out.expect(9);
+    assert!(
+        out.stderr.contains(
+            "inline repos.web.hooks.pre-remove (owned by repository web): Bash cannot parse it"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(w.snapshot(), before);
+}
