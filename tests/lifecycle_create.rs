@@ -116,20 +116,34 @@ fn each_scope_gets_exactly_its_environment() {
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     assert_eq!(web_pre, expected_web);
-    let web_post = ws.env_of(3);
-    assert_eq!(
-        web_post["ARASHI_HOOK_SOURCE_PATH"],
-        format!("{root}/.arashi/hooks/post-create.web.sh")
-    );
-    // The inline workspace post-create: no child fields.
-    let ws_post = ws.env_of(6);
-    assert!(!ws_post.contains_key("ARASHI_HOOK_SOURCE_PATH"));
-    assert!(
-        !ws_post
-            .keys()
-            .any(|k| k.contains("TARGET") || k.contains("PARENT"))
-    );
-    assert_eq!(ws_post["ARASHI_HOOK_NAME"], "post-create");
+    // The native repository hooks: the same, with their own name and source path.
+    for (n, r, name) in [
+        (3, "web", "post-create.web"),
+        (4, "api", "pre-create.api"),
+        (5, "api", "post-create.api"),
+    ] {
+        let wt = format!("{root}/worktrees/{r}/feature/auth");
+        let mut expected = expected_web.clone();
+        for (k, v) in [
+            ("ARASHI_HOOK_NAME", name.to_string()),
+            (
+                "ARASHI_HOOK_SOURCE_PATH",
+                format!("{root}/.arashi/hooks/{name}.sh"),
+            ),
+            ("ARASHI_HOOK_EXECUTION_PATH", wt.clone()),
+            ("ARASHI_HOOK_TARGET_REPOSITORY", r.into()),
+            ("ARASHI_HOOK_TARGET_REPO_PATH", format!("{root}/repos/{r}")),
+            ("ARASHI_HOOK_TARGET_WORKTREE_PATH", wt),
+        ] {
+            expected.insert(k.into(), v);
+        }
+        assert_eq!(ws.env_of(n), expected, "run {n}");
+    }
+    // The inline workspace post-create: the workspace pre-create's, without a source path.
+    let mut expected = expected_ws.clone();
+    expected.remove("ARASHI_HOOK_SOURCE_PATH");
+    expected.insert("ARASHI_HOOK_NAME".into(), "post-create".into());
+    assert_eq!(ws.env_of(6), expected);
 }
 
 #[test]
@@ -326,16 +340,6 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
             format!("post-create|global-shared|app|{main_s}"),
         ]
     );
-    let env = ws.env_of(8);
-    assert_eq!(env["ARASHI_HOOK_WORKSPACE_MODE"], "standalone");
-    assert_eq!(env["ARASHI_MAIN_REPO_PATH"], main_s);
-    assert_eq!(env["ARASHI_HOOK_TARGET_REPOSITORY"], "app");
-    assert_eq!(env["ARASHI_HOOK_TARGET_REPO_PATH"], main_s);
-    assert_eq!(
-        env["ARASHI_HOOK_TARGET_WORKTREE_PATH"],
-        ws.root.join("app.worktrees/two").display().to_string()
-    );
-    assert!(!env.contains_key("ARASHI_PARENT_REPO_PATH"));
     // Remove, started elsewhere with -C.
     let elsewhere = ws.tmp.path().to_path_buf();
     ws.run_in(&elsewhere, &["-C", &main_s, "worktree", "remove", "two"])
@@ -345,14 +349,54 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
     assert_eq!(order.len(), 12);
     assert!(order[8].starts_with("pre-remove|global-repository|app|"));
     assert!(order[11].starts_with("post-remove|global-shared|app|"));
-    let env = ws.env_of(12);
-    assert_eq!(
-        env["ARASHI_REMOVE_TARGETS_JSON"],
-        format!(
-            r#"[{{"repository":"app","branchName":"two","worktreePath":"{}"}}]"#,
-            ws.root.join("app.worktrees/two").display()
-        )
-    );
+    // Every run's environment, exactly.
+    let home = ws.home.display().to_string();
+    let runs = [("one", "create"), ("two", "create"), ("two", "remove")];
+    let mut n = 0;
+    for (branch, op) in runs {
+        let worktree = ws
+            .root
+            .join("app.worktrees")
+            .join(branch)
+            .display()
+            .to_string();
+        for lc in [format!("pre-{op}"), format!("post-{op}")] {
+            for (scope, source) in [
+                (
+                    "global-repository",
+                    format!("{home}/.arashi/hooks/app/{lc}.sh"),
+                ),
+                ("global-shared", format!("{home}/.arashi/hooks/{lc}.sh")),
+            ] {
+                n += 1;
+                let mut expected: std::collections::BTreeMap<String, String> = [
+                    ("ARASHI_BRANCH_NAME", branch.to_string()),
+                    ("ARASHI_HOOK_EXECUTION_PATH", main_s.clone()),
+                    ("ARASHI_HOOK_INPUT", "unavailable".into()),
+                    ("ARASHI_HOOK_NAME", lc.clone()),
+                    ("ARASHI_HOOK_SCOPE", scope.into()),
+                    ("ARASHI_HOOK_SOURCE_PATH", source),
+                    ("ARASHI_HOOK_TARGET_REPOSITORY", "app".into()),
+                    ("ARASHI_HOOK_TARGET_REPO_PATH", main_s.clone()),
+                    ("ARASHI_HOOK_TARGET_WORKTREE_PATH", worktree.clone()),
+                    ("ARASHI_HOOK_WORKSPACE_MODE", "standalone".into()),
+                    ("ARASHI_MAIN_REPO_PATH", main_s.clone()),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+                if op == "remove" {
+                    expected.insert(
+                        "ARASHI_REMOVE_TARGETS_JSON".into(),
+                        format!(
+                            r#"[{{"repository":"app","branchName":"two","worktreePath":"{worktree}"}}]"#
+                        ),
+                    );
+                }
+                assert_eq!(ws.env_of(n), expected, "run {n}: {lc} {scope}");
+            }
+        }
+    }
     // --repo needs a config.
     ws.run_in(&main, &["worktree", "create", "three", "--repo", "app"])
         .expect(2);
