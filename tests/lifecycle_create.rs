@@ -400,8 +400,28 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
     // --repo needs a config.
     ws.run_in(&main, &["worktree", "create", "three", "--repo", "app"])
         .expect(2);
-    // Outside any repository and without a config: not found.
+    // Outside any repository and without a config: not found; so is a -C DIR that does
+    // not exist, for every worktree command, as for the rest of hookq.
     ws.run_in(&elsewhere, &["worktree", "hooks"]).expect(4);
+    let missing = ws.tmp.path().join("missing");
+    let missing = missing.display().to_string();
+    for cmd in [
+        &["worktree", "hooks"][..],
+        &["worktree", "init"],
+        &["worktree", "create", "x"],
+        &["worktree", "remove", "x"],
+    ] {
+        let out = ws.run_in(&elsewhere, &[&["-C", &missing][..], cmd].concat());
+        out.expect(4);
+        assert!(
+            out.stderr.starts_with(&format!(
+                "error: cannot use {missing} as the directory to start from: "
+            )),
+            "{}",
+            out.stderr
+        );
+    }
+    assert!(!ws.tmp.path().join("missing").exists());
 }
 
 #[test]
