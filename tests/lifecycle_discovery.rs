@@ -58,7 +58,11 @@ fn inline_and_native_at_one_location_is_an_ambiguity_and_nothing_runs() {
 fn an_interpreter_map_without_bash_fails_preflight() {
     let w = ws(
         "{}",
-        r#"{"pre-create": {"powershell": "Write-Output hi", "cmd": "echo hi"}}"#,
+        &format!(
+            r#"{{"pre-create": {{"powershell": {}, "cmd": {}}}}}"#,
+            q(&inline("Write-Output hi")),
+            q(&inline("echo hi"))
+        ),
     );
     let before = w.snapshot();
     let out = w.run(&["worktree", "create", "x", "--json"]);
@@ -70,8 +74,9 @@ fn an_interpreter_map_without_bash_fails_preflight() {
     let w = ws(
         "{}",
         &format!(
-            r#"{{"pre-create": {{"bash": {}, "powershell": "exit 1"}}}}"#,
-            q(&inline("bash \"$RECORDER\""))
+            r#"{{"pre-create": {{"bash": {}, "powershell": {}}}}}"#,
+            q(&inline("bash \"$RECORDER\"")),
+            q(&inline("exit 1"))
         ),
     );
     w.run(&["worktree", "create", "x"]).expect(0);
@@ -214,7 +219,10 @@ fn the_inspector_shows_each_hook_by_scope_and_source_without_running_it() {
 
 #[test]
 fn unknown_keys_in_the_hook_tables_are_config_errors() {
-    let w = ws(r#"{"scripts": {"precreate": "true"}}"#, "{}");
+    let w = ws(
+        &format!(r#"{{"scripts": {{"precreate": {}}}}}"#, q(&inline("true"))),
+        "{}",
+    );
     let out = w.run(&["worktree", "create", "x"]);
     out.expect(3);
     assert!(
@@ -222,7 +230,10 @@ fn unknown_keys_in_the_hook_tables_are_config_errors() {
         "{}",
         out.stderr
     );
-    let w = ws("{}", r#"{"pre-create": {"zsh": "true"}}"#);
+    let w = ws(
+        "{}",
+        &format!(r#"{{"pre-create": {{"zsh": {}}}}}"#, q(&inline("true"))),
+    );
     let out = w.run(&["worktree", "create", "x"]);
     out.expect(3);
     assert!(

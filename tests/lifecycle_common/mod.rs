@@ -241,6 +241,8 @@ impl Ws {
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("HOME", &self.home)
             .env("LANG", "C")
+            // Every log line hookq can write is on stderr too, for the secret check.
+            .env("HOOKQ_LOG", "trace")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_AUTHOR_NAME", "t")
             .env("GIT_AUTHOR_EMAIL", "t@t")
