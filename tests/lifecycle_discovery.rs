@@ -244,6 +244,29 @@ fn unknown_keys_in_the_hook_tables_are_config_errors() {
 }
 
 #[test]
+fn init_inside_a_standalone_repository_writes_nothing() {
+    // A config listing no repository would turn its standalone mode off.
+    let w = Ws::bare();
+    let app = w.root.join("app");
+    lifecycle_common::make_repo(&app, 1);
+    w.native("~/.arashi/hooks/app/pre-create.sh", "true\n");
+    let out = w.run_in(&app, &["worktree", "init", "--json"]);
+    out.expect(2);
+    assert_eq!(out.json()["error"]["code"], "usage");
+    let out = w.run_in(&app, &["worktree", "init"]);
+    out.expect(2);
+    assert!(
+        out.stderr.contains("standalone mode") && out.stderr.contains("nothing was written"),
+        "{}",
+        out.stderr
+    );
+    assert!(!app.join(".arashi").exists());
+    let j = w.run_in(&app, &["worktree", "hooks", "--json"]).json();
+    assert_eq!(j["data"]["workspace"]["mode"], "standalone");
+    assert_eq!(j["data"]["hooks"].as_array().unwrap().len(), 1);
+}
+
+#[test]
 fn init_writes_a_skeleton_and_inert_examples_and_never_overwrites() {
     let w = Ws::bare();
     lifecycle_common::make_repo(&w.root.join("repos/web"), 1);
