@@ -6,7 +6,7 @@
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use super::snippet::Snippet;
 
@@ -48,28 +48,46 @@ pub fn find_bash(
 /// turns it on itself is not refused. A Bash that cannot be started here is left for the run
 /// to report.
 pub fn syntax_problem(bash: &Path, snippet: &Snippet) -> Option<String> {
-    let out = Command::new(bash)
-        .args(["-O", "extglob", "-n", "-c"])
-        .arg(snippet.to_arg())
-        .arg("syntax-check")
-        .env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .ok()?;
-    if out.status.success() {
-        return None;
+    SyntaxCheck::start(bash, snippet)?.problem()
+}
+
+/// A `bash -n` check under way: several run side by side, and beside a plan's git queries, so
+/// checking costs a create about one Bash start whatever the number of inline hooks.
+#[derive(Debug)]
+pub struct SyntaxCheck(Child);
+
+impl SyntaxCheck {
+    /// Starts checking `snippet` (`None`: Bash could not be started).
+    pub fn start(bash: &Path, snippet: &Snippet) -> Option<SyntaxCheck> {
+        Command::new(bash)
+            .args(["-O", "extglob", "-n", "-c"])
+            .arg(snippet.to_arg())
+            .arg("syntax-check")
+            .env_clear()
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .ok()
+            .map(SyntaxCheck)
     }
-    let text = String::from_utf8_lossy(&out.stderr);
-    let line = text.split("line ").skip(1).find_map(|rest| {
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        digits.parse::<u32>().ok()
-    });
-    Some(match line {
-        Some(n) => format!("Bash cannot parse it (a syntax error on line {n})"),
-        None => "Bash cannot parse it".into(),
-    })
+
+    /// Waits for the verdict: why Bash cannot parse the snippet, or `None`.
+    pub fn problem(self) -> Option<String> {
+        let out = self.0.wait_with_output().ok()?;
+        if out.status.success() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(&out.stderr);
+        let line = text.split("line ").skip(1).find_map(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse::<u32>().ok()
+        });
+        Some(match line {
+            Some(n) => format!("Bash cannot parse it (a syntax error on line {n})"),
+            None => "Bash cannot parse it".into(),
+        })
+    }
 }
 
 fn executable(p: &Path) -> bool {

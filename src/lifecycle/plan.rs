@@ -9,7 +9,7 @@ use super::config::{ConfigError, DEFAULT_TIMEOUT_MS};
 use super::discovery::{self, Problem, Source, SourcedCommand};
 use super::error::Error;
 use super::git;
-use super::interpreter;
+use super::interpreter::{self, SyntaxCheck};
 use super::names;
 use super::point::Lifecycle;
 use super::workspace::{FindError, Mode, RepoRef, Workspace};
@@ -186,20 +186,41 @@ pub(crate) fn check_snippets<'a>(
     hooks: impl IntoIterator<Item = &'a SourcedCommand>,
     problems: &mut Vec<Problem>,
 ) {
-    let Some(bash) = bash else { return };
-    let mut checked: Vec<&str> = Vec::new();
+    let checks = start_snippet_checks(bash, hooks);
+    finish_snippet_checks(checks, problems);
+}
+
+/// The syntax checks of the inline hooks among `hooks`, started side by side.
+fn start_snippet_checks<'a>(
+    bash: Option<&Path>,
+    hooks: impl IntoIterator<Item = &'a SourcedCommand>,
+) -> Vec<(String, SyntaxCheck)> {
+    let Some(bash) = bash else {
+        return Vec::new();
+    };
+    let mut checks: Vec<(String, SyntaxCheck)> = Vec::new();
+    let mut keys: Vec<&str> = Vec::new();
     for h in hooks {
         let Source::Inline { key, snippet, .. } = &h.source else {
             continue;
         };
-        if checked.contains(&key.as_str()) {
+        if keys.contains(&key.as_str()) {
             continue;
         }
-        checked.push(key);
-        if let Some(why) = interpreter::syntax_problem(bash, snippet) {
+        keys.push(key);
+        if let Some(c) = SyntaxCheck::start(bash, snippet) {
+            checks.push((h.source.describe(), c));
+        }
+    }
+    checks
+}
+
+fn finish_snippet_checks(checks: Vec<(String, SyntaxCheck)>, problems: &mut Vec<Problem>) {
+    for (what, check) in checks {
+        if let Some(why) = check.problem() {
             problems.push(Problem {
                 code: "hook_invalid",
-                message: format!("{}: {why}", h.source.describe()),
+                message: format!("{what}: {why}"),
             });
         }
     }
@@ -248,7 +269,58 @@ impl CreatePlan {
         check_branch(ws, &req.branch)?;
         check_distinct(ws)?;
         let repos = select(ws, &req.repos)?;
-        let mut problems = Vec::new();
+        // The hooks and steps are worked out for every selected repository: one that cannot
+        // have a worktree is a problem below, and then the plan is refused anyway.
+        let mut hook_problems = Vec::new();
+        let mut hooks = Vec::new();
+        let mut steps = Vec::new();
+        let discover = !req.no_hooks && !req.dry_run;
+        let mut add_hook = |h: SourcedCommand, steps: &mut Vec<CreateStep>| {
+            steps.push(CreateStep::Hook(hooks.len()));
+            hooks.push(h);
+        };
+        let p = &mut hook_problems;
+        match &ws.mode {
+            Mode::Configured(_) => {
+                if discover
+                    && let Some(h) = discovery::configured_create(ws, Lifecycle::PreCreate, None, p)
+                {
+                    add_hook(h, &mut steps);
+                }
+                for (i, r) in repos.iter().enumerate() {
+                    steps.push(CreateStep::Add(i));
+                    for lc in [Lifecycle::PreCreate, Lifecycle::PostCreate] {
+                        if discover
+                            && let Some(h) = discovery::configured_create(ws, lc, Some(&r.name), p)
+                        {
+                            add_hook(h, &mut steps);
+                        }
+                    }
+                }
+                if discover
+                    && let Some(h) =
+                        discovery::configured_create(ws, Lifecycle::PostCreate, None, p)
+                {
+                    add_hook(h, &mut steps);
+                }
+            }
+            Mode::Standalone { .. } => {
+                if discover {
+                    for h in discovery::standalone_create(ws, Lifecycle::PreCreate, p) {
+                        add_hook(h, &mut steps);
+                    }
+                }
+                steps.extend((0..repos.len()).map(CreateStep::Add));
+                if discover {
+                    for h in discovery::standalone_create(ws, Lifecycle::PostCreate, p) {
+                        add_hook(h, &mut steps);
+                    }
+                }
+            }
+        }
+        let bash = bash_for(ws, !hooks.is_empty(), &mut hook_problems);
+        // The inline hooks' syntax checks run while the repositories are looked at.
+        let checks = start_snippet_checks(bash.as_deref(), &hooks);
         // The repositories are looked at side by side: each costs a few git processes.
         let looked: Vec<Result<Looked, Error>> = std::thread::scope(|s| {
             let handles: Vec<_> = repos
@@ -263,6 +335,8 @@ impl CreatePlan {
                 })
                 .collect()
         });
+        finish_snippet_checks(checks, &mut hook_problems);
+        let mut problems = Vec::new();
         let mut targets: Vec<CreateTarget> = Vec::new();
         for l in looked {
             let (t, p) = l?;
@@ -274,57 +348,10 @@ impl CreatePlan {
             }
             problems.extend(p);
         }
-        let mut hooks = Vec::new();
-        let mut steps = Vec::new();
-        let discover = !req.no_hooks && !req.dry_run;
-        let mut add_hook = |h: SourcedCommand, steps: &mut Vec<CreateStep>| {
-            steps.push(CreateStep::Hook(hooks.len()));
-            hooks.push(h);
-        };
-        match &ws.mode {
-            Mode::Configured(_) => {
-                if discover
-                    && let Some(h) =
-                        discovery::configured_create(ws, Lifecycle::PreCreate, None, &mut problems)
-                {
-                    add_hook(h, &mut steps);
-                }
-                for (i, t) in targets.iter().enumerate() {
-                    steps.push(CreateStep::Add(i));
-                    for lc in [Lifecycle::PreCreate, Lifecycle::PostCreate] {
-                        if discover
-                            && let Some(h) =
-                                discovery::configured_create(ws, lc, Some(&t.repo), &mut problems)
-                        {
-                            add_hook(h, &mut steps);
-                        }
-                    }
-                }
-                if discover
-                    && let Some(h) =
-                        discovery::configured_create(ws, Lifecycle::PostCreate, None, &mut problems)
-                {
-                    add_hook(h, &mut steps);
-                }
-            }
-            Mode::Standalone { .. } => {
-                if discover {
-                    for h in discovery::standalone_create(ws, Lifecycle::PreCreate, &mut problems) {
-                        add_hook(h, &mut steps);
-                    }
-                }
-                steps.extend((0..targets.len()).map(CreateStep::Add));
-                if discover {
-                    for h in discovery::standalone_create(ws, Lifecycle::PostCreate, &mut problems)
-                    {
-                        add_hook(h, &mut steps);
-                    }
-                }
-            }
-        }
-        let bash = bash_for(ws, !hooks.is_empty(), &mut problems);
-        check_snippets(bash.as_deref(), &hooks, &mut problems);
-        if !problems.is_empty() {
+        problems.extend(hook_problems);
+        // A repository without a target always brought a problem; the steps name targets by
+        // the repositories' indices.
+        if !problems.is_empty() || targets.len() != repos.len() {
             return Err(Error::Refused(problems));
         }
         Ok(CreatePlan {
