@@ -153,8 +153,21 @@ fn post_remove_runs_after_a_partial_removal_failure_and_the_command_fails() {
     let ws = ws_with_worktrees();
     // api's worktree has an untracked file: git refuses to remove it without --force.
     std::fs::write(ws.root.join("worktrees/api/feature/x/dirty.txt"), "d").unwrap();
+    // The global-shared post-remove says what it finds: it runs after the removals.
+    let seen = ws.tmp.path().join("seen");
+    ws.native(
+        "~/.arashi/hooks/post-remove.sh",
+        &format!(
+            "bash \"$RECORDER\"\nif [ -e \"$ARASHI_HOOK_TARGET_WORKTREE_PATH\" ]; then s=present; else s=gone; fi\necho \"$ARASHI_HOOK_TARGET_REPOSITORY $s\" >> {}\n",
+            seen.display()
+        ),
+    );
     let out = ws.run(&["worktree", "remove", "feature/x"]);
     out.expect(8);
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap(),
+        "web gone\napi present\n"
+    );
     assert!(!ws.root.join("worktrees/web/feature/x").exists());
     assert!(ws.root.join("worktrees/api/feature/x/dirty.txt").exists());
     let order = ws.order();
