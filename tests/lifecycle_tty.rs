@@ -43,9 +43,18 @@ fn a_tty_hook_sees_the_banner_then_prompts_and_reads_the_answer() {
     let mut w = w;
     w.env
         .push(("ANSWER".into(), answer_file(&w).display().to_string()));
+    // A workspace hook's banner names the workspace, never a child target.
+    w.native(".arashi/hooks/pre-create.sh", "true\n");
     let mut pty = on_pty(&w, "\"$HOOKQ\" worktree create feature/t; echo \"rc=$?\"");
     pty.wait_for("Continue setup? [y/N] ", LIMIT);
     let text = pty.text();
+    let root = w.root.display();
+    assert!(
+        text.contains(&format!(
+            "hookq: running pre-create hook pre-create (workspace scope) for workspace {root} (source: {root}/.arashi/hooks/pre-create.sh)"
+        )),
+        "{text}"
+    );
     let banner = text
         .find("hookq: running post-create hook post-create.web")
         .expect(&text);
