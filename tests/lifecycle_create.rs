@@ -300,6 +300,28 @@ fn no_hooks_skips_the_create_hooks_and_base_picks_the_start() {
     assert_eq!(j["data"]["worktrees"].as_array().unwrap().len(), 1);
     assert_eq!(git(&ws.repo("web"), &["rev-parse", "topic"]), first);
     assert!(!ws.root.join("worktrees/api").exists());
+    // A --base that names no commit is refused before anything, naming the repository.
+    let before = ws.snapshot();
+    let out = ws.run(&[
+        "worktree",
+        "create",
+        "t2",
+        "--base",
+        "no-such-ref",
+        "--json",
+    ]);
+    out.expect(9);
+    let j = out.json();
+    assert_eq!(j["error"]["code"], "bad_base");
+    assert!(
+        j["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("repository web: no-such-ref names no commit"),
+        "{j}"
+    );
+    assert_eq!(ws.snapshot(), before);
+    assert!(ws.order().is_empty());
     // An unknown repository is a usage error.
     ws.run(&["worktree", "create", "t2", "--repo", "nope"])
         .expect(2);
