@@ -215,6 +215,7 @@ fn lifecycle_code(e: &crate::lifecycle::Error) -> u8 {
     match e {
         L::Find(FindError::Config(_)) => code::CONFIG,
         L::Find(FindError::Missing { .. }) | L::NotFound(_) => code::NOT_FOUND,
+        L::Find(f) if f.start_missing() => code::NOT_FOUND,
         L::Find(_) | L::State(_) => code::FAILURE,
         L::Usage(_) => code::USAGE,
         L::Refused(_) => code::PREFLIGHT,

@@ -249,7 +249,12 @@ fn the_rollback_of_a_killed_create_ends_the_hook_it_left_running() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !std::fs::read_to_string(&pids).is_ok_and(|t| t.ends_with('\n')) {
+    // The hook can write its pids before hookq has named its process group in the journal:
+    // the kill waits for both, or it would test a create killed a moment before that.
+    let journal = ws.root.join(".arashi/hookq-worktree/journal");
+    while !std::fs::read_to_string(&pids).is_ok_and(|t| t.ends_with('\n'))
+        || !std::fs::read_to_string(&journal).is_ok_and(|t| t.contains("\"op\":\"hook\""))
+    {
         assert!(Instant::now() < deadline, "the hook did not start");
         assert!(
             child.try_wait().unwrap().is_none(),

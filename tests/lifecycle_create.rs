@@ -116,20 +116,34 @@ fn each_scope_gets_exactly_its_environment() {
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     assert_eq!(web_pre, expected_web);
-    let web_post = ws.env_of(3);
-    assert_eq!(
-        web_post["ARASHI_HOOK_SOURCE_PATH"],
-        format!("{root}/.arashi/hooks/post-create.web.sh")
-    );
-    // The inline workspace post-create: no child fields.
-    let ws_post = ws.env_of(6);
-    assert!(!ws_post.contains_key("ARASHI_HOOK_SOURCE_PATH"));
-    assert!(
-        !ws_post
-            .keys()
-            .any(|k| k.contains("TARGET") || k.contains("PARENT"))
-    );
-    assert_eq!(ws_post["ARASHI_HOOK_NAME"], "post-create");
+    // The native repository hooks: the same, with their own name and source path.
+    for (n, r, name) in [
+        (3, "web", "post-create.web"),
+        (4, "api", "pre-create.api"),
+        (5, "api", "post-create.api"),
+    ] {
+        let wt = format!("{root}/worktrees/{r}/feature/auth");
+        let mut expected = expected_web.clone();
+        for (k, v) in [
+            ("ARASHI_HOOK_NAME", name.to_string()),
+            (
+                "ARASHI_HOOK_SOURCE_PATH",
+                format!("{root}/.arashi/hooks/{name}.sh"),
+            ),
+            ("ARASHI_HOOK_EXECUTION_PATH", wt.clone()),
+            ("ARASHI_HOOK_TARGET_REPOSITORY", r.into()),
+            ("ARASHI_HOOK_TARGET_REPO_PATH", format!("{root}/repos/{r}")),
+            ("ARASHI_HOOK_TARGET_WORKTREE_PATH", wt),
+        ] {
+            expected.insert(k.into(), v);
+        }
+        assert_eq!(ws.env_of(n), expected, "run {n}");
+    }
+    // The inline workspace post-create: the workspace pre-create's, without a source path.
+    let mut expected = expected_ws.clone();
+    expected.remove("ARASHI_HOOK_SOURCE_PATH");
+    expected.insert("ARASHI_HOOK_NAME".into(), "post-create".into());
+    assert_eq!(ws.env_of(6), expected);
 }
 
 #[test]
@@ -286,6 +300,28 @@ fn no_hooks_skips_the_create_hooks_and_base_picks_the_start() {
     assert_eq!(j["data"]["worktrees"].as_array().unwrap().len(), 1);
     assert_eq!(git(&ws.repo("web"), &["rev-parse", "topic"]), first);
     assert!(!ws.root.join("worktrees/api").exists());
+    // A --base that names no commit is refused before anything, naming the repository.
+    let before = ws.snapshot();
+    let out = ws.run(&[
+        "worktree",
+        "create",
+        "t2",
+        "--base",
+        "no-such-ref",
+        "--json",
+    ]);
+    out.expect(9);
+    let j = out.json();
+    assert_eq!(j["error"]["code"], "bad_base");
+    assert!(
+        j["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("repository web: no-such-ref names no commit"),
+        "{j}"
+    );
+    assert_eq!(ws.snapshot(), before);
+    assert!(ws.order().is_empty());
     // An unknown repository is a usage error.
     ws.run(&["worktree", "create", "t2", "--repo", "nope"])
         .expect(2);
@@ -326,16 +362,6 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
             format!("post-create|global-shared|app|{main_s}"),
         ]
     );
-    let env = ws.env_of(8);
-    assert_eq!(env["ARASHI_HOOK_WORKSPACE_MODE"], "standalone");
-    assert_eq!(env["ARASHI_MAIN_REPO_PATH"], main_s);
-    assert_eq!(env["ARASHI_HOOK_TARGET_REPOSITORY"], "app");
-    assert_eq!(env["ARASHI_HOOK_TARGET_REPO_PATH"], main_s);
-    assert_eq!(
-        env["ARASHI_HOOK_TARGET_WORKTREE_PATH"],
-        ws.root.join("app.worktrees/two").display().to_string()
-    );
-    assert!(!env.contains_key("ARASHI_PARENT_REPO_PATH"));
     // Remove, started elsewhere with -C.
     let elsewhere = ws.tmp.path().to_path_buf();
     ws.run_in(&elsewhere, &["-C", &main_s, "worktree", "remove", "two"])
@@ -345,19 +371,79 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
     assert_eq!(order.len(), 12);
     assert!(order[8].starts_with("pre-remove|global-repository|app|"));
     assert!(order[11].starts_with("post-remove|global-shared|app|"));
-    let env = ws.env_of(12);
-    assert_eq!(
-        env["ARASHI_REMOVE_TARGETS_JSON"],
-        format!(
-            r#"[{{"repository":"app","branchName":"two","worktreePath":"{}"}}]"#,
-            ws.root.join("app.worktrees/two").display()
-        )
-    );
+    // Every run's environment, exactly.
+    let home = ws.home.display().to_string();
+    let runs = [("one", "create"), ("two", "create"), ("two", "remove")];
+    let mut n = 0;
+    for (branch, op) in runs {
+        let worktree = ws
+            .root
+            .join("app.worktrees")
+            .join(branch)
+            .display()
+            .to_string();
+        for lc in [format!("pre-{op}"), format!("post-{op}")] {
+            for (scope, source) in [
+                (
+                    "global-repository",
+                    format!("{home}/.arashi/hooks/app/{lc}.sh"),
+                ),
+                ("global-shared", format!("{home}/.arashi/hooks/{lc}.sh")),
+            ] {
+                n += 1;
+                let mut expected: std::collections::BTreeMap<String, String> = [
+                    ("ARASHI_BRANCH_NAME", branch.to_string()),
+                    ("ARASHI_HOOK_EXECUTION_PATH", main_s.clone()),
+                    ("ARASHI_HOOK_INPUT", "unavailable".into()),
+                    ("ARASHI_HOOK_NAME", lc.clone()),
+                    ("ARASHI_HOOK_SCOPE", scope.into()),
+                    ("ARASHI_HOOK_SOURCE_PATH", source),
+                    ("ARASHI_HOOK_TARGET_REPOSITORY", "app".into()),
+                    ("ARASHI_HOOK_TARGET_REPO_PATH", main_s.clone()),
+                    ("ARASHI_HOOK_TARGET_WORKTREE_PATH", worktree.clone()),
+                    ("ARASHI_HOOK_WORKSPACE_MODE", "standalone".into()),
+                    ("ARASHI_MAIN_REPO_PATH", main_s.clone()),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+                if op == "remove" {
+                    expected.insert(
+                        "ARASHI_REMOVE_TARGETS_JSON".into(),
+                        format!(
+                            r#"[{{"repository":"app","branchName":"two","worktreePath":"{worktree}"}}]"#
+                        ),
+                    );
+                }
+                assert_eq!(ws.env_of(n), expected, "run {n}: {lc} {scope}");
+            }
+        }
+    }
     // --repo needs a config.
     ws.run_in(&main, &["worktree", "create", "three", "--repo", "app"])
         .expect(2);
-    // Outside any repository and without a config: not found.
+    // Outside any repository and without a config: not found; so is a -C DIR that does
+    // not exist, for every worktree command, as for the rest of hookq.
     ws.run_in(&elsewhere, &["worktree", "hooks"]).expect(4);
+    let missing = ws.tmp.path().join("missing");
+    let missing = missing.display().to_string();
+    for cmd in [
+        &["worktree", "hooks"][..],
+        &["worktree", "init"],
+        &["worktree", "create", "x"],
+        &["worktree", "remove", "x"],
+    ] {
+        let out = ws.run_in(&elsewhere, &[&["-C", &missing][..], cmd].concat());
+        out.expect(4);
+        assert!(
+            out.stderr.starts_with(&format!(
+                "error: cannot use {missing} as the directory to start from: "
+            )),
+            "{}",
+            out.stderr
+        );
+    }
+    assert!(!ws.tmp.path().join("missing").exists());
 }
 
 #[test]
@@ -386,4 +472,145 @@ fn a_second_command_is_refused_while_one_works() {
     ws.run(&["worktree", "hooks"]).expect(0);
     assert!(first.wait().unwrap().success());
     assert!(ws.root.join("worktrees/web/slow").exists());
+}
+
+#[test]
+fn a_failure_at_any_create_hook_after_the_first_change_leaves_nothing_it_made() {
+    // Each location after the first `git worktree add` fails in turn; the one before it (the
+    // workspace pre-create) has its own test.
+    for (i, failing) in [
+        "pre-create.web",
+        "post-create.web",
+        "pre-create.api",
+        "post-create.api",
+        "post-create",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        // Written by hand: the repositories run in file order, web first.
+        let config = r#"{"repos": {"web": {"path": "repos/web"}, "api": {"path": "repos/api"}}}"#;
+        let mut ws = Ws::configured(&["web", "api"], Some(config));
+        let recorder = lifecycle_common::fixtures().join("record.sh");
+        ws.env
+            .push(("RECORDER".into(), recorder.display().to_string()));
+        for h in [
+            "pre-create",
+            "pre-create.web",
+            "post-create.web",
+            "pre-create.api",
+            "post-create.api",
+            "post-create",
+        ] {
+            let exit = if h == failing { 5 } else { 0 };
+            ws.native(
+                &format!(".arashi/hooks/{h}.sh"),
+                &format!("bash \"$RECORDER\"\nexit {exit}\n"),
+            );
+        }
+        // api has the branch already: it must keep it, and its commit.
+        git(&ws.repo("api"), &["branch", "topic"]);
+        let before = ws.snapshot();
+        let out = ws.run(&["worktree", "create", "topic", "--json"]);
+        out.expect(7);
+        assert_eq!(ws.snapshot(), before, "{failing}");
+        assert!(!ws.root.join("worktrees").exists(), "{failing}");
+        assert!(
+            git(&ws.repo("web"), &["branch", "--list", "topic"]).is_empty(),
+            "{failing}: the branch this create made is gone"
+        );
+        assert!(
+            !git(&ws.repo("api"), &["branch", "--list", "topic"]).is_empty(),
+            "{failing}: the branch that existed stays"
+        );
+        // The hooks up to the failing one ran, the rest are recorded as skipped.
+        assert_eq!(ws.order().len(), i + 2, "{failing}: {:#?}", ws.order());
+        let j = out.json();
+        let statuses: Vec<&str> = j["error"]["details"]["hookOutcomes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["status"].as_str().unwrap())
+            .collect();
+        let mut expected = vec!["succeeded"; i + 1];
+        expected.push("exited-nonzero");
+        expected.extend(vec!["skipped"; 6 - i - 2]);
+        assert_eq!(statuses, expected, "{failing}");
+        assert_eq!(
+            j["error"]["details"]["rollbackWarnings"],
+            serde_json::json!([]),
+            "{failing}"
+        );
+    }
+}
+
+#[test]
+fn names_git_refuses_are_usage_errors_before_anything() {
+    let ws = recording_ws(RECORD);
+    let before = ws.snapshot();
+    for bad in [
+        "HEAD", "../x", "-x", "", "a b", "x.lock", "a//b", "a..b", "@", "x~1", "ok/",
+    ] {
+        for cmd in ["create", "remove"] {
+            let out = ws.run(&["worktree", cmd, "--json", "--", bad]);
+            out.expect(2);
+            let j = out.json();
+            assert_eq!(j["error"]["code"], "usage", "{bad:?}");
+            let msg = j["error"]["message"].as_str().unwrap();
+            assert!(msg.starts_with("invalid branch name"), "{bad:?}: {msg}");
+        }
+    }
+    assert_eq!(ws.snapshot(), before);
+    assert!(ws.order().is_empty(), "no hook ran");
+}
+
+#[test]
+fn repository_paths_are_checked_before_anything_and_named_by_key() {
+    let ws = recording_ws(RECORD);
+    std::fs::create_dir_all(ws.root.join("plain")).unwrap();
+    let config_path = ws.root.join(".arashi/config.json");
+    let before = ws.snapshot();
+    for (web_path, what) in [
+        ("repos/missing", "does not exist"),
+        ("plain", "is not the top of a git work tree"),
+        ("repos/web/.git", "is not the top of a git work tree"),
+    ] {
+        ws.write_config(
+            &serde_json::json!({"repos": {
+                "web": {"path": web_path}, "api": {"path": "repos/api"}}})
+            .to_string(),
+        );
+        let out = ws.run(&["worktree", "create", "topic"]);
+        out.expect(9);
+        assert!(out.stderr.contains(what), "{web_path}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains(&format!("(repos.web.path in {})", config_path.display())),
+            "{web_path}: {}",
+            out.stderr
+        );
+    }
+    // Two entries naming one checkout: a config error at the second one's key.
+    ws.write_config(
+        &serde_json::json!({"repos": {
+            "web": {"path": "repos/web"}, "web2": {"path": "./repos/../repos/web"}}})
+        .to_string(),
+    );
+    for cmd in [
+        &["worktree", "create", "topic"][..],
+        &["worktree", "remove", "topic"],
+    ] {
+        let out = ws.run(cmd);
+        out.expect(3);
+        assert!(
+            out.stderr.contains(&format!(
+                "invalid config {}: repos.web2.path:",
+                config_path.display()
+            )),
+            "{}",
+            out.stderr
+        );
+    }
+    assert_eq!(ws.snapshot(), before);
+    assert!(ws.order().is_empty(), "no hook ran");
 }

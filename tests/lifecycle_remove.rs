@@ -57,37 +57,66 @@ fn remove_runs_four_scopes_per_target_in_order() {
         !ws.root.join("worktrees/web/feature").exists(),
         "empty folders go"
     );
-    // Environment of api's workspace-scope pre-remove (the 6th run).
-    let env = ws.env_of(6);
+    // Every run's environment, exactly: sixteen runs, four scopes, two targets, two
+    // lifecycles, in the order above.
+    let home = ws.home.display().to_string();
     let targets = format!(
         r#"[{{"repository":"api","branchName":"feature/x","worktreePath":"{root}/worktrees/api/feature/x"}},{{"repository":"web","branchName":"feature/x","worktreePath":"{root}/worktrees/web/feature/x"}}]"#
     );
-    let expected: std::collections::BTreeMap<String, String> = [
-        ("ARASHI_BRANCH_NAME", "feature/x".to_string()),
-        ("ARASHI_HOOK_EXECUTION_PATH", root.clone()),
-        ("ARASHI_HOOK_INPUT", "unavailable".into()),
-        ("ARASHI_HOOK_NAME", "pre-remove".into()),
-        ("ARASHI_HOOK_SCOPE", "workspace".into()),
-        (
-            "ARASHI_HOOK_SOURCE_PATH",
-            format!("{root}/.arashi/hooks/pre-remove.sh"),
-        ),
-        ("ARASHI_HOOK_TARGET_REPOSITORY", "api".into()),
-        ("ARASHI_HOOK_TARGET_REPO_PATH", format!("{root}/repos/api")),
-        (
-            "ARASHI_HOOK_TARGET_WORKTREE_PATH",
-            format!("{root}/worktrees/api/feature/x"),
-        ),
-        ("ARASHI_HOOK_WORKSPACE_MODE", "configured".into()),
-        ("ARASHI_MAIN_REPO_PATH", root.clone()),
-        ("ARASHI_REMOVE_TARGETS_JSON", targets),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-    assert_eq!(env, expected);
-    // The inline repository hook has no source path.
-    assert!(!ws.env_of(1).contains_key("ARASHI_HOOK_SOURCE_PATH"));
+    let mut n = 0;
+    for lc in ["pre-remove", "post-remove"] {
+        for r in ["web", "api"] {
+            let checkout = format!("{root}/repos/{r}");
+            for scope in [
+                "repository",
+                "workspace",
+                "global-repository",
+                "global-shared",
+            ] {
+                n += 1;
+                let (cwd, source) = match scope {
+                    // web's repository hook is inline: no source path.
+                    "repository" if r == "web" => (checkout.clone(), None),
+                    "repository" => (
+                        checkout.clone(),
+                        Some(format!("{checkout}/.arashi/hooks/{lc}.sh")),
+                    ),
+                    "workspace" => (root.clone(), Some(format!("{root}/.arashi/hooks/{lc}.sh"))),
+                    "global-repository" => (
+                        checkout.clone(),
+                        Some(format!("{home}/.arashi/hooks/{r}/{lc}.sh")),
+                    ),
+                    _ => (
+                        checkout.clone(),
+                        Some(format!("{home}/.arashi/hooks/{lc}.sh")),
+                    ),
+                };
+                let mut expected: std::collections::BTreeMap<String, String> = [
+                    ("ARASHI_BRANCH_NAME", "feature/x".to_string()),
+                    ("ARASHI_HOOK_EXECUTION_PATH", cwd),
+                    ("ARASHI_HOOK_INPUT", "unavailable".into()),
+                    ("ARASHI_HOOK_NAME", lc.into()),
+                    ("ARASHI_HOOK_SCOPE", scope.into()),
+                    ("ARASHI_HOOK_TARGET_REPOSITORY", r.into()),
+                    ("ARASHI_HOOK_TARGET_REPO_PATH", checkout.clone()),
+                    (
+                        "ARASHI_HOOK_TARGET_WORKTREE_PATH",
+                        format!("{root}/worktrees/{r}/feature/x"),
+                    ),
+                    ("ARASHI_HOOK_WORKSPACE_MODE", "configured".into()),
+                    ("ARASHI_MAIN_REPO_PATH", root.clone()),
+                    ("ARASHI_REMOVE_TARGETS_JSON", targets.clone()),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+                if let Some(source) = source {
+                    expected.insert("ARASHI_HOOK_SOURCE_PATH".into(), source);
+                }
+                assert_eq!(ws.env_of(n), expected, "run {n}: {lc} {scope} for {r}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -124,8 +153,21 @@ fn post_remove_runs_after_a_partial_removal_failure_and_the_command_fails() {
     let ws = ws_with_worktrees();
     // api's worktree has an untracked file: git refuses to remove it without --force.
     std::fs::write(ws.root.join("worktrees/api/feature/x/dirty.txt"), "d").unwrap();
+    // The global-shared post-remove says what it finds: it runs after the removals.
+    let seen = ws.tmp.path().join("seen");
+    ws.native(
+        "~/.arashi/hooks/post-remove.sh",
+        &format!(
+            "bash \"$RECORDER\"\nif [ -e \"$ARASHI_HOOK_TARGET_WORKTREE_PATH\" ]; then s=present; else s=gone; fi\necho \"$ARASHI_HOOK_TARGET_REPOSITORY $s\" >> {}\n",
+            seen.display()
+        ),
+    );
     let out = ws.run(&["worktree", "remove", "feature/x"]);
     out.expect(8);
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap(),
+        "web gone\napi present\n"
+    );
     assert!(!ws.root.join("worktrees/web/feature/x").exists());
     assert!(ws.root.join("worktrees/api/feature/x/dirty.txt").exists());
     let order = ws.order();

@@ -43,9 +43,18 @@ fn a_tty_hook_sees_the_banner_then_prompts_and_reads_the_answer() {
     let mut w = w;
     w.env
         .push(("ANSWER".into(), answer_file(&w).display().to_string()));
+    // A workspace hook's banner names the workspace, never a child target.
+    w.native(".arashi/hooks/pre-create.sh", "true\n");
     let mut pty = on_pty(&w, "\"$HOOKQ\" worktree create feature/t; echo \"rc=$?\"");
     pty.wait_for("Continue setup? [y/N] ", LIMIT);
     let text = pty.text();
+    let root = w.root.display();
+    assert!(
+        text.contains(&format!(
+            "hookq: running pre-create hook pre-create (workspace scope) for workspace {root} (source: {root}/.arashi/hooks/pre-create.sh)"
+        )),
+        "{text}"
+    );
     let banner = text
         .find("hookq: running post-create hook post-create.web")
         .expect(&text);
@@ -65,9 +74,18 @@ fn a_tty_hook_sees_the_banner_then_prompts_and_reads_the_answer() {
     assert!(w.root.join("worktrees/web/feature/t").exists());
 }
 
+/// After hookq: the shell's own process group is the terminal's foreground again, and the
+/// modes the hook changed are back.
+const AFTER: &str = "read -r -a st < /proc/$$/stat; echo \"fg=${st[7]} pg=${st[4]}\"; stty -a";
+
 fn restored(text: &str) -> bool {
+    let fg = text
+        .rsplit_once("fg=")
+        .and_then(|(_, rest)| rest.split_once(" pg="))
+        .and_then(|(fg, rest)| Some((fg, rest.split_whitespace().next()?)));
+    let foreground = fg.is_some_and(|(fg, pg)| fg == pg);
     let modes = &text[text.rfind("speed").unwrap_or(0)..];
-    !modes.contains("-echo ") && !modes.contains("-icanon")
+    foreground && !modes.contains("-echo ") && !modes.contains("-icanon")
 }
 
 #[test]
@@ -82,7 +100,7 @@ fn ctrl_c_in_a_tty_hook_fails_it_rolls_back_and_restores_the_terminal() {
     let before = w.snapshot();
     let mut pty = on_pty(
         &w,
-        "\"$HOOKQ\" worktree create feature/t; echo \"rc=$?\"; stty -a",
+        &format!("\"$HOOKQ\" worktree create feature/t; echo \"rc=$?\"; {AFTER}"),
     );
     pty.wait_for("ready> ", LIMIT);
     pty.send(b"\x03");
@@ -101,7 +119,7 @@ fn a_tty_hook_past_its_timeout_fails_and_the_terminal_is_restored() {
     let before = w.snapshot();
     let mut pty = on_pty(
         &w,
-        "\"$HOOKQ\" worktree create feature/t; echo \"rc=$?\"; stty -a",
+        &format!("\"$HOOKQ\" worktree create feature/t; echo \"rc=$?\"; {AFTER}"),
     );
     pty.wait_for("waiting> ", LIMIT);
     pty.wait(LIMIT);

@@ -554,19 +554,40 @@ fn hooks(ctx: &Ctx, a: HooksArgs, details: &mut Details) -> Result<(), Error> {
 
 fn init(ctx: &Ctx, a: InitArgs) -> Result<(), Error> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
+    let start = || {
+        ctx.start().canonicalize().map_err(|source| Error::Io {
+            what: "cannot access",
+            path: ctx.start().to_path_buf(),
+            source,
+        })
+    };
     let (root, configured) = match Workspace::discover(ctx.start(), home) {
         Ok(ws) if ws.config().is_some() => {
             let names: Vec<String> = ws.repos().into_iter().map(|r| r.name).collect();
             (ws.root, Some(names))
         }
-        Ok(_) | Err(FindError::Missing { .. }) => (
-            ctx.start().canonicalize().map_err(|source| Error::Io {
-                what: "cannot access",
-                path: ctx.start().to_path_buf(),
-                source,
-            })?,
-            None,
-        ),
+        Ok(ws) => {
+            let root = start()?;
+            // Inside a repository that works without a config, a config listing no
+            // repository would switch it to configured mode, where every command then fails:
+            // refuse, unless the folder holds repositories of its own (a workspace that is
+            // itself under git).
+            if let Mode::Standalone { name } = &ws.mode
+                && lifecycle::init::find_repos(&root).is_empty()
+            {
+                return Err(Error::Lifecycle(lifecycle::Error::Usage(format!(
+                    "{} is inside the git repository {}, which works without a config \
+                     (standalone mode: its hooks are ~/.arashi/hooks/{name}/<lifecycle>.sh and \
+                     ~/.arashi/hooks/<lifecycle>.sh); `hookq worktree init` writes a workspace \
+                     config listing repositories, so run it in the folder that holds them; \
+                     nothing was written",
+                    root.display(),
+                    ws.root.display()
+                ))));
+            }
+            (root, None)
+        }
+        Err(FindError::Missing { .. }) => (start()?, None),
         Err(e) => return Err(Error::Lifecycle(e.into())),
     };
     let files = lifecycle::init::init(&root, configured.as_deref()).map_err(|e| Error::Io {

@@ -31,11 +31,14 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
-    /// The file is not JSON.
-    #[error("invalid config {}: {message}", path.display())]
+    /// The file is not JSON (or holds what serde_json cannot read: a key given twice, a number
+    /// too large for a double).
+    #[error("invalid config {}: {}{message}", path.display(), key.as_ref().map(|k| format!("{k}: ")).unwrap_or_default())]
     Syntax {
         /// The config file.
         path: PathBuf,
+        /// The key's path where reading stopped, when inside one.
+        key: Option<String>,
         /// serde_json's message, which gives the line and column.
         message: String,
     },
@@ -115,6 +118,7 @@ impl Config {
     pub fn parse(text: &str, root: &Path, path: &Path) -> Result<Config, ConfigError> {
         let tree = jsontree::parse(text).map_err(|e| ConfigError::Syntax {
             path: path.to_path_buf(),
+            key: jsontree::key_at(text, e.line(), e.column()),
             message: e.to_string(),
         })?;
         let v = Validator { path };
@@ -414,9 +418,18 @@ mod tests {
         }
         assert!(parse(r#"{"hooks": {"timeout": 2147483647}}"#).is_ok());
         assert!(parse(r#"{"hooks": {"timeout": 1}}"#).is_ok());
-        // Past what a double holds: still a config error, located by line and column.
+        // Past what a double holds: still a config error at its key, with line and column.
         let huge = format!(r#"{{"hooks": {{"timeout": 1{}}}}}"#, "0".repeat(400));
-        assert!(matches!(parse(&huge), Err(ConfigError::Syntax { .. })));
+        let e = parse(&huge).unwrap_err();
+        assert!(
+            matches!(&e, ConfigError::Syntax { key: Some(k), .. } if k == "hooks.timeout"),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .ends_with("hooks.timeout: number out of range at line 1 column 423"),
+            "{e}"
+        );
     }
 
     #[test]

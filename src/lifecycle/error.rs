@@ -61,6 +61,7 @@ impl Error {
         match self {
             Error::Find(FindError::Config(_)) => "config_invalid",
             Error::Find(FindError::Missing { .. }) | Error::NotFound(_) => "not_found",
+            Error::Find(f) if f.start_missing() => "not_found",
             Error::Find(_) | Error::State(_) => "io_failed",
             Error::Usage(_) => "usage",
             Error::Refused(problems) => match problems.first() {

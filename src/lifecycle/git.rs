@@ -35,13 +35,7 @@ fn run(dir: &Path, args: &[&OsStr]) -> Result<Vec<u8>, GitError> {
 }
 
 fn failure(dir: &Path, args: &[&OsStr], stderr: &[u8], status: String) -> GitError {
-    let text = String::from_utf8_lossy(stderr);
-    let why = text
-        .lines()
-        .map(str::trim)
-        .rfind(|l| !l.is_empty())
-        .map(str::to_owned)
-        .unwrap_or(status);
+    let why = reason(&String::from_utf8_lossy(stderr)).unwrap_or(status);
     GitError {
         dir: dir.to_path_buf(),
         args: args
@@ -51,6 +45,22 @@ fn failure(dir: &Path, args: &[&OsStr], stderr: &[u8], status: String) -> GitErr
             .join(" "),
         why,
     }
+}
+
+/// The line of git's stderr that says why: the last `fatal:` or `error:` line, else the last
+/// line that is not one of git's `hint:` lines (advice that follows the reason and would hide
+/// it).
+fn reason(stderr: &str) -> Option<String> {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines
+        .iter()
+        .rfind(|l| l.starts_with("fatal:") || l.starts_with("error:"))
+        .or_else(|| lines.iter().rfind(|l| !l.starts_with("hint:")))
+        .map(|l| (*l).to_owned())
 }
 
 fn output(dir: &Path, args: &[&OsStr]) -> Result<std::process::Output, GitError> {
@@ -169,6 +179,18 @@ pub fn branch_exists(dir: &Path, name: &str) -> Result<bool, GitError> {
     }
 }
 
+/// Whether git accepts `name` as a branch name (`git check-ref-format --branch`), run in `dir`.
+pub fn branch_name_ok(dir: &Path, name: &str) -> Result<bool, GitError> {
+    let argv = ["check-ref-format", "--branch", name];
+    let args = os(&argv);
+    let out = output(dir, &args)?;
+    match out.status.code() {
+        Some(0) => Ok(true),
+        Some(128) | Some(1) => Ok(false),
+        _ => Err(failure(dir, &args, &out.stderr, out.status.to_string())),
+    }
+}
+
 /// What git knows of a directory: its main worktree's root and its common git dir.
 #[derive(Debug, Clone)]
 pub struct RepoDirs {
@@ -261,6 +283,21 @@ pub fn prune(dir: &Path) -> Result<(), GitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reason_is_the_fatal_line_not_the_advice_after_it() {
+        let stderr = "Preparing worktree (new branch 'HEAD')\nfatal: 'HEAD' is not a valid branch name\nhint: See `man git check-ref-format`\nhint: Disable this message with \"git config advice.refSyntax false\"\n";
+        assert_eq!(
+            reason(stderr).as_deref(),
+            Some("fatal: 'HEAD' is not a valid branch name")
+        );
+        assert_eq!(
+            reason("warning: x\nsomething broke\n").as_deref(),
+            Some("something broke")
+        );
+        assert_eq!(reason("hint: only advice\n"), None);
+        assert_eq!(reason(""), None);
+    }
 
     #[test]
     fn git_overrides_are_recognised() {

@@ -85,6 +85,7 @@ pub fn inspect(ws: &Workspace) -> Inspection {
             }
         }
     };
+    plan::check_snippets(bash.as_deref(), &hooks, &mut problems);
     Inspection {
         hooks,
         problems,

@@ -106,9 +106,99 @@ pub(crate) fn parse(text: &str) -> Result<Json, serde_json::Error> {
     serde_json::from_str(text)
 }
 
+/// The dotted key path (`hooks.timeout`, `repos.web.hooks`, `list.2`) of whatever sits at
+/// `line` and `column` (1-based, as serde_json reports them) in `text`, read without parsing
+/// it, so a document serde_json refuses (a number too large for a double, a key given twice,
+/// a cut-off file) can still be located by key. `None` at the top level.
+pub(crate) fn key_at(text: &str, line: usize, column: usize) -> Option<String> {
+    enum Frame {
+        Object {
+            key: Option<String>,
+            wants_key: bool,
+        },
+        Array(usize),
+    }
+    let offset = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum::<usize>()
+        + column.saturating_sub(1);
+    let bytes = text.as_bytes();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() && i < offset {
+        match bytes[i] {
+            b'{' => stack.push(Frame::Object {
+                key: None,
+                wants_key: true,
+            }),
+            b'[' => stack.push(Frame::Array(0)),
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b',' => match stack.last_mut() {
+                Some(Frame::Array(n)) => *n += 1,
+                Some(Frame::Object { wants_key, .. }) => *wants_key = true,
+                None => {}
+            },
+            b':' => {
+                if let Some(Frame::Object { wants_key, .. }) = stack.last_mut() {
+                    *wants_key = false;
+                }
+            }
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                if let Some(Frame::Object {
+                    key,
+                    wants_key: true,
+                }) = stack.last_mut()
+                {
+                    let raw = &bytes[start..i.min(bytes.len())];
+                    *key = Some(String::from_utf8_lossy(raw).into_owned());
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let parts: Vec<String> = stack
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Object { key, .. } => key.clone(),
+            Frame::Array(n) => Some(n.to_string()),
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("."))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_position_is_located_by_key_path() {
+        let at = |text: &str| {
+            let e = parse(text).unwrap_err();
+            key_at(text, e.line(), e.column())
+        };
+        let huge = format!(
+            "{{\"hooks\": {{\"scripts\": {{}},\n \"timeout\": 1{}}}}}",
+            "0".repeat(400)
+        );
+        assert_eq!(at(&huge).as_deref(), Some("hooks.timeout"));
+        assert_eq!(
+            at(r#"{"repos": {"web": {"hooks": {"pre-create": {"bash": "a\"b", "bash": "c"}}}}}"#)
+                .as_deref(),
+            Some("repos.web.hooks.pre-create.bash")
+        );
+        assert_eq!(at(r#"{"a": [1, 2, {"b": tru}]}"#).as_deref(), Some("a.2.b"));
+        assert_eq!(at("{} x"), None);
+    }
 
     #[test]
     fn objects_keep_file_order_and_refuse_duplicates() {

@@ -23,16 +23,21 @@ pub fn repo_name_problem(name: &str) -> Option<&'static str> {
     None
 }
 
-/// Why a branch name is refused, or `None`: git's rules for a branch name (no `..`, no
-/// component starting with `.` or ending in `.lock`, no control characters, space, `~^:?*[\`,
-/// no `@{`, not `@`, no empty component, no trailing `.`), and not starting with `-`, since
-/// the name also becomes the worktree's path below `worktrees/<repo>/`.
+/// Why a branch name is refused, or `None`: git's rules for a branch name (not `HEAD`, no `..`,
+/// no component starting with `.` or ending in `.lock`, no control characters, space,
+/// `~^:?*[\`, no `@{`, not `@`, no empty component, no trailing `.`), and not starting with
+/// `-`, since the name also becomes the worktree's path below `worktrees/<repo>/`. The plan
+/// also asks git itself (`git check-ref-format --branch`), so a rule this list misses is still
+/// caught before any change.
 pub fn branch_name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty() {
         return Some("is empty");
     }
     if name.starts_with('-') {
         return Some("must not start with '-'");
+    }
+    if name == "HEAD" {
+        return Some("must not be 'HEAD'");
     }
     if name == "@" || name.contains("@{") {
         return Some("must not be '@' or contain '@{'");
@@ -105,6 +110,7 @@ mod tests {
         }
         for bad in [
             "",
+            "HEAD",
             "-x",
             "@",
             "a@{1}",

@@ -5,14 +5,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::config::DEFAULT_TIMEOUT_MS;
-use super::discovery::{self, Problem, SourcedCommand};
+use super::config::{ConfigError, DEFAULT_TIMEOUT_MS};
+use super::discovery::{self, Problem, Source, SourcedCommand};
 use super::error::Error;
 use super::git;
-use super::interpreter;
+use super::interpreter::{self, SyntaxCheck};
 use super::names;
 use super::point::Lifecycle;
-use super::workspace::{Mode, RepoRef, Workspace};
+use super::workspace::{FindError, Mode, RepoRef, Workspace};
 
 /// What a create was asked for.
 #[derive(Debug, Clone, Default)]
@@ -106,13 +106,18 @@ fn select(ws: &Workspace, names: &[String]) -> Result<Vec<RepoRef>, Error> {
     Ok(picked)
 }
 
-fn check_branch(branch: &str) -> Result<(), Error> {
-    match names::branch_name_problem(branch) {
-        Some(why) => Err(Error::Usage(format!(
+fn check_branch(ws: &Workspace, branch: &str) -> Result<(), Error> {
+    if let Some(why) = names::branch_name_problem(branch) {
+        return Err(Error::Usage(format!(
             "invalid branch name {branch:?}: it {why}"
-        ))),
-        None => Ok(()),
+        )));
     }
+    if !git::branch_name_ok(&ws.root, branch)? {
+        return Err(Error::Usage(format!(
+            "invalid branch name {branch:?}: git refuses it (`git check-ref-format --branch`)"
+        )));
+    }
+    Ok(())
 }
 
 /// Each hook's timeout.
@@ -139,15 +144,102 @@ fn bash_for(ws: &Workspace, any_hooks: bool, problems: &mut Vec<Problem>) -> Opt
     }
 }
 
+/// Where a repository's checkout is configured, for messages: ` (repos.web.path in
+/// /ws/.arashi/config.json)`; nothing in standalone mode, where it is the start's own
+/// repository.
+fn configured_at(ws: &Workspace, repo: &RepoRef) -> String {
+    ws.config().map_or_else(String::new, |c| {
+        format!(" (repos.{}.path in {})", repo.name, c.path.display())
+    })
+}
+
+/// Refuses a config whose repositories name one checkout twice: each would get a worktree of
+/// the same branch from the same repository, which git cannot make.
+fn check_distinct(ws: &Workspace) -> Result<(), Error> {
+    let Some(config) = ws.config() else {
+        return Ok(());
+    };
+    let mut seen: Vec<(&str, PathBuf)> = Vec::new();
+    for r in &config.repos {
+        let Ok(canonical) = r.checkout.canonicalize() else {
+            continue;
+        };
+        if let Some((first, _)) = seen.iter().find(|(_, p)| *p == canonical) {
+            return Err(Error::Find(FindError::Config(ConfigError::Invalid {
+                path: config.path.clone(),
+                key: format!("repos.{}.path", r.name),
+                why: format!(
+                    "{} is the checkout repos.{first}.path names already",
+                    canonical.display()
+                ),
+            })));
+        }
+        seen.push((&r.name, canonical));
+    }
+    Ok(())
+}
+
+/// Adds a `hook_invalid` problem for each inline hook among `hooks` that `bash` cannot parse
+/// (each config key once: a workspace remove hook is evaluated once per target).
+pub(crate) fn check_snippets<'a>(
+    bash: Option<&Path>,
+    hooks: impl IntoIterator<Item = &'a SourcedCommand>,
+    problems: &mut Vec<Problem>,
+) {
+    let checks = start_snippet_checks(bash, hooks);
+    finish_snippet_checks(checks, problems);
+}
+
+/// The syntax checks of the inline hooks among `hooks`, started side by side.
+fn start_snippet_checks<'a>(
+    bash: Option<&Path>,
+    hooks: impl IntoIterator<Item = &'a SourcedCommand>,
+) -> Vec<(String, SyntaxCheck)> {
+    let Some(bash) = bash else {
+        return Vec::new();
+    };
+    let mut checks: Vec<(String, SyntaxCheck)> = Vec::new();
+    let mut keys: Vec<&str> = Vec::new();
+    for h in hooks {
+        let Source::Inline { key, snippet, .. } = &h.source else {
+            continue;
+        };
+        if keys.contains(&key.as_str()) {
+            continue;
+        }
+        keys.push(key);
+        if let Some(c) = SyntaxCheck::start(bash, snippet) {
+            checks.push((h.source.describe(), c));
+        }
+    }
+    checks
+}
+
+fn finish_snippet_checks(checks: Vec<(String, SyntaxCheck)>, problems: &mut Vec<Problem>) {
+    for (what, check) in checks {
+        if let Some(why) = check.problem() {
+            problems.push(Problem {
+                code: "hook_invalid",
+                message: format!("{what}: {why}"),
+            });
+        }
+    }
+}
+
 /// The checkout of `repo`, canonical, if it is the top of a git work tree.
-fn checkout_of(repo: &RepoRef, problems: &mut Vec<Problem>) -> Result<Option<PathBuf>, Error> {
+fn checkout_of(
+    ws: &Workspace,
+    repo: &RepoRef,
+    problems: &mut Vec<Problem>,
+) -> Result<Option<PathBuf>, Error> {
     let Ok(canonical) = repo.checkout.canonicalize() else {
         problems.push(Problem {
             code: "not_a_repository",
             message: format!(
-                "repository {}: {} does not exist",
+                "repository {}: {} does not exist{}",
                 repo.name,
-                repo.checkout.display()
+                repo.checkout.display(),
+                configured_at(ws, repo)
             ),
         });
         return Ok(None);
@@ -160,9 +252,10 @@ fn checkout_of(repo: &RepoRef, problems: &mut Vec<Problem>) -> Result<Option<Pat
             problems.push(Problem {
                 code: "not_a_repository",
                 message: format!(
-                    "repository {}: {} is not the top of a git work tree",
+                    "repository {}: {} is not the top of a git work tree{}",
                     repo.name,
-                    canonical.display()
+                    canonical.display(),
+                    configured_at(ws, repo)
                 ),
             });
             Ok(None)
@@ -173,9 +266,61 @@ fn checkout_of(repo: &RepoRef, problems: &mut Vec<Problem>) -> Result<Option<Pat
 impl CreatePlan {
     /// Works out `req` in `ws`, refusing it before any change when any part cannot be done.
     pub fn build(ws: &Workspace, req: &CreateRequest) -> Result<CreatePlan, Error> {
-        check_branch(&req.branch)?;
+        check_branch(ws, &req.branch)?;
+        check_distinct(ws)?;
         let repos = select(ws, &req.repos)?;
-        let mut problems = Vec::new();
+        // The hooks and steps are worked out for every selected repository: one that cannot
+        // have a worktree is a problem below, and then the plan is refused anyway.
+        let mut hook_problems = Vec::new();
+        let mut hooks = Vec::new();
+        let mut steps = Vec::new();
+        let discover = !req.no_hooks && !req.dry_run;
+        let mut add_hook = |h: SourcedCommand, steps: &mut Vec<CreateStep>| {
+            steps.push(CreateStep::Hook(hooks.len()));
+            hooks.push(h);
+        };
+        let p = &mut hook_problems;
+        match &ws.mode {
+            Mode::Configured(_) => {
+                if discover
+                    && let Some(h) = discovery::configured_create(ws, Lifecycle::PreCreate, None, p)
+                {
+                    add_hook(h, &mut steps);
+                }
+                for (i, r) in repos.iter().enumerate() {
+                    steps.push(CreateStep::Add(i));
+                    for lc in [Lifecycle::PreCreate, Lifecycle::PostCreate] {
+                        if discover
+                            && let Some(h) = discovery::configured_create(ws, lc, Some(&r.name), p)
+                        {
+                            add_hook(h, &mut steps);
+                        }
+                    }
+                }
+                if discover
+                    && let Some(h) =
+                        discovery::configured_create(ws, Lifecycle::PostCreate, None, p)
+                {
+                    add_hook(h, &mut steps);
+                }
+            }
+            Mode::Standalone { .. } => {
+                if discover {
+                    for h in discovery::standalone_create(ws, Lifecycle::PreCreate, p) {
+                        add_hook(h, &mut steps);
+                    }
+                }
+                steps.extend((0..repos.len()).map(CreateStep::Add));
+                if discover {
+                    for h in discovery::standalone_create(ws, Lifecycle::PostCreate, p) {
+                        add_hook(h, &mut steps);
+                    }
+                }
+            }
+        }
+        let bash = bash_for(ws, !hooks.is_empty(), &mut hook_problems);
+        // The inline hooks' syntax checks run while the repositories are looked at.
+        let checks = start_snippet_checks(bash.as_deref(), &hooks);
         // The repositories are looked at side by side: each costs a few git processes.
         let looked: Vec<Result<Looked, Error>> = std::thread::scope(|s| {
             let handles: Vec<_> = repos
@@ -190,6 +335,8 @@ impl CreatePlan {
                 })
                 .collect()
         });
+        finish_snippet_checks(checks, &mut hook_problems);
+        let mut problems = Vec::new();
         let mut targets: Vec<CreateTarget> = Vec::new();
         for l in looked {
             let (t, p) = l?;
@@ -201,56 +348,10 @@ impl CreatePlan {
             }
             problems.extend(p);
         }
-        let mut hooks = Vec::new();
-        let mut steps = Vec::new();
-        let discover = !req.no_hooks && !req.dry_run;
-        let mut add_hook = |h: SourcedCommand, steps: &mut Vec<CreateStep>| {
-            steps.push(CreateStep::Hook(hooks.len()));
-            hooks.push(h);
-        };
-        match &ws.mode {
-            Mode::Configured(_) => {
-                if discover
-                    && let Some(h) =
-                        discovery::configured_create(ws, Lifecycle::PreCreate, None, &mut problems)
-                {
-                    add_hook(h, &mut steps);
-                }
-                for (i, t) in targets.iter().enumerate() {
-                    steps.push(CreateStep::Add(i));
-                    for lc in [Lifecycle::PreCreate, Lifecycle::PostCreate] {
-                        if discover
-                            && let Some(h) =
-                                discovery::configured_create(ws, lc, Some(&t.repo), &mut problems)
-                        {
-                            add_hook(h, &mut steps);
-                        }
-                    }
-                }
-                if discover
-                    && let Some(h) =
-                        discovery::configured_create(ws, Lifecycle::PostCreate, None, &mut problems)
-                {
-                    add_hook(h, &mut steps);
-                }
-            }
-            Mode::Standalone { .. } => {
-                if discover {
-                    for h in discovery::standalone_create(ws, Lifecycle::PreCreate, &mut problems) {
-                        add_hook(h, &mut steps);
-                    }
-                }
-                steps.extend((0..targets.len()).map(CreateStep::Add));
-                if discover {
-                    for h in discovery::standalone_create(ws, Lifecycle::PostCreate, &mut problems)
-                    {
-                        add_hook(h, &mut steps);
-                    }
-                }
-            }
-        }
-        let bash = bash_for(ws, !hooks.is_empty(), &mut problems);
-        if !problems.is_empty() {
+        problems.extend(hook_problems);
+        // A repository without a target always brought a problem; the steps name targets by
+        // the repositories' indices.
+        if !problems.is_empty() || targets.len() != repos.len() {
             return Err(Error::Refused(problems));
         }
         Ok(CreatePlan {
@@ -269,7 +370,7 @@ type Looked = (Option<CreateTarget>, Vec<Problem>);
 
 fn look_at(ws: &Workspace, repo: &RepoRef, req: &CreateRequest) -> Result<Looked, Error> {
     let mut problems = Vec::new();
-    let Some(checkout) = checkout_of(repo, &mut problems)? else {
+    let Some(checkout) = checkout_of(ws, repo, &mut problems)? else {
         return Ok((None, problems));
     };
     let worktree = names::normalize(&ws.worktree_path(&repo.name, &req.branch));
@@ -377,12 +478,13 @@ impl RemovePlan {
         repos: &[String],
         force: bool,
     ) -> Result<RemovePlan, Error> {
-        check_branch(branch)?;
+        check_branch(ws, branch)?;
+        check_distinct(ws)?;
         let selected = select(ws, repos)?;
         let mut problems = Vec::new();
         let mut targets = Vec::new();
         for r in &selected {
-            let Some(checkout) = checkout_of(r, &mut problems)? else {
+            let Some(checkout) = checkout_of(ws, r, &mut problems)? else {
                 continue;
             };
             let layout = names::normalize(&ws.worktree_path(&r.name, branch));
@@ -440,6 +542,11 @@ impl RemovePlan {
         }
         let any = pre.iter().chain(&post).any(|h| !h.is_empty());
         let bash = bash_for(ws, any, &mut problems);
+        check_snippets(
+            bash.as_deref(),
+            pre.iter().flatten().chain(post.iter().flatten()),
+            &mut problems,
+        );
         if !problems.is_empty() {
             return Err(Error::Refused(problems));
         }

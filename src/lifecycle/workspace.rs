@@ -50,8 +50,8 @@ pub struct Workspace {
 /// Why no workspace could be used.
 #[derive(Debug, thiserror::Error)]
 pub enum FindError {
-    /// The start directory cannot be read.
-    #[error("cannot access {}: {source}", path.display())]
+    /// The start directory cannot be used (missing, or not readable).
+    #[error("cannot use {} as the directory to start from: {source}", path.display())]
     Start {
         /// The start directory.
         path: PathBuf,
@@ -77,6 +77,14 @@ pub enum FindError {
         /// The start directory.
         start: PathBuf,
     },
+}
+
+impl FindError {
+    /// Whether the start directory does not exist: nothing to act on, as a `-C DIR` that does
+    /// not exist is for every hookq command.
+    pub fn start_missing(&self) -> bool {
+        matches!(self, FindError::Start { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
 }
 
 impl Workspace {

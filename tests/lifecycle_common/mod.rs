@@ -49,14 +49,30 @@ impl Out {
         self.status.code().unwrap_or(-1)
     }
 
-    /// Stdout parsed as JSON.
+    /// Stdout parsed as JSON. Every ledger it holds (`data.hookOutcomes`,
+    /// `error.details.hookOutcomes`) is checked against `fixtures/lifecycle/ledger.schema.json`
+    /// here, so every test that reads a JSON result checks its ledger.
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+        let j: serde_json::Value = serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
             panic!(
                 "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
                 self.stdout, self.stderr
             )
-        })
+        });
+        let ledger = if j["ok"] == true {
+            // The inspector and init report no ledger.
+            let runs = ["worktree create", "worktree remove"];
+            runs.iter()
+                .any(|c| j["command"] == *c)
+                .then(|| &j["data"]["hookOutcomes"])
+        } else {
+            Some(&j["error"]["details"]["hookOutcomes"])
+        };
+        if let Some(ledger) = ledger {
+            assert!(ledger.is_array(), "no hookOutcomes array in {j:#}");
+            schema::assert_valid("ledger.schema.json", ledger);
+        }
+        j
     }
 
     /// Panics with both streams unless the exit code is `code`.
@@ -225,6 +241,8 @@ impl Ws {
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("HOME", &self.home)
             .env("LANG", "C")
+            // Every log line hookq can write is on stderr too, for the secret check.
+            .env("HOOKQ_LOG", "trace")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_AUTHOR_NAME", "t")
             .env("GIT_AUTHOR_EMAIL", "t@t")
