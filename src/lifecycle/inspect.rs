@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::discovery::{self, Problem, SourcedCommand};
-use super::interpreter;
 use super::plan;
 use super::point::Lifecycle;
 use super::workspace::{Mode, Workspace};
@@ -70,21 +69,7 @@ pub fn inspect(ws: &Workspace) -> Inspection {
         }
     }
     problems.dedup();
-    let bash = if hooks.is_empty() {
-        None
-    } else {
-        let configured = ws.config().and_then(|c| c.bash.as_deref());
-        match interpreter::find_bash(configured, std::env::var_os("PATH").as_deref()) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                problems.push(Problem {
-                    code: "interpreter_unavailable",
-                    message: e.message(),
-                });
-                None
-            }
-        }
-    };
+    let bash = plan::bash_for(ws, !hooks.is_empty(), &mut problems);
     plan::check_snippets(bash.as_deref(), &hooks, &mut problems);
     Inspection {
         hooks,

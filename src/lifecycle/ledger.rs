@@ -75,26 +75,14 @@ pub struct Outcome {
     pub cwd: Option<PathBuf>,
 }
 
-/// An outcome as JSON shows it (`data.hookOutcomes`, `error.details.hookOutcomes`).
+/// An outcome as JSON shows it (`data.hookOutcomes`, `error.details.hookOutcomes`): the
+/// hook's identity, as a preview shows it, and how it ended.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OutcomeJson {
-    /// `pre-create`, …
-    pub lifecycle: &'static str,
-    /// `workspace`, …
-    pub scope: &'static str,
-    /// The target repository, `null` for a workspace create hook.
-    pub target_repository: Option<String>,
-    /// The logical hook name.
-    pub hook_name: String,
-    /// `inline-config` or `native-file`.
-    pub source_kind: &'static str,
-    /// `workspace`, `repository` or `user`.
-    pub source_owner_kind: &'static str,
-    /// The owner's name, `null` for the user.
-    pub source_owner_name: Option<String>,
-    /// The script's absolute path, `null` for an inline source.
-    pub source_script_path: Option<String>,
+    /// Which hook, from where (the same fields as a preview).
+    #[serde(flatten)]
+    pub hook: PreviewJson,
     /// The status.
     pub status: &'static str,
     /// The exit code, for `exited-nonzero`.
@@ -153,21 +141,13 @@ impl PreviewJson {
 impl Outcome {
     /// The row as JSON.
     pub fn to_json(&self) -> OutcomeJson {
-        let p = PreviewJson::of(&self.hook);
         let (exit_code, signal, reason) = match &self.status {
             Status::ExitedNonzero { code, signal } => (Some(*code), *signal, None),
             Status::Skipped(r) | Status::FailedValidation(r) => (None, None, Some(r.clone())),
             _ => (None, None, None),
         };
         OutcomeJson {
-            lifecycle: p.lifecycle,
-            scope: p.scope,
-            target_repository: p.target_repository,
-            hook_name: p.hook_name,
-            source_kind: p.source_kind,
-            source_owner_kind: p.source_owner_kind,
-            source_owner_name: p.source_owner_name,
-            source_script_path: p.source_script_path,
+            hook: PreviewJson::of(&self.hook),
             status: self.status.as_str(),
             exit_code,
             signal,

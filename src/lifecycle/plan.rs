@@ -127,7 +127,7 @@ pub fn timeout(ws: &Workspace) -> Duration {
 }
 
 /// The Bash for `hooks`, or a problem.
-fn bash_for(ws: &Workspace, any_hooks: bool, problems: &mut Vec<Problem>) -> Option<PathBuf> {
+pub fn bash_for(ws: &Workspace, any_hooks: bool, problems: &mut Vec<Problem>) -> Option<PathBuf> {
     if !any_hooks {
         return None;
     }
