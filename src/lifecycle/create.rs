@@ -14,19 +14,8 @@ use super::policy::FailurePolicy;
 use super::rollback::{self, RollbackReport};
 use super::workspace::{Mode, Workspace};
 use crate::exec::GroupTracker;
-use crate::exec::Stop;
 
-/// How a command runs its hooks.
-#[derive(Debug, Clone, Copy)]
-pub struct RunOptions<'a> {
-    /// The command-wide input mode.
-    pub input: InputPolicy,
-    /// `--json`: a failed hook's output goes to stderr only.
-    pub json: bool,
-    /// The stop token.
-    pub stop: &'a Stop,
-}
-
+pub use super::hook::RunOptions;
 /// What a create did.
 #[derive(Debug, Clone)]
 pub struct CreateReport {
@@ -96,13 +85,10 @@ pub fn create(
     opts: RunOptions<'_>,
 ) -> Result<CreateReport, Error> {
     let base = env::base(std::env::vars_os());
-    let runner = plan.bash.as_ref().map(|bash| Runner {
-        bash: bash.clone(),
-        timeout: plan.timeout,
-        input: opts.input,
-        json: opts.json,
-        stop: opts.stop,
-    });
+    let runner = plan
+        .bash
+        .as_ref()
+        .map(|bash| Runner::new(bash, plan.timeout, opts));
     let policy = FailurePolicy::FailFast;
     let mut ledger = Ledger::default();
     let mut made = Vec::new();

@@ -17,6 +17,17 @@ pub const KILL_GRACE: Duration = Duration::from_secs(5);
 /// The most bytes of each of a hook's stdout and stderr kept for showing a failure.
 pub const MAX_OUTPUT: usize = 1 << 20;
 
+/// How a command runs its hooks.
+#[derive(Debug, Clone, Copy)]
+pub struct RunOptions<'a> {
+    /// The command-wide input mode.
+    pub input: InputPolicy,
+    /// `--json`: a failed hook's output goes to stderr only.
+    pub json: bool,
+    /// The stop token.
+    pub stop: &'a Stop,
+}
+
 /// What every hook of one command runs with.
 #[derive(Debug)]
 pub struct Runner<'a> {
@@ -44,7 +55,18 @@ pub struct Place<'a> {
     pub env: &'a Environ,
 }
 
-impl Runner<'_> {
+impl<'a> Runner<'a> {
+    /// Runs every hook with `bash`, each bounded by `timeout`, as `opts` say.
+    pub fn new(bash: &Path, timeout: Duration, opts: RunOptions<'a>) -> Self {
+        Self {
+            bash: bash.to_path_buf(),
+            timeout,
+            input: opts.input,
+            json: opts.json,
+            stop: opts.stop,
+        }
+    }
+
     /// Runs `hook` and returns its ledger row. `owner`, if any, is told the hook's process
     /// group while it runs (a create's journal, so that the rollback of a killed create ends
     /// the hook it left running).

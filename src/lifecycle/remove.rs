@@ -63,13 +63,10 @@ pub fn targets_json(plan: &RemovePlan) -> String {
 pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> RemoveReport {
     let base = env::base(std::env::vars_os());
     let targets_json = targets_json(plan);
-    let runner = plan.bash.as_ref().map(|bash| Runner {
-        bash: bash.clone(),
-        timeout: plan.timeout,
-        input: opts.input,
-        json: opts.json,
-        stop: opts.stop,
-    });
+    let runner = plan
+        .bash
+        .as_ref()
+        .map(|bash| Runner::new(bash, plan.timeout, opts));
     let mut ledger = Ledger::default();
     let run = |hook: &SourcedCommand, t: &RemoveTarget, ledger: &mut Ledger| -> bool {
         let cwd = if hook.scope == Scope::Workspace {
