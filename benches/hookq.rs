@@ -9,7 +9,7 @@
 //! and logs go (default: the system temp dir); `HOOKQ_BENCH_WAIT` is how many seconds a full run
 //! waits after the last one ended (default 360, see [`AFTER_THE_LAST_RUN`]). `-- --agent` measures
 //! only the agent tool hook figures (7a-7c), which create few files and so do not wait;
-//! `-- --lifecycle` only the worktree lifecycle figures (L1, L2, `harness/lifecycle.rs`).
+//! `-- --lifecycle` only the worktree lifecycle figures (L1, L2), also the last of a full run.
 
 mod harness;
 
@@ -26,10 +26,6 @@ const AFTER_THE_LAST_RUN: Duration = Duration::from_secs(360);
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--lifecycle") {
-        harness::lifecycle::main(&args);
-        return;
-    }
     if let Some(at) = args.iter().position(|a| a == "--compare") {
         // cargo passes `--bench` to a bench; the rest are files.
         let files: Vec<PathBuf> = args[at + 1..]
@@ -50,7 +46,15 @@ fn main() {
     }
     let sizes = harness::Sizes::from_env(&args);
     if args.iter().any(|a| a == "--agent") {
-        agent_only(sizes);
+        alone(sizes, |dir, sizes| {
+            harness::agent::rows(&harness::agent::measure(dir, sizes))
+        });
+        return;
+    }
+    if args.iter().any(|a| a == "--lifecycle") {
+        alone(sizes, |dir, sizes| {
+            harness::lifecycle::rows(&harness::lifecycle::measure(dir, sizes))
+        });
         return;
     }
     let full = matches!(sizes.mode, harness::sizes::Mode::Full);
@@ -92,19 +96,22 @@ fn main() {
     }
 }
 
-/// Figures 7a-7c alone, as a table of their own.
-fn agent_only(sizes: harness::Sizes) {
+/// One group of figures alone (7a-7c, or L1 and L2), as a table of their own.
+fn alone(
+    sizes: harness::Sizes,
+    measure: impl FnOnce(&Path, &harness::Sizes) -> Vec<harness::report::Row>,
+) {
     let start = std::time::Instant::now();
     let load_start = harness::report::loadavg();
     let root = harness::fixture::bench_root();
-    let measured = harness::agent::measure(root.path(), &sizes);
+    let rows = measure(root.path(), &sizes);
     let report = harness::report::Report {
         machine: harness::report::Machine::detect(root.path()),
         sizes,
         elapsed_secs: start.elapsed().as_secs_f64(),
         loadavg: (load_start, harness::report::loadavg()),
         after_last_run_secs: None,
-        rows: harness::agent::rows(&measured),
+        rows,
     };
     print!("{}", report.table());
 }

@@ -1,15 +1,16 @@
-//! `cargo bench --bench hookq -- --lifecycle`: what `hookq worktree create` costs against the
-//! bare git it runs, and what each hook adds against a bare `bash -c true`, as medians of
-//! interleaved rounds in one run. Two repositories of about 1,000 small files each: an empty
-//! repository's `git worktree add` would cost less than hookq's own start.
-//!
-//! Self-contained (its own medians, its own temp dir) so `tests/lifecycle_bench.rs` can run it
-//! at smoke size; only `--lifecycle` runs it under `cargo bench`.
-#![allow(dead_code)]
+//! Figures L1 and L2: what `hookq worktree create` costs against the bare git it runs, and what
+//! each hook adds against a bare `bash -c true`, as medians of interleaved rounds in one run.
+//! Two repositories of about 1,000 small files each: an empty repository's `git worktree add`
+//! would cost less than hookq's own start. The last figures of a full run (their repositories'
+//! files are many), or alone with `-- --lifecycle`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
+
+use super::report::{Row, Target};
+use super::sizes::Sizes;
+use super::stats::median;
 
 /// The targets: create at most 1.15x the bare `git worktree add` calls; each hook at most 1.2x
 /// a bare `bash -c true`.
@@ -44,55 +45,9 @@ pub struct Figures {
 }
 
 impl Figures {
-    /// create / bare.
-    pub fn create_ratio(&self) -> f64 {
-        self.create_ms / self.bare_ms
-    }
-
     /// What one hook adds to a create.
     pub fn per_hook_ms(&self) -> f64 {
         (self.hooked_ms - self.small_ms) / HOOKS as f64
-    }
-
-    /// per hook / bash -c true.
-    pub fn hook_ratio(&self) -> f64 {
-        self.per_hook_ms() / self.bash_ms
-    }
-
-    /// The table this bench prints.
-    pub fn table(&self) -> String {
-        let verdict = |r: f64, t: f64| if r <= t { "met" } else { "MISSED" };
-        format!(
-            "lifecycle: {} rounds, 2 repositories x {} files, medians\n\
-             L1 hookq worktree create (no hooks)   {:8.2} ms\n\
-             \x20  two bare git worktree add          {:8.2} ms   ratio {:.3} (target <= {CREATE_TARGET})  {}\n\
-             L2 create, {HOOK_WS_FILES}-file repos, no hooks   {:8.2} ms\n\
-             \x20  the same with {HOOKS} `true` hooks     {:8.2} ms\n\
-             \x20  added per hook                     {:8.2} ms\n\
-             \x20  bare bash -c true                  {:8.2} ms   ratio {:.3} (target <= {HOOK_TARGET})  {}\n",
-            self.rounds,
-            self.files,
-            self.create_ms,
-            self.bare_ms,
-            self.create_ratio(),
-            verdict(self.create_ratio(), CREATE_TARGET),
-            self.small_ms,
-            self.hooked_ms,
-            self.per_hook_ms(),
-            self.bash_ms,
-            self.hook_ratio(),
-            verdict(self.hook_ratio(), HOOK_TARGET),
-        )
-    }
-}
-
-fn median(xs: &mut [f64]) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
     }
 }
 
@@ -252,11 +207,11 @@ pub fn run(base: &Path, rounds: usize, files: usize) -> Figures {
     Figures {
         rounds,
         files,
-        create_ms: median(&mut c),
-        bare_ms: median(&mut b),
-        small_ms: median(&mut s),
-        hooked_ms: median(&mut h),
-        bash_ms: median(&mut t),
+        create_ms: median(&c),
+        bare_ms: median(&b),
+        small_ms: median(&s),
+        hooked_ms: median(&h),
+        bash_ms: median(&t),
     }
 }
 
@@ -271,13 +226,42 @@ fn which_bash() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/bin/bash"))
 }
 
-/// `--lifecycle`: runs at full size (`--smoke`: tiny) and prints the table.
-pub fn main(args: &[String]) {
-    let smoke = args.iter().any(|a| a == "--smoke");
-    let (rounds, files) = if smoke { (3, 50) } else { (21, 1000) };
-    let base = std::env::var_os("HOOKQ_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    let figures = run(&base, rounds, files);
-    print!("{}", figures.table());
+/// Figures L1 and L2 at `sizes`, in a folder of their own under `dir`.
+pub fn measure(dir: &Path, sizes: &Sizes) -> Figures {
+    run(dir, sizes.lifecycle_rounds, sizes.lifecycle_files)
+}
+
+/// The table rows of L1 and L2.
+pub fn rows(f: &Figures) -> Vec<Row> {
+    vec![
+        Row::new(
+            "L1",
+            format!(
+                "lifecycle: `hookq worktree create`, 2 repositories x {} files, no hooks",
+                f.files
+            ),
+            f.create_ms,
+            "ms",
+        )
+        .vs("the two bare `git worktree add`", f.bare_ms)
+        .target(Target::ratio_at_most(CREATE_TARGET))
+        .note(format!(
+            "medians of {} rounds, interleaved, after a warm-up; what a round made is undone, untimed",
+            f.rounds
+        )),
+        Row::new(
+            "L2",
+            "lifecycle: what one hook adds to a create (six `true` hooks against none) / 6",
+            f.per_hook_ms(),
+            "ms",
+        )
+        .vs("bare `bash -c true`", f.bash_ms)
+        .target(Target::ratio_at_most(HOOK_TARGET))
+        .note(format!(
+            "two workspaces of {}-file repositories: {:.2} ms a create with the hooks, {:.2} ms without",
+            HOOK_WS_FILES.min(f.files),
+            f.hooked_ms,
+            f.small_ms
+        )),
+    ]
 }

@@ -63,6 +63,10 @@ pub struct Sizes {
     pub memory_large: usize,
     /// Points the small memory run drains.
     pub memory_small: usize,
+    /// Rounds of the worktree lifecycle comparison.
+    pub lifecycle_rounds: usize,
+    /// Files in each repository a worktree is created of.
+    pub lifecycle_files: usize,
 }
 
 impl Sizes {
@@ -92,6 +96,8 @@ impl Sizes {
             hub_idle: Duration::from_secs(5),
             memory_large: 100_000,
             memory_small: 1_000,
+            lifecycle_rounds: 21,
+            lifecycle_files: 1_000,
         }
     }
 
@@ -121,6 +127,8 @@ impl Sizes {
             hub_idle: Duration::from_millis(300),
             memory_large: 500,
             memory_small: 50,
+            lifecycle_rounds: 2,
+            lifecycle_files: 20,
         }
     }
 
@@ -154,6 +162,8 @@ impl Sizes {
             hub_idle: full.hub_idle,
             memory_large: s(full.memory_large, small.memory_large),
             memory_small: full.memory_small,
+            lifecycle_rounds: full.lifecycle_rounds,
+            lifecycle_files: s(full.lifecycle_files, small.lifecycle_files),
         }
     }
 

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use super::report::{self, Machine, Report, Row};
 use super::sizes::Sizes;
-use super::{agent, drain, fixture, floors, hub, memory, scale, transitions};
+use super::{agent, drain, fixture, floors, hub, lifecycle, memory, scale, transitions};
 
 /// Runs every measurement at `sizes`, printing progress on stderr, and returns the report.
 pub fn run(sizes: Sizes) -> Report {
@@ -34,6 +34,9 @@ pub fn run(sizes: Sizes) -> Report {
     let (large, small) = memory::measure(dir, &sizes);
     step("7: agent tool hooks");
     let a = agent::measure(dir, &sizes);
+    // Last: its repositories are the run's most files, which would slow file creation after.
+    step("L: worktree lifecycle");
+    let l = lifecycle::measure(dir, &sizes);
     step("done");
 
     let mut drain_rows = drain::rows(&d);
@@ -82,6 +85,7 @@ pub fn run(sizes: Sizes) -> Report {
     rows.push(parallel);
     rows.push(parallel_cores);
     rows.extend(agent::rows(&a));
+    rows.extend(lifecycle::rows(&l));
     Report {
         machine: Machine::detect(dir),
         sizes,
