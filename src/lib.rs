@@ -12,15 +12,6 @@
 //! See `docs/` for each model and for embedding.
 #![warn(missing_docs)]
 
-/// `println!` that ignores a closed stdout (`hookq queue | head -1`) instead of panicking, and
-/// keeps any other failure (`> /dev/full`) for the command's exit status.
-macro_rules! outln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        $crate::cli::output::stdout_wrote(writeln!(std::io::stdout().lock(), $($arg)*));
-    }};
-}
-
 /// `eprintln!` that ignores a closed stderr instead of panicking.
 macro_rules! errln {
     ($($arg:tt)*) => {{
@@ -30,13 +21,13 @@ macro_rules! errln {
 }
 
 pub mod agent;
-pub mod cli;
-pub mod error;
 pub mod exec;
+pub mod failure;
 pub mod lifecycle;
 pub mod queue;
 
 pub use exec::Stop;
+pub use failure::Failure;
 pub use queue::{
     Config, Drainer, MoveFacts, PassReport, Phase, PlanId, Point, RunnerLock, Store, TaskId,
     Transition, Wait, Workspace,

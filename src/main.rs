@@ -1,6 +1,28 @@
+//! The `hookq` binary: parses the command line, sets up tracing, runs, and maps the error to an
+//! exit code. Everything it does is the library's; `cli` is only its view.
+
 use std::process::ExitCode;
 
 use clap::Parser;
+
+/// `println!` that ignores a closed stdout (`hookq queue | head -1`) instead of panicking, and
+/// keeps any other failure (`> /dev/full`) for the command's exit status.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        $crate::cli::output::stdout_wrote(writeln!(std::io::stdout().lock(), $($arg)*));
+    }};
+}
+
+/// `eprintln!` that ignores a closed stderr instead of panicking.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+mod cli;
 
 fn main() -> ExitCode {
     // With a file-size limit (RLIMIT_FSIZE) in force, writing past it raises SIGXFSZ, whose
@@ -14,7 +36,7 @@ fn main() -> ExitCode {
     // what waiting for a child needs.
     // SAFETY: called before any thread is started; SIG_DFL installs no handler.
     unsafe { libc::signal(libc::SIGCHLD, libc::SIG_DFL) };
-    let cli = hookq::cli::Cli::parse();
+    let cli = cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("HOOKQ_LOG")
@@ -23,7 +45,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .without_time()
         .init();
-    match hookq::cli::run(cli) {
+    match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => e.report(),
     }

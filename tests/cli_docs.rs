@@ -4,9 +4,27 @@
 
 mod common;
 
+/// The binary's command-line definition, compiled into this test so it can walk every command and
+/// flag (the library does not export the CLI).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        $crate::cli::output::stdout_wrote(writeln!(std::io::stdout().lock(), $($arg)*));
+    }};
+}
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+#[allow(dead_code, unused_imports)]
+#[path = "../src/cli/mod.rs"]
+mod cli;
+
 use clap::CommandFactory;
+use cli::Cli;
 use common::{HOOKQ, Ws};
-use hookq::cli::Cli;
 
 const USAGE: i32 = 2;
 

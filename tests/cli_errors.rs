@@ -1,7 +1,7 @@
 //! Input that is refused: malformed configs, bad ids, bad phases. Each gives
 //! one clear `error:` line, the documented exit code, and leaves the database as it was.
 //!
-//! Exit codes (src/error.rs `code`): 2 usage, 3 config, 4 not found, 5 database, 6 locked.
+//! Exit codes (src/failure.rs `code`): 2 usage, 3 config, 4 not found, 5 database, 6 locked.
 
 mod common;
 

@@ -7,11 +7,29 @@
 //! The pages are README.md and every `docs/*.md`, read when the test runs, so a page another
 //! model adds is checked as soon as it exists.
 
+/// The binary's command-line definition, compiled into this test so it can walk every command and
+/// flag (the library does not export the CLI).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        $crate::cli::output::stdout_wrote(writeln!(std::io::stdout().lock(), $($arg)*));
+    }};
+}
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+#[allow(dead_code, unused_imports)]
+#[path = "../src/cli/mod.rs"]
+mod cli;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use clap::{CommandFactory, Parser};
-use hookq::cli::Cli;
+use cli::Cli;
 
 /// One document: its path relative to the crate root, and its text.
 struct Page {
@@ -346,7 +364,7 @@ fn every_hook_variable_and_stripped_variable_is_documented() {
 
 #[test]
 fn exit_codes_match_the_code_module() {
-    use hookq::error::code;
+    use hookq::failure::code;
     let table: BTreeSet<u8> = page("docs/exit-codes.md")
         .text
         .lines()
@@ -354,7 +372,7 @@ fn exit_codes_match_the_code_module() {
         .filter_map(|l| l.split(' ').next()?.parse().ok())
         .collect();
     // Every constant of the code module, read from its source so a new code cannot be missed.
-    let source = std::fs::read_to_string(root().join("src/error.rs")).expect("src/error.rs");
+    let source = std::fs::read_to_string(root().join("src/failure.rs")).expect("src/failure.rs");
     let codes: BTreeSet<u8> = source
         .lines()
         .filter_map(|l| l.trim().strip_prefix("pub const "))

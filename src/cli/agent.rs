@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::agent::{
+use crate::cli::error::Error;
+use hookq::agent::{
     Agent, Event, HookEnv, HostPayload, Layer, Options, Source, SourceState, Turn,
     default_user_config,
 };
-use crate::error::Error;
 
 use super::app::Ctx;
 use super::output;
@@ -111,7 +111,7 @@ fn fire(ctx: &Ctx, args: FireArgs) -> Result<(), Error> {
     let event: Event = args
         .event
         .parse()
-        .map_err(|e: crate::agent::event::UnknownEvent| Error::Usage(e.to_string()))?;
+        .map_err(|e: hookq::agent::event::UnknownEvent| Error::Usage(e.to_string()))?;
     if event != Event::Stop {
         let stop_only = [
             (args.continuations.is_some(), "--continuations"),

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::error::Error;
-use crate::exec::Stop;
-use crate::queue::store::{Store, StoreOptions};
-use crate::queue::workspace::{NotFound, Workspace};
+use crate::cli::error::Error;
+use hookq::exec::Stop;
+use hookq::queue::store::{Store, StoreOptions};
+use hookq::queue::workspace::{NotFound, Workspace};
 
 /// hookq: hook commands for a durable task queue, agent tools and worktree lifecycles.
 #[derive(Debug, Parser)]

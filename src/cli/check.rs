@@ -2,9 +2,9 @@
 
 use serde::Serialize;
 
-use crate::error::Error;
-use crate::queue::config::Config;
-use crate::queue::phase::Point;
+use crate::cli::error::Error;
+use hookq::queue::config::Config;
+use hookq::queue::phase::Point;
 
 use super::app::Ctx;
 use super::output;

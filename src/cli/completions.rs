@@ -3,7 +3,7 @@
 
 use clap::CommandFactory;
 
-use crate::error::Error;
+use crate::cli::error::Error;
 
 use super::app::Cli;
 

@@ -4,10 +4,10 @@ use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
-use crate::error::Error;
-use crate::queue::config::initial_config;
-use crate::queue::store::Store;
-use crate::queue::workspace::Workspace;
+use crate::cli::error::Error;
+use hookq::queue::config::initial_config;
+use hookq::queue::store::Store;
+use hookq::queue::workspace::Workspace;
 
 use super::app::{Ctx, store_options};
 

@@ -5,7 +5,7 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
 
-use crate::error::Error;
+use crate::cli::error::Error;
 
 /// The first failure writing stdout other than a closed pipe.
 static STDOUT_FAILED: Mutex<Option<std::io::Error>> = Mutex::new(None);
@@ -58,7 +58,7 @@ pub(super) fn json<T: Serialize + ?Sized>(value: &T) -> Result<(), Error> {
 
 /// The line a pass that did something ends with: `ran 3 point(s): 2 command(s), 1 failed,
 /// 1 parked`. `None` when the pass found nothing to do.
-pub(super) fn ran(r: &crate::queue::drain::PassReport) -> Option<String> {
+pub(super) fn ran(r: &hookq::queue::drain::PassReport) -> Option<String> {
     (r.cleared + r.parked > 0 || r.stopped).then(|| {
         format!(
             "ran {} point(s): {} command(s), {} failed, {} parked{}",

@@ -1,8 +1,8 @@
 //! `hookq plan cancel`.
 
-use crate::error::Error;
-use crate::queue::ids::PlanId;
-use crate::queue::record;
+use crate::cli::error::Error;
+use hookq::queue::ids::PlanId;
+use hookq::queue::record;
 
 use super::app::Ctx;
 use super::task::drain_if_free;

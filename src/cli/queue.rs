@@ -3,13 +3,13 @@
 
 use serde::Serialize;
 
-use crate::error::Error;
-use crate::queue::config::Config;
-use crate::queue::ids::TaskId;
-use crate::queue::lock::{self, Holder};
-use crate::queue::phase::Point;
-use crate::queue::record;
-use crate::queue::store::{HistoryRow, PendingRow, Stats, now_ms};
+use crate::cli::error::Error;
+use hookq::queue::config::Config;
+use hookq::queue::ids::TaskId;
+use hookq::queue::lock::{self, Holder};
+use hookq::queue::phase::Point;
+use hookq::queue::record;
+use hookq::queue::store::{HistoryRow, PendingRow, Stats, now_ms};
 
 use super::app::Ctx;
 use super::output::{self, or_dash};
@@ -190,8 +190,8 @@ struct Shown {
 }
 
 fn show(
-    ws: &crate::queue::workspace::Workspace,
-    store: &crate::queue::store::Store,
+    ws: &hookq::queue::workspace::Workspace,
+    store: &hookq::queue::store::Store,
     id: i64,
     json: bool,
 ) -> Result<(), Error> {

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use crate::error::Error;
-use crate::queue::drain::Drainer;
-use crate::queue::lock::{self, RunnerLock, Wait};
+use crate::cli::error::Error;
+use hookq::queue::drain::Drainer;
+use hookq::queue::lock::{self, RunnerLock, Wait};
 
 use super::app::{Ctx, stop_on_signals};
 

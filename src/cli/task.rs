@@ -2,14 +2,14 @@
 
 use serde::Serialize;
 
-use crate::error::Error;
-use crate::queue::drain::Drainer;
-use crate::queue::ids::{PlanId, TaskId};
-use crate::queue::lock::{RunnerLock, Wait};
-use crate::queue::phase::Phase;
-use crate::queue::record::{self, MoveFacts, Transition};
-use crate::queue::store::{HistoryRow, PendingRow, Store, TaskRow, now_ms};
-use crate::queue::workspace::Workspace;
+use crate::cli::error::Error;
+use hookq::queue::drain::Drainer;
+use hookq::queue::ids::{PlanId, TaskId};
+use hookq::queue::lock::{RunnerLock, Wait};
+use hookq::queue::phase::Phase;
+use hookq::queue::record::{self, MoveFacts, Transition};
+use hookq::queue::store::{HistoryRow, PendingRow, Store, TaskRow, now_ms};
+use hookq::queue::workspace::Workspace;
 
 use super::app::{Ctx, stop_on_signals};
 use super::output;

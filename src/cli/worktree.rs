@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 
 use super::app::{Ctx, stop_on_signals};
 use super::output;
-use crate::error::Error;
-use crate::lifecycle::discovery::Problem;
-use crate::lifecycle::ledger::{Ledger, PreviewJson, label};
-use crate::lifecycle::rollback::RollbackReport;
-use crate::lifecycle::workspace::{FindError, Mode, Workspace};
-use crate::lifecycle::{
+use crate::cli::error::Error;
+use hookq::lifecycle::discovery::Problem;
+use hookq::lifecycle::ledger::{Ledger, PreviewJson, label};
+use hookq::lifecycle::rollback::RollbackReport;
+use hookq::lifecycle::workspace::{FindError, Mode, Workspace};
+use hookq::lifecycle::{
     self, CreatePlan, CreateRequest, InputPolicy, RemovePlan, RunOptions, inspect, session,
 };
 

@@ -1,43 +1,16 @@
-//! The CLI's error: what the user sees (`error: …`, `hint: …`) and the one place that maps
-//! failures to exit codes.
+//! The CLI's error: what the user sees (`error: …`, `hint: …`); each failure's exit code comes
+//! from the library's [`hookq::Failure`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::exec::ExecError;
-use crate::queue::config::ConfigError;
-use crate::queue::drain::DrainError;
-use crate::queue::hub::HubError;
-use crate::queue::lock::LockError;
-use crate::queue::store::StoreError;
-
-/// Exit codes, as `docs/exit-codes.md` documents them.
-pub mod code {
-    /// Success (also when hooks failed: hooks never fail the command that ran them).
-    pub const OK: u8 = 0;
-    /// An I/O or internal failure not listed below.
-    pub const FAILURE: u8 = 1;
-    /// Bad usage: unknown flag, invalid id, phase or sha, a task that exists already.
-    pub const USAGE: u8 = 2;
-    /// `config.toml` is missing or invalid.
-    pub const CONFIG: u8 = 3;
-    /// Not found: no workspace, no such task, queue entry or history row.
-    pub const NOT_FOUND: u8 = 4;
-    /// The database is locked beyond `busy_timeout`, corrupt, newer than this hookq, read-only
-    /// or on a full disk.
-    pub const DATABASE: u8 = 5;
-    /// `run --wait` ran out before the runner lock was free; another `hookq worktree`
-    /// command holds the workspace's lifecycle lock.
-    pub const LOCKED: u8 = 6;
-    /// A worktree lifecycle hook failed or timed out, or a stop ended the command: a create
-    /// was rolled back, a remove aborted or finished with failures.
-    pub const HOOK_FAILED: u8 = 7;
-    /// A git step of a worktree command failed (a create rolled back; a worktree not removed).
-    pub const GIT_FAILED: u8 = 8;
-    /// A worktree command was refused before any change: an inline/file ambiguity, no Bash, a
-    /// hook that is not a file, a path that exists, a branch checked out elsewhere.
-    pub const PREFLIGHT: u8 = 9;
-}
+use hookq::exec::ExecError;
+use hookq::failure::code;
+use hookq::queue::config::ConfigError;
+use hookq::queue::drain::DrainError;
+use hookq::queue::hub::HubError;
+use hookq::queue::lock::LockError;
+use hookq::queue::store::StoreError;
 
 /// A failure of a `hookq` command.
 #[derive(Debug, thiserror::Error)]
@@ -79,7 +52,7 @@ pub enum Error {
     Exec(#[from] ExecError),
     /// A worktree lifecycle command failed.
     #[error(transparent)]
-    Lifecycle(#[from] crate::lifecycle::Error),
+    Lifecycle(#[from] hookq::lifecycle::Error),
     /// Another I/O failure.
     #[error("{what} {}: {source}", path.display())]
     Io {
@@ -147,8 +120,8 @@ impl Error {
 
     /// A line of advice, where one helps.
     pub fn hint(&self) -> Option<String> {
-        use crate::lifecycle::Error as L;
-        use crate::lifecycle::workspace::FindError;
+        use hookq::lifecycle::Error as L;
+        use hookq::lifecycle::workspace::FindError;
         match self {
             Error::Lifecycle(L::Find(FindError::Missing { .. })) => {
                 Some("run `hookq worktree init` in a workspace folder, or run inside a git repository (standalone mode)".into())
@@ -196,7 +169,7 @@ impl Error {
     /// A refused worktree plan lists every problem, one line each, after the first.
     pub fn report(&self) -> ExitCode {
         errln!("error: {self}");
-        if let Error::Lifecycle(crate::lifecycle::Error::Refused(problems)) = self {
+        if let Error::Lifecycle(hookq::lifecycle::Error::Refused(problems)) = self {
             for p in problems.iter().skip(1) {
                 errln!("error: {}", p.message);
             }
@@ -209,9 +182,9 @@ impl Error {
 }
 
 /// The exit code of a worktree lifecycle failure.
-fn lifecycle_code(e: &crate::lifecycle::Error) -> u8 {
-    use crate::lifecycle::workspace::FindError;
-    use crate::lifecycle::{Error as L, FailureKind};
+fn lifecycle_code(e: &hookq::lifecycle::Error) -> u8 {
+    use hookq::lifecycle::workspace::FindError;
+    use hookq::lifecycle::{Error as L, FailureKind};
     match e {
         L::Find(FindError::Config(_)) => code::CONFIG,
         L::Find(FindError::Missing { .. }) | L::NotFound(_) => code::NOT_FOUND,
