@@ -483,3 +483,43 @@ fn one_sigint_during_the_last_pre_remove_hook_removes_nothing() {
         out.stderr
     );
 }
+
+/// One SIGTERM during a post-remove hook ends it and the command: the worktree was removed
+/// already, the post-remove hooks after it are skipped, and the command says it was stopped.
+#[test]
+fn one_sigterm_during_a_post_remove_hook_skips_the_rest() {
+    let (ws, ready) = signal_ws(&[
+        ("repos/web/.arashi/hooks/post-remove.sh", &sleeper(300)),
+        (".arashi/hooks/post-remove.sh", "touch \"$READY.canary\"\n"),
+    ]);
+    let (out, took) = ws.run_signalled(
+        &["worktree", "remove", "feature/x", "--json"],
+        &ready,
+        libc::SIGTERM,
+    );
+    out.expect(7);
+    assert!(took < Duration::from_secs(10), "the stop took {took:?}");
+    assert!(pids_in(&ready).iter().all(|&p| !alive(p)));
+    assert!(
+        !ws.root.join("worktrees").exists(),
+        "the worktree was removed before"
+    );
+    assert!(
+        !ws.tmp.path().join("ready.canary").exists(),
+        "a hook ran after the stop"
+    );
+    let j = out.json();
+    assert_eq!(j["error"]["code"], "stopped");
+    assert_eq!(
+        j["error"]["message"],
+        "remove of branch feature/x failed: stopped by a signal after 1 of 1 worktree(s) were removed; the hooks not yet run were skipped"
+    );
+    let statuses: Vec<&str> = j["error"]["details"]["hookOutcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["exited-nonzero", "skipped"]);
+    assert_eq!(j["error"]["details"]["removals"][0]["status"], "removed");
+}

@@ -1,6 +1,7 @@
 //! Carrying out a remove plan: every target's pre-remove hooks (the first failure aborts the
 //! whole removal, nothing removed), then each worktree's removal (a failure is recorded and
-//! the others go on), then every target's post-remove hooks, whatever happened before.
+//! the others go on), then every target's post-remove hooks, whatever happened before. A stop
+//! ends the running hook and everything not yet started.
 
 use std::path::PathBuf;
 
