@@ -77,7 +77,8 @@ fn facts<'a>(
     (f, subject)
 }
 
-/// Runs `plan`. `lock` is the workspace's lock, held by the caller.
+/// Runs `plan`. `lock` is the workspace's lock, held by the caller. A stop (`opts.stop`) ends
+/// the running hook and rolls the create back as a failure does.
 pub fn create(
     ws: &Workspace,
     plan: &CreatePlan,
