@@ -3,7 +3,9 @@
 
 mod lifecycle_common;
 
-use lifecycle_common::{Ws, git, inline};
+use std::time::Duration;
+
+use lifecycle_common::{Ws, alive, git, inline, pids_in};
 
 const RECORD: &str = "bash \"$RECORDER\"";
 
@@ -613,4 +615,127 @@ fn repository_paths_are_checked_before_anything_and_named_by_key() {
     }
     assert_eq!(ws.snapshot(), before);
     assert!(ws.order().is_empty(), "no hook ran");
+}
+
+/// A hook that hangs with a child of its own that ignores SIGTERM, after writing both pids to
+/// `$READY` (all at once, once the child ignores it: the test signals hookq when the file
+/// appears).
+const HANGING: &str = "(trap '' TERM; echo \"$BASHPID\" > \"$READY.child\"; exec sleep 300) &
+until [ -s \"$READY.child\" ]; do sleep 0.01; done
+echo \"$$ $(cat \"$READY.child\")\" > \"$READY.tmp\"; mv \"$READY.tmp\" \"$READY\"; sleep 300
+";
+
+/// web and api with the native create hooks `hooks` (`(name, body)`), each bounded by 30 s, and
+/// `$READY` set for them; returns the workspace and the `$READY` path.
+fn signal_ws(hooks: &[(&str, &str)]) -> (Ws, std::path::PathBuf) {
+    let mut ws = Ws::configured(
+        &["web", "api"],
+        Some(
+            r#"{"repos": {"web": {"path": "repos/web"}, "api": {"path": "repos/api"}},
+                "hooks": {"timeout": 30000}}"#,
+        ),
+    );
+    for (name, body) in hooks {
+        ws.native(&format!(".arashi/hooks/{name}.sh"), body);
+    }
+    let ready = ws.tmp.path().join("ready");
+    ws.env.push(("READY".into(), ready.display().to_string()));
+    (ws, ready)
+}
+
+/// The `(hookName, status, signal)` of each ledger row.
+fn rows(ledger: &serde_json::Value) -> Vec<(String, String, serde_json::Value)> {
+    ledger
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["hookName"].as_str().unwrap().to_string(),
+                o["status"].as_str().unwrap().to_string(),
+                o["signal"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// One SIGTERM while a create hook hangs ends the hook's whole process group at once (SIGTERM,
+/// then SIGKILL after the 5 s grace for the child that ignores it), long before the hook's own
+/// timeout, and rolls the create back as a failing hook would, naming the stop.
+#[test]
+fn one_sigterm_ends_a_hanging_create_hook_and_rolls_the_create_back() {
+    let (ws, ready) = signal_ws(&[
+        ("pre-create.web", HANGING),
+        ("post-create.web", "exit 0\n"),
+        ("post-create", "exit 0\n"),
+    ]);
+    let before = ws.snapshot();
+    let (out, took) = ws.run_signalled(
+        &["worktree", "create", "feature/s", "--json"],
+        &ready,
+        libc::SIGTERM,
+    );
+    out.expect(7);
+    let hook = pids_in(&ready);
+    assert!(
+        hook.iter().all(|&p| !alive(p)),
+        "the hook's group outlived the stop: {hook:?}"
+    );
+    assert!(took < Duration::from_secs(15), "the stop took {took:?}");
+    assert_eq!(ws.snapshot(), before, "the create was not rolled back");
+    let j = out.json();
+    assert_eq!(j["error"]["code"], "stopped");
+    let msg = j["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with(
+            "create of branch feature/s failed: stopped by a signal while hook pre-create.web"
+        ) && msg.ends_with("everything it made was rolled back"),
+        "{msg}"
+    );
+    // SIGKILL ended what ignored SIGTERM; the hooks after it never ran.
+    let sigkill = serde_json::json!(libc::SIGKILL);
+    assert_eq!(
+        rows(&j["error"]["details"]["hookOutcomes"]),
+        [
+            ("pre-create.web".into(), "exited-nonzero".into(), sigkill),
+            (
+                "post-create.web".into(),
+                "skipped".into(),
+                serde_json::Value::Null
+            ),
+            (
+                "post-create".into(),
+                "skipped".into(),
+                serde_json::Value::Null
+            ),
+        ]
+    );
+}
+
+/// One SIGINT during the last create hook is not lost once that hook is done: the hook is
+/// ended (its SIGTERM is enough here) and the create rolled back, not reported as made.
+#[test]
+fn one_sigint_during_the_last_create_hook_rolls_the_create_back() {
+    let (ws, ready) = signal_ws(&[(
+        "post-create",
+        "echo \"$$\" > \"$READY.tmp\"; mv \"$READY.tmp\" \"$READY\"; sleep 20\n",
+    )]);
+    let before = ws.snapshot();
+    let (out, took) = ws.run_signalled(&["worktree", "create", "feature/s"], &ready, libc::SIGINT);
+    out.expect(7);
+    assert!(took < Duration::from_secs(10), "the stop took {took:?}");
+    assert!(pids_in(&ready).iter().all(|&p| !alive(p)));
+    assert_eq!(ws.snapshot(), before, "the create was not rolled back");
+    assert!(
+        out.stderr.contains(
+            "error: create of branch feature/s failed: stopped by a signal while hook post-create (workspace) ran; everything it made was rolled back"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("rolled back: removed worktree"),
+        "{}",
+        out.stdout
+    );
 }

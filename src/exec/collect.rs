@@ -99,11 +99,29 @@ pub struct Collected {
     pub stderr_truncated: bool,
 }
 
+/// What a first stop request does to a running command. A second one always kills its group
+/// at once ([`Ending::Interrupted`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstStop {
+    /// The command runs to its end, or its timeout; the caller starts nothing after it.
+    LetsFinish,
+    /// The command is ended as at its timeout: SIGTERM (and SIGCONT) to its group, then
+    /// SIGKILL if any of it is left after the grace. It ends as its leader did when SIGTERM
+    /// was enough, else as [`Ending::Interrupted`].
+    Ends,
+}
+
 /// Runs `job` to its end and returns what it printed. `Err` only for a failure outside the
 /// command: no pipe or poll, the machine out of processes, memory or descriptors, or
 /// [`Input::Terminal`] without a terminal on stdin. A command that fails, times out or cannot
-/// start is an `Ok` with its ending.
+/// start is an `Ok` with its ending. A first stop request lets it finish
+/// ([`FirstStop::LetsFinish`]).
 pub fn collect(job: &Job<'_>, stop: &Stop) -> Result<Collected, ExecError> {
+    collect_with(job, stop, FirstStop::LetsFinish)
+}
+
+/// [`collect`], with `first` saying what a first stop request does to the command.
+pub fn collect_with(job: &Job<'_>, stop: &Stop, first: FirstStop) -> Result<Collected, ExecError> {
     let os = |e: rustix::io::Errno| ExecError::Os(e.into());
     let (out_r, out_w) = pipe_with(PipeFlags::CLOEXEC).map_err(os)?;
     let (err_r, err_w) = pipe_with(PipeFlags::CLOEXEC).map_err(os)?;
@@ -175,6 +193,7 @@ pub fn collect(job: &Job<'_>, stop: &Stop) -> Result<Collected, ExecError> {
     let bounds = Bounds {
         timeout: job.timeout,
         kill_grace: job.kill_grace,
+        first_stop_ends: first == FirstStop::Ends,
     };
     let done = AtomicBool::new(false);
     let outcome = std::thread::scope(|scope| {
@@ -375,6 +394,37 @@ mod tests {
 
     fn run(job: &Job<'_>) -> Collected {
         collect(job, &Stop::new()).unwrap()
+    }
+
+    /// A first stop ends a command run with [`FirstStop::Ends`] as its timeout would: SIGTERM
+    /// to its group, and SIGKILL after the grace for a member that ignores it. Run with
+    /// [`FirstStop::LetsFinish`], the command runs to its end.
+    #[test]
+    fn a_first_stop_ends_the_command_only_when_asked_to() {
+        let env = path_env();
+        let stop = Stop::new();
+        stop.request();
+        let t = Instant::now();
+        let c = collect_with(&job("sleep 30", &env, Input::Null), &stop, FirstStop::Ends).unwrap();
+        assert_eq!(c.ending, Ending::Signalled(libc::SIGTERM));
+        // A stop once the member has set its trap.
+        let j = job(
+            "(trap '' TERM; exec sleep 30) & sleep 30",
+            &env,
+            Input::Null,
+        );
+        let later = Stop::new();
+        let c = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(500));
+                later.request();
+            });
+            collect_with(&j, &later, FirstStop::Ends).unwrap()
+        });
+        assert_eq!(c.ending, Ending::Interrupted);
+        assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+        let j = job("sleep 0.2; exit 4", &env, Input::Null);
+        assert_eq!(collect(&j, &stop).unwrap().ending, Ending::Exited(4));
     }
 
     #[test]

@@ -9,7 +9,7 @@ pub mod run;
 pub(crate) mod spawn;
 mod supervise;
 
-pub use collect::{Collected, Input, Job, Program, collect};
+pub use collect::{Collected, FirstStop, Input, Job, Program, collect, collect_with};
 pub use env::Environ;
 pub use run::{
     Ending, ExecError, Finished, GroupTracker, OpenedLog, Spec, Stop, describe, run, run_while,

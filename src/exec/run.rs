@@ -112,7 +112,8 @@ pub enum Ending {
         /// Whether SIGKILL was needed.
         killed: bool,
     },
-    /// An immediate stop killed it.
+    /// A stop killed it: SIGKILL to its group, at once on an immediate stop, or after the grace
+    /// when it outlived the SIGTERM of a first stop that ends it.
     Interrupted,
     /// `/bin/sh` could not be started.
     SpawnFailed(i32),
@@ -207,6 +208,7 @@ pub fn run_while(
     let bounds = Bounds {
         timeout: spec.timeout,
         kill_grace: spec.kill_grace,
+        first_stop_ends: false,
     };
     let outcome = supervise(
         &child,

@@ -26,6 +26,18 @@ pub(crate) struct Bounds {
     pub timeout: Duration,
     /// SIGKILL to the group this long after SIGTERM.
     pub kill_grace: Duration,
+    /// Whether a first stop request ends the command as its timeout would (SIGTERM, the grace,
+    /// SIGKILL) instead of letting it run to its end.
+    pub first_stop_ends: bool,
+}
+
+/// Why SIGTERM went to a command's group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    /// It ran past its timeout.
+    Timeout,
+    /// A first stop request ended it.
+    Stop,
 }
 
 /// Where the bytes read from an output pipe go.
@@ -57,7 +69,7 @@ pub(crate) fn supervise(
     // Without a pidfd, every wake-up looks; with one, only when it says the child exited.
     let mut may_have_exited = pidfd.is_none();
     let deadline = start + bounds.timeout;
-    let mut timed_out_at: Option<Instant> = None;
+    let mut termed: Option<(Instant, Cause)> = None;
     let mut interrupted = false;
     loop {
         meanwhile();
@@ -68,7 +80,7 @@ pub(crate) fn supervise(
             return Ok(finish_group(
                 child,
                 status,
-                (timed_out_at, interrupted),
+                (termed, interrupted),
                 bounds.kill_grace,
                 stop,
             ));
@@ -79,23 +91,26 @@ pub(crate) fn supervise(
             signal_group(child, Signal::KILL);
             continue;
         }
-        match timed_out_at {
-            None if now >= deadline => {
-                timed_out_at = Some(now);
-                signal_group(child, Signal::TERM);
-                // A stopped process (one that read the terminal from the background, or stopped
-                // itself) only acts on SIGTERM once continued, as `timeout(1)` knows.
-                signal_group(child, Signal::CONT);
-                continue;
-            }
-            Some(t) if now >= t + bounds.kill_grace => {
+        let cause = match termed {
+            None if now >= deadline => Some(Cause::Timeout),
+            None if bounds.first_stop_ends && stop.graceful() => Some(Cause::Stop),
+            Some((t, _)) if now >= t + bounds.kill_grace => {
                 signal_group(child, Signal::KILL);
+                None
             }
-            _ => {}
+            _ => None,
+        };
+        if let Some(cause) = cause {
+            termed = Some((now, cause));
+            signal_group(child, Signal::TERM);
+            // A stopped process (one that read the terminal from the background, or stopped
+            // itself) only acts on SIGTERM once continued, as `timeout(1)` knows.
+            signal_group(child, Signal::CONT);
+            continue;
         }
-        let next = match timed_out_at {
+        let next = match termed {
             None => deadline,
-            Some(t) => (t + bounds.kill_grace).max(now + Duration::from_millis(10)),
+            Some((t, _)) => (t + bounds.kill_grace).max(now + Duration::from_millis(10)),
         };
         let wait = next.saturating_duration_since(now).min(TICK);
         let mut fds: Vec<PollFd<'_>> = open
@@ -147,12 +162,14 @@ fn drain_available(r: &mut File, buf: &mut [u8], sink: &mut dyn FnMut(&[u8])) ->
     }
 }
 
-/// After the leader was reaped: for a timed-out or interrupted command, make sure the whole
-/// group is gone (SIGKILL once the grace period is over, or at once on a stop that cannot wait).
+/// After the leader was reaped: for a command that was sent SIGTERM (its timeout, or a first
+/// stop that ends it) or interrupted, make sure the whole group is gone (SIGKILL once the grace
+/// period is over, or at once on a stop that cannot wait). A command a first stop ended ends as
+/// its leader did when SIGTERM was enough, else as interrupted.
 fn finish_group(
     child: &Shell,
     status: ExitStatus,
-    (timed_out_at, interrupted): (Option<Instant>, bool),
+    (termed, interrupted): (Option<(Instant, Cause)>, bool),
     grace: Duration,
     stop: &Stop,
 ) -> Ending {
@@ -160,7 +177,7 @@ fn finish_group(
         signal_group(child, Signal::KILL);
         return Ending::Interrupted;
     }
-    if let Some(t) = timed_out_at {
+    if let Some((t, cause)) = termed {
         let mut killed = false;
         while group_alive(child) {
             if Instant::now() >= t + grace || stop.immediate() {
@@ -172,7 +189,11 @@ fn finish_group(
         }
         // SIGKILL reached the leader itself if it needed it.
         killed |= status.signal() == Some(Signal::KILL.as_raw());
-        return Ending::TimedOut { killed };
+        match cause {
+            Cause::Timeout => return Ending::TimedOut { killed },
+            Cause::Stop if killed => return Ending::Interrupted,
+            Cause::Stop => {}
+        }
     }
     match (status.code(), status.signal()) {
         (Some(c), _) => Ending::Exited(c),

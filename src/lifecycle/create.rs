@@ -77,7 +77,8 @@ fn facts<'a>(
     (f, subject)
 }
 
-/// Runs `plan`. `lock` is the workspace's lock, held by the caller.
+/// Runs `plan`. `lock` is the workspace's lock, held by the caller. A stop (`opts.stop`) ends
+/// the running hook and rolls the create back as a failure does.
 pub fn create(
     ws: &Workspace,
     plan: &CreatePlan,
@@ -97,16 +98,11 @@ pub fn create(
     let mut failure: Option<(FailureKind, String)> = None;
     let mut next = 0;
     while next < plan.steps.len() {
-        let step = plan.steps[next];
-        next += 1;
         if opts.stop.graceful() {
-            failure = Some((
-                FailureKind::Stopped,
-                "stopped by a signal before it finished".into(),
-            ));
-            next -= 1;
             break;
         }
+        let step = plan.steps[next];
+        next += 1;
         match step {
             CreateStep::Hook(i) => {
                 let hook = &plan.hooks[i];
@@ -122,6 +118,15 @@ pub fn create(
                 };
                 let groups = HookGroups::new(&mut journal);
                 let outcome = runner.run(hook, &place, Some(&groups));
+                // A stop while it ran ended it: the create is stopped, whatever the hook did.
+                if opts.stop.graceful() {
+                    failure = Some((
+                        FailureKind::Stopped,
+                        format!("stopped by a signal while hook {} ran", label(hook)),
+                    ));
+                    ledger.push(outcome);
+                    break;
+                }
                 let failed = outcome.status.failed();
                 if failed {
                     failure = Some((
@@ -186,11 +191,23 @@ pub fn create(
             }
         }
     }
+    // A stop is the create's end, also one that came with or after its last step (a git
+    // step a terminal's Ctrl-C ended too): a create is done only when this returns.
+    if opts.stop.graceful() && !matches!(failure, Some((FailureKind::Stopped, _))) {
+        failure = Some((
+            FailureKind::Stopped,
+            "stopped by a signal before it finished".into(),
+        ));
+    }
     let mut rollback = RollbackReport::default();
-    if failure.is_some() {
+    if let Some((kind, _)) = &failure {
+        let why = match kind {
+            FailureKind::Stopped => "the create was stopped by a signal",
+            _ => "an earlier step of this create failed",
+        };
         for step in &plan.steps[next..] {
             if let CreateStep::Hook(i) = step {
-                ledger.skip(&plan.hooks[*i], "an earlier step of this create failed");
+                ledger.skip(&plan.hooks[*i], why);
             }
         }
         rollback = rollback::undo(&owned, false);

@@ -117,7 +117,8 @@ pub struct SourcedCommand {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
     /// A stable code: `inline_file_ambiguity`, `interpreter_unavailable`, `hook_invalid`,
-    /// `path_exists`, `branch_checked_out`, `bad_base`, `not_a_repository`.
+    /// `path_exists`, `branch_checked_out`, `bad_base`, `not_a_repository`, `worktree_dirty`,
+    /// `worktree_locked`.
     pub code: &'static str,
     /// What is wrong, naming the location (never a snippet's text).
     pub message: String,

@@ -270,6 +270,63 @@ pub fn remove_worktree(
     run(dir, &args).map(drop)
 }
 
+/// What `git worktree remove` without `--force` would find in a worktree and refuse it for:
+/// tracked files changed (in the index or the work tree) and untracked files, as
+/// `git status --porcelain` lists them (ignored files do not count). Empty when clean.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Tracked paths with changes, staged or not (a rename by its new path).
+    pub modified: Vec<String>,
+    /// Untracked paths (a folder holding only untracked files as `dir/`).
+    pub untracked: Vec<String>,
+}
+
+impl Changes {
+    /// Whether there is nothing git would refuse the removal for.
+    pub fn is_clean(&self) -> bool {
+        self.modified.is_empty() && self.untracked.is_empty()
+    }
+}
+
+/// The changes in the worktree at `dir`, found as `git worktree remove` finds them
+/// (`git status --porcelain --ignore-submodules=none`), without taking the index's lock.
+pub fn changes(dir: &Path) -> Result<Changes, GitError> {
+    let out = run(
+        dir,
+        &os(&[
+            "--no-optional-locks",
+            "status",
+            "--porcelain",
+            "-z",
+            "--ignore-submodules=none",
+        ]),
+    )?;
+    Ok(parse_status(&out))
+}
+
+/// `git status --porcelain -z`: `XY path` records, a rename or copy followed by a record
+/// holding its old path.
+fn parse_status(out: &[u8]) -> Changes {
+    let mut changes = Changes::default();
+    let mut records = out.split(|&b| b == 0).filter(|r| !r.is_empty());
+    while let Some(r) = records.next() {
+        if r.len() < 4 {
+            continue;
+        }
+        let path = String::from_utf8_lossy(&r[3..]).into_owned();
+        match &r[..2] {
+            b"??" => changes.untracked.push(path),
+            xy => {
+                if xy[0] == b'R' || xy[0] == b'C' {
+                    records.next();
+                }
+                changes.modified.push(path);
+            }
+        }
+    }
+    changes
+}
+
 /// `git branch -D name`.
 pub fn delete_branch(dir: &Path, name: &str) -> Result<(), GitError> {
     run(dir, &os(&["branch", "-D", "--", name])).map(drop)
@@ -297,6 +354,24 @@ mod tests {
         );
         assert_eq!(reason("hint: only advice\n"), None);
         assert_eq!(reason(""), None);
+    }
+
+    #[test]
+    fn status_records_are_told_apart() {
+        let out = b" M a.txt\0?? new dir/\0R  b2.txt\0b.txt\0D  gone.txt\0AM c.txt\0";
+        assert_eq!(
+            parse_status(out),
+            Changes {
+                modified: vec![
+                    "a.txt".into(),
+                    "b2.txt".into(),
+                    "gone.txt".into(),
+                    "c.txt".into()
+                ],
+                untracked: vec!["new dir/".into()],
+            }
+        );
+        assert!(parse_status(b"").is_clean());
     }
 
     #[test]

@@ -9,9 +9,9 @@ use std::time::Duration;
 use super::discovery::{Source, SourcedCommand};
 use super::input::InputPolicy;
 use super::ledger::{Outcome, Status};
-use crate::exec::{self, Ending, Environ, GroupTracker, Input, Job, Program, Stop};
+use crate::exec::{self, Ending, Environ, FirstStop, GroupTracker, Input, Job, Program, Stop};
 
-/// How long a hook that ignores SIGTERM at its timeout has before SIGKILL.
+/// How long a hook that ignores SIGTERM at its timeout, or at a stop, has before SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(5);
 
 /// The most bytes of each of a hook's stdout and stderr kept for showing a failure.
@@ -111,7 +111,9 @@ impl<'a> Runner<'a> {
             echo: tty,
             owner,
         };
-        let (status, duration) = match exec::collect(&job, self.stop) {
+        // A stop (SIGINT, SIGTERM) ends the running hook as its timeout would: the command it
+        // belongs to is not carried on after it, so there is nothing to let it finish for.
+        let (status, duration) = match exec::collect_with(&job, self.stop, FirstStop::Ends) {
             Ok(c) => {
                 let status = status_of(c.ending);
                 if status.failed() && !tty {

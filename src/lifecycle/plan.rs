@@ -497,12 +497,15 @@ impl RemovePlan {
                 .find(|w| w.branch.as_deref() == Some(branch))
                 .or_else(|| list.iter().skip(1).find(|w| same(&w.path, &layout)));
             match found {
-                Some(w) => targets.push(RemoveTarget {
-                    repo: r.name.clone(),
-                    checkout,
-                    worktree: w.path.clone(),
-                    branch: w.branch.clone(),
-                }),
+                Some(w) => {
+                    refusal(&r.name, w, force, &mut problems)?;
+                    targets.push(RemoveTarget {
+                        repo: r.name.clone(),
+                        checkout,
+                        worktree: w.path.clone(),
+                        branch: w.branch.clone(),
+                    });
+                }
                 None if !repos.is_empty() => {
                     return Err(Error::NotFound(format!(
                         "repository {} has no worktree of branch {branch}",
@@ -560,6 +563,68 @@ impl RemovePlan {
             force,
         })
     }
+}
+
+/// What `git worktree remove` would refuse the worktree `w` of repository `repo` for, found
+/// before any hook runs: a locked worktree always (hookq never unlocks one), modified or
+/// untracked files unless `force`. A worktree whose folder is gone has nothing to refuse.
+fn refusal(
+    repo: &str,
+    w: &git::WorktreeEntry,
+    force: bool,
+    problems: &mut Vec<Problem>,
+) -> Result<(), Error> {
+    if w.locked {
+        problems.push(Problem {
+            code: "worktree_locked",
+            message: format!(
+                "repository {repo}: worktree {} is locked; `git worktree unlock {}` first",
+                w.path.display(),
+                w.path.display()
+            ),
+        });
+    }
+    if force || !w.path.is_dir() {
+        return Ok(());
+    }
+    let changes = git::changes(&w.path)?;
+    if changes.is_clean() {
+        return Ok(());
+    }
+    let mut what = Vec::new();
+    for (kind, paths) in [
+        ("modified", &changes.modified),
+        ("untracked", &changes.untracked),
+    ] {
+        if !paths.is_empty() {
+            what.push(format!("{kind}: {}", some_of(paths)));
+        }
+    }
+    problems.push(Problem {
+        code: "worktree_dirty",
+        message: format!(
+            "repository {repo}: worktree {} has modified or untracked files ({}); commit, \
+             stash or delete them, or pass --force to remove it with them",
+            w.path.display(),
+            what.join("; ")
+        ),
+    });
+    Ok(())
+}
+
+/// The first few of `paths`, and how many more there are.
+fn some_of(paths: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut s = paths
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if paths.len() > SHOWN {
+        s += &format!(" and {} more", paths.len() - SHOWN);
+    }
+    s
 }
 
 fn same(a: &Path, b: &Path) -> bool {

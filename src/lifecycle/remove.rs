@@ -1,6 +1,7 @@
 //! Carrying out a remove plan: every target's pre-remove hooks (the first failure aborts the
 //! whole removal, nothing removed), then each worktree's removal (a failure is recorded and
-//! the others go on), then every target's post-remove hooks, whatever happened before.
+//! the others go on), then every target's post-remove hooks, whatever happened before. A stop
+//! ends the running hook and everything not yet started.
 
 use std::path::PathBuf;
 
@@ -16,7 +17,7 @@ use super::ledger::{Ledger, label};
 use super::plan::{RemovePlan, RemoveTarget};
 use super::point::Scope;
 use super::policy::FailurePolicy;
-use super::workspace::Workspace;
+use super::workspace::{Mode, Workspace};
 
 /// How one worktree's removal went.
 #[derive(Debug, Clone, Serialize)]
@@ -59,7 +60,20 @@ pub fn targets_json(plan: &RemovePlan) -> String {
     env::remove_targets_json(&records)
 }
 
-/// Runs `plan`; the caller holds the workspace's lock.
+/// Why a remove stopped before its gate opened.
+const STOPPED_BEFORE: &str = "stopped by a signal before removing anything";
+
+/// Why a hook was not run after the command was aborted or stopped.
+fn skip_reason(kind: FailureKind) -> &'static str {
+    match kind {
+        FailureKind::Stopped => "stopped by a signal",
+        _ => "the removal was aborted by a pre-remove hook",
+    }
+}
+
+/// Runs `plan`; the caller holds the workspace's lock. A stop (SIGINT, SIGTERM) ends the
+/// running hook; before any removal it aborts the removal as a failing pre-remove hook does,
+/// after one it skips the removals and hooks not yet started.
 pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> RemoveReport {
     let base = env::base(std::env::vars_os());
     let targets_json = targets_json(plan);
@@ -104,45 +118,69 @@ pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> Remove
         ok
     };
 
-    // Pre-remove: a gate.
+    // Pre-remove: a gate. A stop while a hook runs ends that hook and closes the gate too.
     let gate = FailurePolicy::FailFast;
-    let mut aborted: Option<String> = None;
+    let mut aborted: Option<(FailureKind, String)> = None;
     for (t, hooks) in plan.targets.iter().zip(&plan.pre) {
         for h in hooks {
-            if aborted.is_some() {
-                ledger.skip(h, "an earlier pre-remove hook failed");
+            if let Some((kind, _)) = &aborted {
+                let why = match kind {
+                    FailureKind::Stopped => skip_reason(*kind),
+                    _ => "an earlier pre-remove hook failed",
+                };
+                ledger.skip(h, why);
                 continue;
             }
             if opts.stop.graceful() {
-                aborted = Some("stopped by a signal before removing anything".into());
-                ledger.skip(h, "stopped by a signal");
+                aborted = Some((FailureKind::Stopped, STOPPED_BEFORE.into()));
+                ledger.skip(h, skip_reason(FailureKind::Stopped));
                 continue;
             }
-            if !run(h, t, &mut ledger) && gate.stops() {
+            let ok = run(h, t, &mut ledger);
+            if opts.stop.graceful() {
+                aborted = Some((
+                    FailureKind::Stopped,
+                    format!(
+                        "stopped by a signal while hook {} ran; nothing was removed",
+                        label(h)
+                    ),
+                ));
+            } else if !ok && gate.stops() {
                 let o = ledger.outcomes.last().expect("just pushed");
-                aborted = Some(format!(
-                    "hook {} {}; nothing was removed",
-                    label(h),
-                    o.status.describe()
+                aborted = Some((
+                    FailureKind::Hook,
+                    format!(
+                        "hook {} {}; nothing was removed",
+                        label(h),
+                        o.status.describe()
+                    ),
                 ));
             }
         }
     }
-    if let Some(why) = aborted {
+    // A stop that came after the last pre-remove hook still comes before any removal.
+    if aborted.is_none() && opts.stop.graceful() {
+        aborted = Some((FailureKind::Stopped, STOPPED_BEFORE.into()));
+    }
+    if let Some((kind, why)) = aborted {
         for hooks in &plan.post {
             for h in hooks {
-                ledger.skip(h, "the removal was aborted by a pre-remove hook");
+                ledger.skip(h, skip_reason(kind));
             }
         }
+        let reason = match kind {
+            FailureKind::Stopped => "stopped by a signal",
+            _ => "a pre-remove hook failed",
+        };
         let removals = plan
             .targets
             .iter()
-            .map(|t| removal(t, "skipped", Some("a pre-remove hook failed".into())))
+            .map(|t| removal(t, "skipped", Some(reason.into())))
             .collect();
         return RemoveReport {
             ledger,
             removals,
-            failure: Some((FailureKind::Hook, why)),
+            failure: Some((kind, why)),
         };
     }
 
@@ -162,13 +200,13 @@ pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> Remove
         }
     }
 
-    // Post-remove: every hook runs.
+    // Post-remove: every hook runs, unless a stop ends the command.
     let finish = FailurePolicy::Continue;
     let mut hook_failures = 0;
     for (t, hooks) in plan.targets.iter().zip(&plan.post) {
         for h in hooks {
-            if opts.stop.immediate() {
-                ledger.skip(h, "stopped by a signal");
+            if opts.stop.graceful() {
+                ledger.skip(h, skip_reason(FailureKind::Stopped));
                 continue;
             }
             if !run(h, t, &mut ledger) {
@@ -178,6 +216,21 @@ pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> Remove
                 }
             }
         }
+    }
+    if opts.stop.graceful() {
+        let removed = removals.iter().filter(|r| r.status == "removed").count();
+        return RemoveReport {
+            ledger,
+            failure: Some((
+                FailureKind::Stopped,
+                format!(
+                    "stopped by a signal after {removed} of {} worktree(s) were removed; the \
+                     hooks not yet run were skipped",
+                    removals.len()
+                ),
+            )),
+            removals,
+        };
     }
     let failed_removals: Vec<&Removal> =
         removals.iter().filter(|r| r.status != "removed").collect();
@@ -222,16 +275,27 @@ pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> Remove
     }
 }
 
-/// Removes the folders a branch name with `/` left between the worktree and its layout base
-/// (`worktrees/web/feature/` after `feature/x`), when they are empty.
+/// Removes the folders hookq's own layout made around a worktree it removed, innermost first,
+/// each only when it is empty: those a branch name with `/` left (`worktrees/web/feature/`
+/// after `feature/x`), then the layout's own, `worktrees/web/` and `worktrees/` (configured)
+/// or `app.worktrees/` (standalone). A folder is hookq's because its path scheme names it;
+/// one that still holds anything stays, and nothing above the layout (the workspace root, the
+/// folder beside a standalone repository) or outside it (a worktree git lists elsewhere) is
+/// ever touched.
 fn prune_empty_parents(ws: &Workspace, t: &RemoveTarget) {
-    let base = ws.worktree_path(&t.repo, "x");
-    let Some(base) = base.parent() else { return };
-    if !t.worktree.starts_with(base) {
+    let probe = ws.worktree_path(&t.repo, "x");
+    let Some(repo_dir) = probe.parent() else {
+        return;
+    };
+    let top = match ws.mode {
+        Mode::Configured(_) => repo_dir.parent().unwrap_or(repo_dir),
+        Mode::Standalone { .. } => repo_dir,
+    };
+    if !t.worktree.starts_with(repo_dir) {
         return;
     }
     for dir in t.worktree.ancestors().skip(1) {
-        if dir == base || !dir.starts_with(base) || std::fs::remove_dir(dir).is_err() {
+        if !dir.starts_with(top) || std::fs::remove_dir(dir).is_err() || dir == top {
             break;
         }
     }

@@ -348,38 +348,113 @@ pub fn tree(dir: &Path) -> String {
 
 /// Runs `c` to its end, killing it after [`HANG`], and checks the secret marker.
 pub fn run_bounded(c: &mut Command, ws: &Ws) -> Out {
-    c.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let t1 = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = stdout.read_to_end(&mut b);
-        b
-    });
-    let t2 = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = stderr.read_to_end(&mut b);
-        b
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
+    Running::start(c).finish(ws)
+}
+
+/// A hookq run started with stdin from /dev/null and its output read as it comes.
+pub struct Running {
+    child: std::process::Child,
+    stdout: std::thread::JoinHandle<Vec<u8>>,
+    stderr: std::thread::JoinHandle<Vec<u8>>,
+    start: Instant,
+}
+
+impl Running {
+    /// Starts `c`.
+    pub fn start(c: &mut Command) -> Running {
+        c.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let stdout = std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = stdout.read_to_end(&mut b);
+            b
+        });
+        let stderr = std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = stderr.read_to_end(&mut b);
+            b
+        });
+        Running {
+            child,
+            stdout,
+            stderr,
+            start: Instant::now(),
         }
-        if start.elapsed() > HANG {
-            let _ = child.kill();
-            panic!("hookq hung for {HANG:?}");
+    }
+
+    /// Waits until `path` exists (a hook wrote it), panicking when hookq ended first or after
+    /// [`HANG`].
+    pub fn wait_for_file(&mut self, path: &Path) {
+        while !path.exists() {
+            assert!(
+                self.child.try_wait().unwrap().is_none(),
+                "hookq ended before {} was written",
+                path.display()
+            );
+            assert!(self.start.elapsed() < HANG, "{} never came", path.display());
+            std::thread::sleep(Duration::from_millis(5));
         }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let out = Out {
-        status,
-        stdout: String::from_utf8_lossy(&t1.join().unwrap()).into_owned(),
-        stderr: String::from_utf8_lossy(&t2.join().unwrap()).into_owned(),
-    };
-    ws.assert_no_secret(&out);
-    out
+    }
+
+    /// Sends `signal` to hookq alone (not to the process group of a hook it runs).
+    pub fn signal(&self, signal: i32) {
+        let pid = i32::try_from(self.child.id()).unwrap();
+        // SAFETY: kill has no memory effects; the pid is our own child, not yet reaped.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+    }
+
+    /// Waits for the end, killing hookq after [`HANG`], and checks the secret marker.
+    pub fn finish(mut self, ws: &Ws) -> Out {
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if self.start.elapsed() > HANG {
+                let _ = self.child.kill();
+                panic!("hookq hung for {HANG:?}");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let out = Out {
+            status,
+            stdout: String::from_utf8_lossy(&self.stdout.join().unwrap()).into_owned(),
+            stderr: String::from_utf8_lossy(&self.stderr.join().unwrap()).into_owned(),
+        };
+        ws.assert_no_secret(&out);
+        out
+    }
+}
+
+impl Ws {
+    /// Runs hookq with `args` in the root, sends it `signal` once `ready` exists (a hook wrote
+    /// it) and runs it to its end. Returns what it gave and how long it ran after the signal.
+    pub fn run_signalled(&self, args: &[&str], ready: &Path, signal: i32) -> (Out, Duration) {
+        let mut running = Running::start(&mut self.command(&self.root, args));
+        running.wait_for_file(ready);
+        running.signal(signal);
+        let sent = Instant::now();
+        let out = running.finish(self);
+        (out, sent.elapsed())
+    }
+}
+
+/// Whether process `pid` is alive (a zombie, which has exited, is not).
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rfind(')')
+            .is_some_and(|i| !s[i + 1..].trim_start().starts_with('Z'))
+    })
+}
+
+/// The pids a hook wrote into `path`, whitespace-separated.
+pub fn pids_in(path: &Path) -> Vec<i32> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect()
 }
