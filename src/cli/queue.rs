@@ -206,7 +206,10 @@ fn show(
     }
     let (commands, config_error) = match pending.as_ref().map(|p| p.point.parse::<Point>()) {
         Some(Ok(point)) => match Config::load(&ws.config_path()) {
-            Ok(cfg) => (Some(cfg.hooks(point).to_vec()), None),
+            Ok(cfg) => {
+                super::app::warn_config(&cfg);
+                (Some(cfg.hooks(point).to_vec()), None)
+            }
             Err(e) => (None, Some(e.to_string())),
         },
         _ => (None, None),

@@ -191,6 +191,9 @@ pub(super) fn drain_if_free(ws: &Workspace, store: &mut Store) {
         }
     };
     let mut drainer = Drainer::new(ws.clone(), stop);
+    if let Ok(cfg) = drainer.config() {
+        super::app::warn_config(&cfg);
+    }
     match drainer.drain_and_release(store, lock) {
         Ok(r) => {
             if let Some(line) = output::ran(&r) {

@@ -7,5 +7,7 @@ pub mod parse;
 pub mod source;
 
 pub use initial::{initial_config, toml_quote};
-pub use parse::{Config, ConfigError, Gate, MAX_COMMANDS, MAX_CONFIG_BYTES, Queue, Repository};
+pub use parse::{
+    Config, ConfigError, ConfigWarning, Gate, MAX_COMMANDS, MAX_CONFIG_BYTES, Queue, Repository,
+};
 pub use source::{ConfigSource, FileVersion, SETTLE, SETTLE_LIMIT};

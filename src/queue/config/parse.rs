@@ -47,6 +47,34 @@ pub enum ConfigError {
     },
 }
 
+/// A key in a table hookq shares with the arc runner that hookq does not read but that is a typo
+/// away from one it does (`gate.comand_timeout_secs`): not an error, since the table is also
+/// arc's, but worth a `warning:` line, since hookq goes on with the key's default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigWarning {
+    /// The config file.
+    pub path: PathBuf,
+    /// The 1-based line of the key.
+    pub line: usize,
+    /// The dotted key as written (escaped to one line).
+    pub key: String,
+    /// The dotted key hookq reads that it is near.
+    pub meant: String,
+}
+
+impl std::fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}: {}: not a key hookq reads; did you mean {}?",
+            self.path.display(),
+            self.line,
+            self.key,
+            self.meant
+        )
+    }
+}
+
 /// `[repository]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Repository {
@@ -88,6 +116,8 @@ pub struct Config {
     /// `[queue]`.
     pub queue: Queue,
     hooks: [Vec<String>; 5],
+    #[serde(skip)]
+    warnings: Vec<ConfigWarning>,
 }
 
 impl Default for Config {
@@ -108,6 +138,7 @@ impl Default for Config {
                 keep_history_days: 30,
             },
             hooks: Default::default(),
+            warnings: Vec::new(),
         }
     }
 }
@@ -121,6 +152,12 @@ impl Config {
     /// Sets the command lines for `point`.
     pub fn set_hooks(&mut self, point: Point, lines: Vec<String>) {
         self.hooks[point as usize] = lines;
+    }
+
+    /// Keys of the shared tables that hookq does not read but that are a typo away from one it
+    /// does, in the order of the file.
+    pub fn warnings(&self) -> &[ConfigWarning] {
+        &self.warnings
     }
 
     /// The branch merges target: `integration.target_branch`, else `repository.main_branch`.
@@ -170,6 +207,16 @@ struct Parser<'a> {
 }
 
 type Table<'i> = DeTable<'i>;
+
+/// The keys hookq reads in the tables it shares with the arc runner.
+const SHARED_KEYS: [(&str, &[&str]); 3] = [
+    ("repository", &["main_branch", "remote"]),
+    ("integration", &["target_branch"]),
+    (
+        "gate",
+        &["command_timeout_secs", "kill_grace_secs", "max_log_bytes"],
+    ),
+];
 
 /// The top-level tables hookq owns (`[repository]`, `[integration]` and `[gate]` it shares with
 /// the arc runner).
@@ -284,6 +331,7 @@ impl<'a> Parser<'a> {
             }
         }
         let mut cfg = Config::default();
+        cfg.warnings = self.near_misses(doc);
 
         if let Some(t) = self.table(doc, "repository")? {
             if let Some(v) = self.string(t, "repository", "main_branch")? {
@@ -331,6 +379,42 @@ impl<'a> Parser<'a> {
             }
         }
         Ok(cfg)
+    }
+
+    /// The keys of the shared tables a typo away from one hookq reads (arc's own keys, further
+    /// away, are left alone).
+    fn near_misses(&self, doc: &Table<'a>) -> Vec<ConfigWarning> {
+        let mut out = Vec::new();
+        for (section, known) in SHARED_KEYS {
+            let Some(DeValue::Table(t)) = doc.get(section).map(Spanned::get_ref) else {
+                continue;
+            };
+            for (k, _) in t.iter() {
+                let name = k.get_ref().as_ref();
+                if known.contains(&name) {
+                    continue;
+                }
+                if let Some(meant) = known.iter().find(|known| near(name, known)) {
+                    let key = format!("{section}.{name}");
+                    if let ConfigError::Invalid {
+                        path,
+                        line: Some(line),
+                        key: Some(key),
+                        ..
+                    } = self.err(Some(k.span()), Some(&key), "")
+                    {
+                        out.push(ConfigWarning {
+                            path,
+                            line,
+                            key,
+                            meant: format!("{section}.{meant}"),
+                        });
+                    }
+                }
+            }
+        }
+        out.sort_by_key(|w| w.line);
+        out
     }
 
     fn table<'t>(
@@ -656,6 +740,28 @@ mod tests {
             e.contains(r"hooks.after_fail\nwarning: forged: unknown key"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_shared_key_a_typo_away_from_hookqs_is_a_warning() {
+        let c = parse(
+            "[gate]\ncommands = ['x']\ncomand_timeout_secs = 10\n[repository]\nmain_brach = 'trunk'\nRemote = 'up'\n[integration]\ntarget_branchs = 'x'\n",
+        )
+        .unwrap();
+        assert_eq!(c.gate, Config::default().gate);
+        let lines: Vec<String> = c.warnings().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "/ws/config.toml:3: gate.comand_timeout_secs: not a key hookq reads; did you mean gate.command_timeout_secs?",
+                "/ws/config.toml:5: repository.main_brach: not a key hookq reads; did you mean repository.main_branch?",
+                "/ws/config.toml:6: repository.Remote: not a key hookq reads; did you mean repository.remote?",
+                "/ws/config.toml:8: integration.target_branchs: not a key hookq reads; did you mean integration.target_branch?",
+            ]
+        );
+        // arc's own keys, further from hookq's, stay quiet.
+        let c = parse("[gate]\ncommands = ['x']\ntimeout_secs = 3\n[repository]\nname = 'r'\n[agent]\nmain_brach = 1\n").unwrap();
+        assert!(c.warnings().is_empty(), "{:?}", c.warnings());
     }
 
     #[test]
