@@ -330,8 +330,10 @@ impl<'a> Parser<'a> {
                 ));
             }
         }
-        let mut cfg = Config::default();
-        cfg.warnings = self.near_misses(doc);
+        let mut cfg = Config {
+            warnings: self.near_misses(doc),
+            ..Config::default()
+        };
 
         if let Some(t) = self.table(doc, "repository")? {
             if let Some(v) = self.string(t, "repository", "main_branch")? {
