@@ -52,9 +52,10 @@ keep_history_days = 30
 [hooks]
 # Each line runs as `/bin/sh -c <line>` in the repository root, with ARC_TASK, ARC_BRANCH,
 # ARC_WORKTREE and the other ARC_* variables set. Every line must be safe to run twice, and
-# exits 0 when there is nothing left to do.
+# exits 0 when there is nothing left to do: a remote that is not configured, a branch or a
+# worktree already gone. A push refused or a remote that cannot be reached still fails.
 after_merge = [
-  'git ls-remote --exit-code {remote} "refs/heads/$ARC_BRANCH" >/dev/null; rc=$?; if [ $rc -eq 0 ]; then git push --quiet {remote} --delete "$ARC_BRANCH"; elif [ $rc -ne 2 ]; then exit $rc; fi',
+  'git remote get-url {remote} >/dev/null 2>&1; rc=$?; if [ $rc -eq 2 ]; then echo "no remote {remote}: no remote branch to delete"; exit 0; elif [ $rc -ne 0 ]; then git remote get-url {remote} >/dev/null; exit; fi; git ls-remote --exit-code {remote} "refs/heads/$ARC_BRANCH" >/dev/null; rc=$?; if [ $rc -eq 0 ]; then git push --quiet {remote} --delete "$ARC_BRANCH"; elif [ $rc -ne 2 ]; then exit $rc; fi',
   'git worktree remove --force "$ARC_WORKTREE" 2>/dev/null; git worktree prune; [ ! -e "$ARC_WORKTREE" ]',
   'if git show-ref --verify --quiet "refs/heads/$ARC_BRANCH"; then git branch -D --quiet "$ARC_BRANCH"; fi',
 ]
