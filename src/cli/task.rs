@@ -301,7 +301,7 @@ fn show(shown: Shown<'_>, json: bool) -> Result<(), Error> {
     outln!("plan     {}", task.plan);
     outln!("phase    {}", task.phase);
     outln!("attempt  {}", task.attempt);
-    outln!("merged   {}", output::or_dash(task.merged_sha.as_deref()));
+    outln!("merged   {}", output::or_dash(task.merged_sha));
     outln!("created  {}", output::time(task.created_ms));
     outln!("changed  {}", output::time(task.updated_ms));
     outln!();
