@@ -24,6 +24,9 @@ macro_rules! errln {
 #[allow(dead_code, unused_imports)]
 #[path = "../src/cli/mod.rs"]
 mod cli;
+#[allow(dead_code)]
+#[path = "../examples/quickstart/cli.rs"]
+mod quickstart_cli;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -118,6 +121,32 @@ fn quick_start_is_the_two_commands() {
     assert_eq!(
         block,
         "cargo run --release --example quickstart\ncargo test --locked\n"
+    );
+}
+
+/// After the quick start's first command there is a `hookq` to type: the tour builds it beside
+/// itself, in the same profile, and the README says where that is and how to put it on `PATH`.
+#[test]
+fn the_quick_start_leaves_the_cli_where_the_readme_says() {
+    let example = Path::new("/src/hookq/target/release/examples/quickstart");
+    assert_eq!(
+        quickstart_cli::binary_beside(example).as_deref(),
+        Some(Path::new("/src/hookq/target/release/hookq"))
+    );
+    assert_eq!(
+        quickstart_cli::build_args(true),
+        ["build", "--locked", "--bin", "hookq", "--release"]
+    );
+    let quick = section(&page("README.md"), "Quick start");
+    assert!(quick.contains("`target/release/hookq`"), "{quick}");
+    assert!(
+        quick.contains("`cargo install --locked --path .`"),
+        "{quick}"
+    );
+    let tour = std::fs::read_to_string(root().join("examples/quickstart/main.rs")).unwrap();
+    assert!(
+        tour.contains("cli::build()") && tour.contains("cli::tell(&built)"),
+        "the tour builds the CLI and ends saying where it is"
     );
 }
 
