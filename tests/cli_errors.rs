@@ -586,3 +586,54 @@ fn out_of_range_values_are_refused_or_honoured() {
         out.describe()
     );
 }
+
+/// A key of a shared table a typo away from one hookq reads is not refused (the table is also
+/// arc's) but gets one `warning:` line from `check` and from every command that loads the
+/// config, once per process; arc's other keys stay quiet.
+#[test]
+fn a_misspelt_shared_key_is_a_warning() {
+    let ws = Ws::init();
+    ws.write_config_text(
+        b"[repository]\nmain_brach = 'trunk'\nmirror = 'x'\n[gate]\ncommands = ['cargo test']\ncomand_timeout_secs = 10\n[hooks]\nafter_fail = ['true']\n",
+    );
+    let cfg = ws.config_path();
+    let expected = [
+        format!(
+            "warning: {}:2: repository.main_brach: not a key hookq reads; did you mean repository.main_branch?",
+            cfg.display()
+        ),
+        format!(
+            "warning: {}:6: gate.comand_timeout_secs: not a key hookq reads; did you mean gate.command_timeout_secs?",
+            cfg.display()
+        ),
+    ];
+    let check = ws.hookq(&["check"]).expect_code(0);
+    assert_eq!(check.warnings(), expected, "{}", check.describe());
+    assert!(
+        check.stdout().contains("timeout 600s"),
+        "{}",
+        check.describe()
+    );
+    let json = ws.hookq(&["check", "--json"]).expect_code(0);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout()).unwrap();
+    assert_eq!(v["warnings"].as_array().map(Vec::len), Some(2), "{v}");
+
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    let moved = ws.hookq(&["task", "move", "t1", "failed.x"]).expect_code(0);
+    assert_eq!(moved.warnings(), expected, "{}", moved.describe());
+    assert!(
+        moved.stdout().contains("ran 1 point(s)"),
+        "{}",
+        moved.describe()
+    );
+    let run = ws.hookq(&["run"]).expect_code(0);
+    assert_eq!(run.warnings(), expected, "{}", run.describe());
+    // A command that does not load the config says nothing of it.
+    let listed = ws.hookq(&["task", "list"]).ok();
+    assert!(listed.warnings().is_empty(), "{}", listed.describe());
+
+    // Only the keys near hookq's: arc's own keys pass quietly.
+    ws.write_config_text(b"[repository]\nmirror = 'x'\n[gate]\ncommands = ['cargo test']\n");
+    let check = ws.hookq(&["check"]).ok();
+    assert!(check.warnings().is_empty(), "{}", check.describe());
+}

@@ -228,3 +228,141 @@ fn an_unreachable_remote_fails_the_first_line_only() {
     assert!(!ws.worktree("t1").exists());
     assert!(!local_has(&ws, "work/t1"));
 }
+
+/// A workspace repository with one commit on `main`, no remote, and `hookq init` run in it.
+fn repo_without_remote() -> (Ws, common::Out) {
+    let mut ws = Ws::new();
+    for (k, v) in GIT_ENV {
+        ws.set_env(k, v);
+    }
+    let root = ws.root().to_path_buf();
+    git(&ws, &root, &["init", "--quiet", "-b", "main"]);
+    git(&ws, &root, &["config", "commit.gpgsign", "false"]);
+    std::fs::write(root.join("README"), "hello\n").unwrap();
+    std::fs::write(root.join(".gitignore"), "*.tmp\n").unwrap();
+    git(&ws, &root, &["add", "README", ".gitignore"]);
+    git(&ws, &root, &["commit", "--quiet", "-m", "initial"]);
+    let out = ws.hookq(&["init"]).ok();
+    (ws, out)
+}
+
+#[test]
+fn init_keeps_the_state_dir_out_of_git_status() {
+    let (ws, out) = repo_without_remote();
+    let exclude = ws.root().join(".git/info/exclude");
+    assert!(
+        out.stdout().contains(&format!(
+            "added /.radian/arc/ to {} (git ignores the state dir)",
+            exclude.display()
+        )),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(git(&ws, ws.root(), &["status", "--porcelain"]), "");
+    assert_eq!(
+        std::fs::read_to_string(ws.root().join(".gitignore")).unwrap(),
+        "*.tmp\n",
+        "the tracked .gitignore is not touched"
+    );
+    // Said and written once: a second init finds it ignored already.
+    let again = ws.hookq(&["init"]).ok();
+    assert!(!again.stdout().contains("added"), "{}", again.describe());
+    let text = std::fs::read_to_string(&exclude).unwrap();
+    assert_eq!(text.matches("/.radian/arc/").count(), 1, "{text}");
+
+    // A workspace in a subfolder is excluded by its path from the repository's top.
+    let sub = ws.root().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let out = ws.hookq(&["-C", sub.to_str().unwrap(), "init"]).ok();
+    assert!(
+        out.stdout().contains("added /sub/.radian/arc/ to"),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(git(&ws, ws.root(), &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn init_outside_a_repository_says_the_after_merge_lines_need_one() {
+    let ws = Ws::new();
+    let out = ws.hookq(&["init"]).ok();
+    let notes: Vec<&str> = out
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter_map(|l| std::str::from_utf8(l).ok())
+        .filter(|l| l.starts_with("note:"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{}", out.describe());
+    assert!(
+        notes[0].contains("not in a git repository: the default after_merge lines need one"),
+        "{}",
+        notes[0]
+    );
+}
+
+#[test]
+fn the_after_merge_lines_pass_in_a_repository_without_the_remote() {
+    let (ws, out) = repo_without_remote();
+    let notes: Vec<String> = out
+        .stdout()
+        .lines()
+        .filter(|l| l.starts_with("note:"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(notes.len(), 1, "{}", out.describe());
+    assert!(
+        notes[0].starts_with("note: this repository has no remote origin"),
+        "{}",
+        notes[0]
+    );
+    git(&ws, ws.root(), &["branch", "work/t1"]);
+    let wt = ws.worktree("t1");
+    git(
+        &ws,
+        ws.root(),
+        &[
+            "worktree",
+            "add",
+            "--quiet",
+            wt.to_str().unwrap(),
+            "work/t1",
+        ],
+    );
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    let out = ws.hookq(&["task", "move", "t1", "done.merged"]).ok();
+    assert!(
+        out.stdout()
+            .contains("ran 1 point(s): 3 command(s), 0 failed"),
+        "{}",
+        out.describe()
+    );
+    assert!(!wt.exists());
+    assert!(!local_has(&ws, "work/t1"));
+    let log = std::fs::read_to_string(ws.log_path("t1", "after_merge", 1)).unwrap();
+    assert!(!log.contains("fatal:"), "{log}");
+    assert!(log.contains("no remote origin"), "{log}");
+    // Branch and worktree gone as well: every line still passes.
+    ws.hookq(&["task", "move", "t1", "todo.ready"]).ok();
+    ws.hookq(&["task", "move", "t1", "done.merged"]).ok();
+    let history = ws.history();
+    assert_eq!(history.len(), 6);
+    assert!(history.iter().all(|h| h.outcome == "ok"), "{history:?}");
+}
+
+#[test]
+fn a_refused_push_fails_the_first_line() {
+    let (ws, _) = repo_with_task_branch("origin");
+    let hook = ws.base().join("remote.git/hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\necho refused by policy >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    let out = ws
+        .hookq(&["task", "move", "t1", "done.merged"])
+        .expect_code(0);
+    let warnings = out.warnings();
+    assert_eq!(warnings.len(), 1, "{}", out.describe());
+    assert!(warnings[0].contains("after_merge-01"), "{}", warnings[0]);
+    assert!(remote_has(&ws, "origin", "work/t1"));
+    let log = std::fs::read_to_string(ws.log_path("t1", "after_merge", 1)).unwrap();
+    assert!(log.contains("refused by policy"), "{log}");
+}

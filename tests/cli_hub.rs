@@ -355,3 +355,84 @@ fn a_hook_killed_by_the_same_stop_stays_pending() {
     assert_eq!(ws.lines("out"), ["second"]);
     assert!(ws.pending().is_empty());
 }
+
+/// `queue log` prints a task's hook logs, newest last, each under its file name; `--tail`,
+/// `--point` and `--json` narrow or describe them; an unknown task is not found.
+#[test]
+fn queue_log_prints_a_tasks_logs() {
+    let ws = Ws::init();
+    ws.write_config("after_fail = ['echo first; echo second', 'echo other; exit 3']");
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    ws.hookq(&["task", "move", "t1", "failed.x"]).expect_code(0);
+    let out = ws.hookq(&["queue", "log", "t1"]).ok().stdout();
+    let one = out.find("==> after_fail-01.log <==\n").expect(&out);
+    let two = out.find("==> after_fail-02.log <==\n").expect(&out);
+    assert!(one < two, "{out}");
+    for line in ["first\nsecond\n", "other\n", "--- hookq exit 3"] {
+        assert!(out.contains(line), "{out}");
+    }
+    let tail = ws
+        .hookq(&["queue", "log", "t1", "--tail", "2"])
+        .ok()
+        .stdout();
+    assert!(
+        tail.contains("==> after_fail-01.log <==\nsecond\n--- hookq exit 0"),
+        "{tail}"
+    );
+    assert!(!tail.contains("first"), "{tail}");
+    let none = ws
+        .hookq(&["queue", "log", "t1", "--point", "after_merge"])
+        .ok()
+        .stdout();
+    assert_eq!(none, "no hook logs of after_merge for task t1 yet\n");
+    let json: serde_json::Value =
+        serde_json::from_str(&ws.hookq(&["queue", "log", "t1", "--json"]).ok().stdout()).unwrap();
+    let files = json.as_array().unwrap();
+    assert_eq!(files.len(), 2, "{json}");
+    let log = ws.log_path("t1", "after_fail", 1);
+    assert_eq!(files[0]["path"], log.to_str().unwrap());
+    assert_eq!(
+        files[0]["size"].as_u64(),
+        Some(std::fs::metadata(&log).unwrap().len())
+    );
+    ws.hookq(&["queue", "log", "t9"]).expect_code(4);
+    ws.hookq(&["queue", "log", "t1", "--point", "after_mrge"])
+        .expect_code(2);
+}
+
+/// `queue log --follow` keeps printing what a hub writes, new log files included, and ends
+/// with exit 0 on Ctrl-C.
+#[test]
+fn queue_log_follows_a_hub_until_interrupted() {
+    let ws = Ws::init();
+    ws.write_config(
+        "after_awaiting_human = ['echo one; sleep 1; echo two']\nafter_fail = ['echo failed once']",
+    );
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    ws.hookq(&["task", "move", "t1", "failed.x"]).ok();
+    let mut follow = ws.spawn(&["queue", "log", "t1", "--follow"]);
+    ws.eventually("the follower to print the log there is", || {
+        assert!(!follow.exited(), "{}", follow.stderr_so_far());
+        follow.stdout_so_far().contains("failed once")
+    });
+    let hub = start_hub(&ws);
+    ws.hookq(&["task", "move", "t1", "review.awaiting_human", "--no-run"])
+        .ok();
+    ws.eventually("the follower to print what the hub wrote", || {
+        follow.stdout_so_far().contains("two\n--- hookq exit 0")
+    });
+    follow.signal(Signal::INT);
+    let out = follow.wait_within(STOP);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let text = out.stdout();
+    assert!(
+        text.contains("==> after_awaiting_human-01.log <==\n--- hookq ")
+            && text.contains("one\ntwo\n"),
+        "{text}"
+    );
+    assert!(
+        text.find("after_fail-01.log").unwrap() < text.find("after_awaiting_human-01").unwrap(),
+        "{text}"
+    );
+    stop_cleanly(hub);
+}

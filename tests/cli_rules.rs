@@ -335,3 +335,64 @@ fn task_show_lists_the_pending_points_and_says_when_there_are_more() {
     assert_eq!(v["pending"].as_array().unwrap().len(), 1000);
     assert_eq!(v["more_pending"], true);
 }
+
+/// A plan exists only through its tasks: cancelling one that has none (a misspelt id) changes
+/// nothing, exits 0, and says so rather than report a cancel of zero tasks.
+#[test]
+fn cancelling_a_plan_with_no_tasks_says_so() {
+    let ws = ws();
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    let before = ws.snapshot();
+    let out = ws.hookq(&["plan", "cancel", "nosuchplan"]).expect_code(0);
+    assert_eq!(
+        out.warnings(),
+        ["warning: plan nosuchplan has no tasks; nothing cancelled"],
+        "{}",
+        out.describe()
+    );
+    assert!(!out.stdout().contains("cancelled 0"), "{}", out.describe());
+    assert_eq!(ws.snapshot(), before);
+}
+
+/// An attempt is written one way everywhere, as `ARC_ATTEMPT` spells it: `<task>-<n>`.
+#[test]
+fn an_attempt_is_task_dash_n_everywhere() {
+    let ws = ws();
+    ws.hookq(&["task", "add", "t42", "--plan", "p"]).ok();
+    ws.hookq(&["task", "move", "t42", "failed.x", "--attempt", "t42-3"])
+        .ok();
+    let list = ws.hookq(&["task", "list"]).ok();
+    let row = list.stdout().lines().nth(1).unwrap().to_owned();
+    assert_eq!(
+        row.split_whitespace().nth(3),
+        Some("t42-3"),
+        "{}",
+        list.describe()
+    );
+    let show = ws.hookq(&["task", "show", "t42"]).ok();
+    assert!(
+        show.stdout().contains("attempt  t42-3\n"),
+        "{}",
+        show.describe()
+    );
+    let list: serde_json::Value =
+        serde_json::from_str(&ws.hookq(&["task", "list", "--json"]).ok().stdout()).unwrap();
+    assert_eq!(list[0]["attempt"], "t42-3", "{list}");
+    let show: serde_json::Value =
+        serde_json::from_str(&ws.hookq(&["task", "show", "t42", "--json"]).ok().stdout()).unwrap();
+    assert_eq!(show["task"]["attempt"], "t42-3", "{show}");
+    // The number alone is still taken, and another task's attempt is refused.
+    ws.hookq(&["task", "move", "t42", "todo.ready", "--attempt", "4"])
+        .ok();
+    let show: serde_json::Value =
+        serde_json::from_str(&ws.hookq(&["task", "show", "t42", "--json"]).ok().stdout()).unwrap();
+    assert_eq!(show["task"]["attempt"], "t42-4", "{show}");
+    let out = ws
+        .hookq(&["task", "move", "t42", "failed.x", "--attempt", "t41-5"])
+        .expect_code(2);
+    assert!(
+        out.stderr().contains("invalid attempt \"t41-5\""),
+        "{}",
+        out.describe()
+    );
+}

@@ -24,6 +24,9 @@ macro_rules! errln {
 #[allow(dead_code, unused_imports)]
 #[path = "../src/cli/mod.rs"]
 mod cli;
+#[allow(dead_code)]
+#[path = "../examples/quickstart/cli.rs"]
+mod quickstart_cli;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -118,6 +121,32 @@ fn quick_start_is_the_two_commands() {
     assert_eq!(
         block,
         "cargo run --release --example quickstart\ncargo test --locked\n"
+    );
+}
+
+/// After the quick start's first command there is a `hookq` to type: the tour builds it beside
+/// itself, in the same profile, and the README says where that is and how to put it on `PATH`.
+#[test]
+fn the_quick_start_leaves_the_cli_where_the_readme_says() {
+    let example = Path::new("/src/hookq/target/release/examples/quickstart");
+    assert_eq!(
+        quickstart_cli::binary_beside(example).as_deref(),
+        Some(Path::new("/src/hookq/target/release/hookq"))
+    );
+    assert_eq!(
+        quickstart_cli::build_args(true),
+        ["build", "--locked", "--bin", "hookq", "--release"]
+    );
+    let quick = section(&page("README.md"), "Quick start");
+    assert!(quick.contains("`target/release/hookq`"), "{quick}");
+    assert!(
+        quick.contains("`cargo install --locked --path .`"),
+        "{quick}"
+    );
+    let tour = std::fs::read_to_string(root().join("examples/quickstart/main.rs")).unwrap();
+    assert!(
+        tour.contains("cli::build()") && tour.contains("cli::tell(&built)"),
+        "the tour builds the CLI and ends saying where it is"
     );
 }
 
@@ -405,5 +434,126 @@ fn documents_describe_what_is() {
                 n + 1
             );
         }
+    }
+}
+
+/// Every "N of M" (or "N of its M") with both numbers written in digits in `text`.
+fn counts(text: &str) -> Vec<(u32, u32)> {
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | ':' | '.'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut out = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        if *w != "of" || i == 0 {
+            continue;
+        }
+        let mut next = i + 1;
+        if words.get(next) == Some(&"its") {
+            next += 1;
+        }
+        if let (Ok(n), Some(Ok(m))) = (
+            words[i - 1].parse::<u32>(),
+            words.get(next).map(|w| w.parse::<u32>()),
+        ) {
+            out.push((n, m));
+        }
+    }
+    out
+}
+
+/// Every `YYYY-MM-DD HH:MM UTC` in `text`.
+fn run_times(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
+    (0..b.len().saturating_sub(19))
+        .filter(|&i| {
+            let s = &b[i..i + 20];
+            let digits = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15];
+            digits.iter().all(|&d| s[d].is_ascii_digit())
+                && s[4] == b'-'
+                && s[7] == b'-'
+                && s[10] == b' '
+                && s[13] == b':'
+                && &s[16..20] == b" UTC"
+                && (i == 0 || !b[i - 1].is_ascii_digit())
+        })
+        .map(|i| text[i..i + 20].to_owned())
+        .collect()
+}
+
+/// BENCHMARKS.md names one run and gives its figures once: the counts of targets met that it
+/// states are those of the table it shows, every time it names a run it is that one, and no
+/// other table repeats the run's figures.
+#[test]
+fn benchmarks_state_one_run_and_agree_with_its_table() {
+    let page = Page {
+        name: "BENCHMARKS.md".to_owned(),
+        text: std::fs::read_to_string(root().join("BENCHMARKS.md")).expect("BENCHMARKS.md"),
+    };
+    let last = section(&page, "Last full run");
+    let table = last
+        .split("```text\n")
+        .nth(1)
+        .and_then(|t| t.split("```").next())
+        .expect("the last full run's table");
+    let mut results = Vec::new();
+    for line in table.lines().skip_while(|l| !l.starts_with("--")).skip(1) {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        let (Some(id), Some(result)) = (cells.first(), cells.last()) else {
+            break;
+        };
+        results.push((id.to_string(), result.to_string()));
+    }
+    let met = results.iter().filter(|(_, r)| r == "PASS").count() as u32;
+    let missed: Vec<&str> = results
+        .iter()
+        .filter(|(_, r)| r == "MISS")
+        .map(|(id, _)| id.as_str())
+        .collect();
+    let targets = met + missed.len() as u32;
+    assert!(
+        targets >= 20 && results.len() > 25,
+        "the walk found the rows"
+    );
+
+    let stated = counts(&page.text);
+    assert!(
+        stated.contains(&(met, targets)),
+        "BENCHMARKS.md never states {met} of {targets}"
+    );
+    for (n, m) in stated {
+        assert_eq!(
+            (n, m),
+            (met, targets),
+            "BENCHMARKS.md states {n} of {m}; its table shows {met} of {targets} targets met"
+        );
+    }
+    let stands = section(&page, "Where it stands");
+    let all_but = match missed.as_slice() {
+        [] => "all of them".to_owned(),
+        [one] => format!("all but {one}"),
+        [init @ .., last] => format!("all but {} and {last}", init.join(", ")),
+    };
+    assert!(
+        stands.contains(&all_but),
+        "\"Where it stands\" does not say {all_but:?}"
+    );
+
+    let times = run_times(&page.text);
+    let run = run_times(&stands);
+    assert_eq!(run.len(), 1, "\"Where it stands\" names one run: {run:?}");
+    assert!(
+        run_times(&last).contains(&run[0]),
+        "\"Last full run\" is the run \"Where it stands\" names"
+    );
+    assert!(
+        times.iter().all(|t| *t == run[0]),
+        "every run named is the one: {times:?}"
+    );
+    for line in page.text.lines().filter(|l| l.starts_with("| id ")) {
+        assert!(
+            !line.to_lowercase().contains("last full run"),
+            "a table repeats the run's figures: {line}"
+        );
     }
 }

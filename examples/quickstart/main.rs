@@ -13,8 +13,13 @@
 //! worktree created with a post-create hook, its outcome ledger, and the worktree removed. The
 //! folder is removed at the end unless `KEEP=1` is set, so you can look at it with the `hookq`
 //! CLI afterwards.
+//!
+//! It first builds the `hookq` binary beside it (`cargo build --bin hookq`, same profile, which
+//! `cargo run --example` alone does not), runs it on the tour's workspace at the end, and says
+//! where it is and how to put it on `PATH` (`cargo install --locked --path .`).
 
 mod agent;
+mod cli;
 mod lifecycle;
 
 use std::error::Error;
@@ -53,16 +58,19 @@ const HOOKS: &[(&str, &[&str])] = &[
 struct Scratch {
     root: PathBuf,
     keep: bool,
+    /// The `hookq` binary, to name in the hint.
+    hookq: Option<PathBuf>,
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
         if self.keep {
             println!("\nKEEP=1: the workspace stays at {}", self.root.display());
-            println!(
-                "  try: cargo run -- -C {} queue history",
-                self.root.display()
-            );
+            let hookq = self
+                .hookq
+                .as_ref()
+                .map_or("hookq".into(), |p| p.display().to_string());
+            println!("  try: {hookq} -C {} queue history", self.root.display());
         } else if let Err(e) = std::fs::remove_dir_all(&self.root) {
             eprintln!("could not remove {}: {e}", self.root.display());
         }
@@ -70,6 +78,11 @@ impl Drop for Scratch {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
+    let built = cli::build();
+    if let Err(why) = &built {
+        println!("The hookq command line is not built: {why}; the tour goes on without it.");
+    }
+    println!();
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH)?.as_nanos();
     let root =
         std::env::temp_dir().join(format!("hookq-quickstart-{}-{nanos}", std::process::id()));
@@ -77,6 +90,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let scratch = Scratch {
         root: root.clone(),
         keep: std::env::var_os("KEEP").is_some_and(|v| v == "1"),
+        hookq: built.as_ref().ok().cloned(),
     };
     let ws = Workspace::at(&scratch.root);
 
@@ -222,8 +236,14 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     agent::tour(&root)?;
     lifecycle::tour(&root)?;
-    println!();
-    println!("Next: README.md's tour of the CLI, then docs/ for each model.");
+    if let Ok(binary) = &built {
+        println!();
+        println!("The queue's workspace through the CLI");
+        println!("-------------------------------------");
+        cli::show(binary, &root, &["task", "list"]);
+        cli::show(binary, &root, &["queue", "log", "t3", "--tail", "3"]);
+    }
+    cli::tell(&built);
     drop(scratch);
     Ok(())
 }

@@ -1,11 +1,13 @@
 //! The top-level parser, workspace resolution and dispatch.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, Subcommand};
 
 use crate::cli::error::Error;
 use hookq::exec::Stop;
+use hookq::queue::config::Config;
 use hookq::queue::store::{Store, StoreOptions};
 use hookq::queue::workspace::{NotFound, Workspace};
 
@@ -91,6 +93,18 @@ impl Ctx {
         let db = ws.db_path();
         let store = Store::open_with(&db, store_options()?).map_err(|e| Error::store(&db, e))?;
         Ok((ws, store))
+    }
+}
+
+/// Prints the config's near-miss keys as `warning:` lines, the first time a command of this
+/// process loaded it (a hub re-reads the config on every pass: once is enough).
+pub(super) fn warn_config(cfg: &Config) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if cfg.warnings().is_empty() || WARNED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    for w in cfg.warnings() {
+        errln!("warning: {w}");
     }
 }
 

@@ -6,7 +6,7 @@ use crate::cli::error::Error;
 use hookq::queue::config::Config;
 use hookq::queue::phase::Point;
 
-use super::app::Ctx;
+use super::app::{Ctx, warn_config};
 use super::output;
 
 /// Validate config.toml and print the hooks each point would run.
@@ -20,6 +20,8 @@ pub(super) struct Args {
 #[derive(Serialize)]
 struct Checked<'a> {
     config: String,
+    /// Keys hookq does not read, a typo away from one it does.
+    warnings: Vec<String>,
     hooks: Vec<(Point, &'a [String])>,
     target_branch: &'a str,
     command_timeout_secs: u64,
@@ -33,8 +35,10 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let ws = ctx.workspace()?;
     let path = ws.config_path();
     let cfg = Config::load(&path)?;
+    warn_config(&cfg);
     let checked = Checked {
         config: path.display().to_string(),
+        warnings: cfg.warnings().iter().map(ToString::to_string).collect(),
         hooks: Point::ALL.iter().map(|&p| (p, cfg.hooks(p))).collect(),
         target_branch: cfg.target_branch(),
         command_timeout_secs: cfg.gate.command_timeout.as_secs(),

@@ -26,6 +26,9 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let stop = stop_on_signals();
     let (ws, mut store) = ctx.open()?;
     let mut drainer = Drainer::new(ws.clone(), stop).jobs(usize::from(args.jobs));
+    if let Ok(cfg) = drainer.config() {
+        super::app::warn_config(&cfg);
+    }
     let opts = HubOptions {
         poll: Duration::from_millis(args.poll_ms),
         ..HubOptions::default()

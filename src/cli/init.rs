@@ -2,7 +2,7 @@
 
 use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::cli::error::Error;
 use hookq::queue::config::initial_config;
@@ -97,7 +97,116 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         );
     }
     outln!("database {}", db.display());
+    git_notes(&ws, &args.remote);
     Ok(())
+}
+
+/// What `init` says about the git repository around the workspace: it keeps the state dir out
+/// of `git status` (through `.git/info/exclude`, which is the clone's own, never a tracked
+/// `.gitignore`), and says what the default `after_merge` lines will not find. Problems here
+/// are notes, not failures: the workspace is usable without git.
+fn git_notes(ws: &Workspace, remote: &str) {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(ws.root())
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+    };
+    let top = match git(&["rev-parse", "--show-toplevel"]) {
+        Ok(out) if out.status.success() => {
+            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim_end_matches('\n'))
+        }
+        Ok(_) => {
+            outln!(
+                "note: {} is not in a git repository: the default after_merge lines need one (they delete the task's branch and worktree with git)",
+                ws.root().display()
+            );
+            return;
+        }
+        Err(e) => {
+            outln!(
+                "note: cannot run git ({e}): the default after_merge lines need git and a repository"
+            );
+            return;
+        }
+    };
+    match exclude_state_dir(ws, &top, &git) {
+        Ok(Some((pattern, file))) => outln!(
+            "added {pattern} to {} (git ignores the state dir)",
+            file.display()
+        ),
+        Ok(None) => {}
+        Err(e) => outln!("note: the state dir is not kept out of git status: {e}"),
+    }
+    // `git remote get-url` exits 2 for a remote that is not configured.
+    if git(&["remote", "get-url", remote]).is_ok_and(|o| o.status.code() == Some(2)) {
+        outln!(
+            "note: this repository has no remote {remote}: the first after_merge line skips the remote branch until it has one (or init --remote NAME names another)"
+        );
+    }
+}
+
+/// Appends the state dir to the repository's `info/exclude` unless git ignores it already.
+/// The pattern and the file it went into, when it added one.
+fn exclude_state_dir(
+    ws: &Workspace,
+    top: &Path,
+    git: &dyn Fn(&[&str]) -> std::io::Result<std::process::Output>,
+) -> Result<Option<(String, PathBuf)>, String> {
+    let state = ws.state_dir();
+    let state_arg = state.to_string_lossy();
+    if git(&["check-ignore", "--quiet", "--no-index", &state_arg]).is_ok_and(|o| o.status.success())
+    {
+        return Ok(None);
+    }
+    let top = std::fs::canonicalize(top).map_err(|e| format!("{}: {e}", top.display()))?;
+    let rel = state
+        .strip_prefix(&top)
+        .map_err(|_| format!("{} is not under {}", state.display(), top.display()))?;
+    let pattern = format!("/{}/", rel.to_string_lossy());
+    // In a linked worktree this is the main repository's file, which git reads for every
+    // worktree.
+    let out = git(&["rev-parse", "--git-path", "info/exclude"]).map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err("git rev-parse --git-path info/exclude failed".into());
+    }
+    let file = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim_end_matches('\n'));
+    let file = if file.is_absolute() {
+        file
+    } else {
+        ws.root().join(file)
+    };
+    // `../.git/info/exclude` from a subfolder: named plainly in what init prints.
+    let file = match (file.parent().map(std::fs::canonicalize), file.file_name()) {
+        (Some(Ok(dir)), Some(name)) => dir.join(name),
+        _ => file,
+    };
+    let old = match std::fs::read(&file) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+    };
+    let mut add = String::new();
+    if !old.is_empty() && !old.ends_with(b"\n") {
+        add.push('\n');
+    }
+    add.push_str(&pattern);
+    add.push('\n');
+    let write = || -> std::io::Result<()> {
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&file)?
+            .write_all(add.as_bytes())
+    };
+    write().map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    Ok(Some((pattern, file)))
 }
 
 /// Writes `bytes` to `path` unless it exists, whole or not at all: into a file of its own

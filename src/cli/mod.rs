@@ -7,6 +7,7 @@ mod completions;
 pub(crate) mod error;
 mod hub;
 mod init;
+mod log;
 mod man;
 pub(crate) mod output;
 mod plan;

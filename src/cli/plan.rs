@@ -27,7 +27,17 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
     let moved = store
         .write(|tx| record::cancel_plan(tx, &plan))
         .map_err(|e| Error::store(ws.db_path(), e))?;
-    outln!("plan {plan}: cancelled {} task(s)", moved.len());
+    // A plan exists only through its tasks: a misspelt id cancels nothing, silently otherwise.
+    if moved.is_empty()
+        && store
+            .tasks(Some(plan.as_str()))
+            .map_err(|e| Error::store(ws.db_path(), e))?
+            .is_empty()
+    {
+        errln!("warning: plan {plan} has no tasks; nothing cancelled");
+    } else {
+        outln!("plan {plan}: cancelled {} task(s)", moved.len());
+    }
     // Like every owner transition, even one that ended no task: what is pending runs.
     if !no_run {
         drain_if_free(&ws, &mut store);

@@ -50,6 +50,23 @@ enum Sub {
         #[arg(long)]
         json: bool,
     },
+    /// Print the log files of a task's hook runs, newest last, each under its file name.
+    Log {
+        /// Task id.
+        task: String,
+        /// Only this point's logs (`after_merge`, `after_fail`, ...).
+        #[arg(long, value_name = "P")]
+        point: Option<String>,
+        /// Only the last N lines of each file.
+        #[arg(long, value_name = "N")]
+        tail: Option<usize>,
+        /// Keep printing what is appended (and new log files) until Ctrl-C, SIGTERM or SIGHUP.
+        #[arg(long, short = 'f', conflicts_with = "json")]
+        follow: bool,
+        /// Print the files' paths and sizes as JSON instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// Remove a pending point without running it (kept in history as `dropped`).
     Drop {
         /// Occurrence id.
@@ -139,6 +156,30 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
             print_history(&rows);
             Ok(())
         }
+        Some(Sub::Log {
+            task,
+            point,
+            tail,
+            follow,
+            json,
+        }) => {
+            let task = TaskId::new(task).map_err(|e| Error::Usage(e.to_string()))?;
+            let point = point
+                .map(|p| p.parse::<Point>())
+                .transpose()
+                .map_err(|e| Error::Usage(e.to_string()))?;
+            super::log::run(
+                &ws,
+                &store,
+                &task,
+                super::log::Options {
+                    point,
+                    tail,
+                    follow,
+                    json: json || (args.json && !follow),
+                },
+            )
+        }
         Some(Sub::Drop { id }) => {
             let e = store.drop_entry(id).map_err(dberr)?;
             outln!(
@@ -206,7 +247,10 @@ fn show(
     }
     let (commands, config_error) = match pending.as_ref().map(|p| p.point.parse::<Point>()) {
         Some(Ok(point)) => match Config::load(&ws.config_path()) {
-            Ok(cfg) => (Some(cfg.hooks(point).to_vec()), None),
+            Ok(cfg) => {
+                super::app::warn_config(&cfg);
+                (Some(cfg.hooks(point).to_vec()), None)
+            }
             Err(e) => (None, Some(e.to_string())),
         },
         _ => (None, None),

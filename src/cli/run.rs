@@ -42,6 +42,9 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         return Err(Error::Locked { path, holder });
     };
     let mut drainer = Drainer::new(ws.clone(), stop).jobs(usize::from(args.jobs));
+    if let Ok(cfg) = drainer.config() {
+        super::app::warn_config(&cfg);
+    }
     let report = drainer
         .drain_and_release(&mut store, lock)
         .map_err(|e| Error::drain(ws.db_path(), e))?;

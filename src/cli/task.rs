@@ -38,9 +38,9 @@ pub(super) enum Command {
         /// The sha the merge put on the target branch (`ARC_MERGED_SHA`).
         #[arg(long, value_name = "SHA")]
         merged_sha: Option<String>,
-        /// The task's current attempt (`ARC_ATTEMPT=<task>-<N>`).
+        /// The task's current attempt, `<task>-<N>` or `N` alone (`ARC_ATTEMPT=<task>-<N>`).
         #[arg(long, value_name = "N")]
-        attempt: Option<u32>,
+        attempt: Option<String>,
         /// Only record; leave the points for a hub or the next `hookq run`.
         #[arg(long)]
         no_run: bool,
@@ -95,6 +95,7 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
             if let Some(sha) = &merged_sha {
                 record::validate_sha(sha).map_err(usage)?;
             }
+            let attempt = attempt.map(|a| parse_attempt(&task, &a)).transpose()?;
             let facts = MoveFacts {
                 merged_sha,
                 attempt,
@@ -116,7 +117,7 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
                 .tasks(plan.as_ref().map(PlanId::as_str))
                 .map_err(|e| Error::store(ws.db_path(), e))?;
             if json {
-                return output::json(&tasks);
+                return output::json(&tasks.iter().map(TaskView::from).collect::<Vec<_>>());
             }
             let now = now_ms();
             let rows: Vec<Vec<String>> = tasks
@@ -126,7 +127,7 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
                         t.id.clone(),
                         t.plan.clone(),
                         t.phase.clone(),
-                        t.attempt.to_string(),
+                        attempt(t),
                         output::age(t.updated_ms, now),
                     ]
                 })
@@ -149,7 +150,7 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
             let history = store.history(Some(task.as_str()), None, 20).map_err(db)?;
             show(
                 Shown {
-                    task: row,
+                    task: TaskView::from(&row),
                     pending,
                     more_pending,
                     history,
@@ -191,6 +192,9 @@ pub(super) fn drain_if_free(ws: &Workspace, store: &mut Store) {
         }
     };
     let mut drainer = Drainer::new(ws.clone(), stop);
+    if let Ok(cfg) = drainer.config() {
+        super::app::warn_config(&cfg);
+    }
     match drainer.drain_and_release(store, lock) {
         Ok(r) => {
             if let Some(line) = output::ran(&r) {
@@ -207,16 +211,83 @@ pub(super) fn drain_if_free(ws: &Workspace, store: &mut Store) {
 /// The most pending points `task show` lists; `queue` lists the rest.
 const SHOWN_PENDING: usize = 1000;
 
+/// `--attempt`: `<task>-<n>`, as every listing shows it, or the number alone.
+fn parse_attempt(task: &TaskId, arg: &str) -> Result<u32, Error> {
+    let n = arg
+        .strip_prefix(task.as_str())
+        .and_then(|rest| rest.strip_prefix('-'))
+        .unwrap_or(arg);
+    if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+        return n.parse().map_err(|_| {
+            Error::Usage(format!(
+                "invalid attempt {arg:?}: more than {} attempts",
+                u32::MAX
+            ))
+        });
+    }
+    Err(Error::Usage(format!(
+        "invalid attempt {arg:?}: expected {task}-N or N"
+    )))
+}
+
+/// A task's attempt as `ARC_ATTEMPT` spells it: `<task>-<n>`.
+fn attempt(t: &TaskRow) -> String {
+    format!("{}-{}", t.id, t.attempt)
+}
+
+/// A task as `--json` shows it: the stored row, with the attempt spelt as everywhere else.
 #[derive(Serialize)]
-struct Shown {
-    task: TaskRow,
+struct TaskView<'a> {
+    id: &'a str,
+    plan: &'a str,
+    phase: &'a str,
+    /// `<task>-<n>`.
+    attempt: String,
+    merged_sha: Option<&'a str>,
+    created_ms: i64,
+    updated_ms: i64,
+}
+
+impl<'a> From<&'a TaskRow> for TaskView<'a> {
+    fn from(t: &'a TaskRow) -> Self {
+        Self {
+            id: &t.id,
+            plan: &t.plan,
+            phase: &t.phase,
+            attempt: attempt(t),
+            merged_sha: t.merged_sha.as_deref(),
+            created_ms: t.created_ms,
+            updated_ms: t.updated_ms,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attempt_is_task_dash_n_or_n() {
+        let t = TaskId::new("t42").unwrap();
+        assert_eq!(parse_attempt(&t, "t42-3").unwrap(), 3);
+        assert_eq!(parse_attempt(&t, "3").unwrap(), 3);
+        assert_eq!(parse_attempt(&t, "0").unwrap(), 0);
+        for bad in ["t41-3", "t42-", "t42", "-1", "", "3x", "99999999999"] {
+            assert!(parse_attempt(&t, bad).is_err(), "{bad}");
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Shown<'a> {
+    task: TaskView<'a>,
     pending: Vec<PendingRow>,
     /// More of the task's points are pending than `pending` lists.
     more_pending: bool,
     history: Vec<HistoryRow>,
 }
 
-fn show(shown: Shown, json: bool) -> Result<(), Error> {
+fn show(shown: Shown<'_>, json: bool) -> Result<(), Error> {
     if json {
         return output::json(&shown);
     }
@@ -229,8 +300,8 @@ fn show(shown: Shown, json: bool) -> Result<(), Error> {
     outln!("task     {}", task.id);
     outln!("plan     {}", task.plan);
     outln!("phase    {}", task.phase);
-    outln!("attempt  {}-{}", task.id, task.attempt);
-    outln!("merged   {}", output::or_dash(task.merged_sha.as_deref()));
+    outln!("attempt  {}", task.attempt);
+    outln!("merged   {}", output::or_dash(task.merged_sha));
     outln!("created  {}", output::time(task.created_ms));
     outln!("changed  {}", output::time(task.updated_ms));
     outln!();

@@ -7,6 +7,7 @@ pub mod env;
 pub mod hub;
 pub mod ids;
 pub mod lock;
+pub mod logs;
 pub mod phase;
 pub mod record;
 pub mod starts;

@@ -636,6 +636,11 @@ impl Running {
         self.child.try_wait().unwrap().is_some()
     }
 
+    /// Its stdout so far.
+    pub fn stdout_so_far(&self) -> String {
+        String::from_utf8_lossy(&std::fs::read(&self.out_path).unwrap()).into_owned()
+    }
+
     /// Its stderr so far.
     pub fn stderr_so_far(&self) -> String {
         String::from_utf8_lossy(&std::fs::read(&self.err_path).unwrap()).into_owned()

@@ -1,4 +1,4 @@
-//! `config.toml`: parsed from spans so every error names the file, the line and the key.
+//! Parsing `config.toml` from spans, so every error names the file, the line and the key.
 //!
 //! `[repository]`, `[integration]` and `[gate]` are shared with the arc task runner, which keeps
 //! keys of its own there, so unknown keys in them are ignored; the keys hookq reads are checked.
@@ -7,8 +7,7 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 use toml::Spanned;
@@ -46,6 +45,34 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+}
+
+/// A key in a table hookq shares with the arc runner that hookq does not read but that is a typo
+/// away from one it does (`gate.comand_timeout_secs`): not an error, since the table is also
+/// arc's, but worth a `warning:` line, since hookq goes on with the key's default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigWarning {
+    /// The config file.
+    pub path: PathBuf,
+    /// The 1-based line of the key.
+    pub line: usize,
+    /// The dotted key as written (escaped to one line).
+    pub key: String,
+    /// The dotted key hookq reads that it is near.
+    pub meant: String,
+}
+
+impl std::fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}: {}: not a key hookq reads; did you mean {}?",
+            self.path.display(),
+            self.line,
+            self.key,
+            self.meant
+        )
+    }
 }
 
 /// `[repository]`.
@@ -89,6 +116,8 @@ pub struct Config {
     /// `[queue]`.
     pub queue: Queue,
     hooks: [Vec<String>; 5],
+    #[serde(skip)]
+    warnings: Vec<ConfigWarning>,
 }
 
 impl Default for Config {
@@ -109,6 +138,7 @@ impl Default for Config {
                 keep_history_days: 30,
             },
             hooks: Default::default(),
+            warnings: Vec::new(),
         }
     }
 }
@@ -122,6 +152,12 @@ impl Config {
     /// Sets the command lines for `point`.
     pub fn set_hooks(&mut self, point: Point, lines: Vec<String>) {
         self.hooks[point as usize] = lines;
+    }
+
+    /// Keys of the shared tables that hookq does not read but that are a typo away from one it
+    /// does, in the order of the file.
+    pub fn warnings(&self) -> &[ConfigWarning] {
+        &self.warnings
     }
 
     /// The branch merges target: `integration.target_branch`, else `repository.main_branch`.
@@ -143,7 +179,7 @@ impl Config {
     }
 }
 
-fn read_bounded(path: &Path) -> Result<Vec<u8>, ConfigError> {
+pub(super) fn read_bounded(path: &Path) -> Result<Vec<u8>, ConfigError> {
     use std::io::Read;
     let read_err = |source| ConfigError::Read {
         path: path.to_path_buf(),
@@ -171,6 +207,16 @@ struct Parser<'a> {
 }
 
 type Table<'i> = DeTable<'i>;
+
+/// The keys hookq reads in the tables it shares with the arc runner.
+const SHARED_KEYS: [(&str, &[&str]); 3] = [
+    ("repository", &["main_branch", "remote"]),
+    ("integration", &["target_branch"]),
+    (
+        "gate",
+        &["command_timeout_secs", "kill_grace_secs", "max_log_bytes"],
+    ),
+];
 
 /// The top-level tables hookq owns (`[repository]`, `[integration]` and `[gate]` it shares with
 /// the arc runner).
@@ -284,7 +330,10 @@ impl<'a> Parser<'a> {
                 ));
             }
         }
-        let mut cfg = Config::default();
+        let mut cfg = Config {
+            warnings: self.near_misses(doc),
+            ..Config::default()
+        };
 
         if let Some(t) = self.table(doc, "repository")? {
             if let Some(v) = self.string(t, "repository", "main_branch")? {
@@ -332,6 +381,42 @@ impl<'a> Parser<'a> {
             }
         }
         Ok(cfg)
+    }
+
+    /// The keys of the shared tables a typo away from one hookq reads (arc's own keys, further
+    /// away, are left alone).
+    fn near_misses(&self, doc: &Table<'a>) -> Vec<ConfigWarning> {
+        let mut out = Vec::new();
+        for (section, known) in SHARED_KEYS {
+            let Some(DeValue::Table(t)) = doc.get(section).map(Spanned::get_ref) else {
+                continue;
+            };
+            for (k, _) in t.iter() {
+                let name = k.get_ref().as_ref();
+                if known.contains(&name) {
+                    continue;
+                }
+                if let Some(meant) = known.iter().find(|known| near(name, known)) {
+                    let key = format!("{section}.{name}");
+                    if let ConfigError::Invalid {
+                        path,
+                        line: Some(line),
+                        key: Some(key),
+                        ..
+                    } = self.err(Some(k.span()), Some(&key), "")
+                    {
+                        out.push(ConfigWarning {
+                            path,
+                            line,
+                            key,
+                            meant: format!("{section}.{meant}"),
+                        });
+                    }
+                }
+            }
+        }
+        out.sort_by_key(|w| w.line);
+        out
     }
 
     fn table<'t>(
@@ -487,213 +572,6 @@ impl<'a> Parser<'a> {
         }
         Ok(Some(out))
     }
-}
-
-/// How long `config.toml` must have been unmodified before the drain trusts what it reads.
-pub const SETTLE: Duration = Duration::from_millis(300);
-/// The longest the drain waits for a `config.toml` that keeps changing.
-pub const SETTLE_LIMIT: Duration = Duration::from_secs(5);
-/// How old a file's change time must be before `stat` alone may vouch for its contents: longer
-/// than the coarsest time stamps a file system keeps (FAT's two seconds), so a later write cannot
-/// leave the times as they were.
-const STAT_TRUST_AGE: Duration = Duration::from_secs(3);
-
-/// Re-reads `config.toml` each time it is asked, and re-parses it only when its bytes changed.
-///
-/// The drain asks before every point, so a config edited between recording and running applies.
-/// While `stat` shows the same file, unchanged for a while, the config read last is used without
-/// reading the file again.
-#[derive(Debug)]
-pub struct ConfigSource {
-    path: PathBuf,
-    last: Option<(Vec<u8>, Arc<Config>)>,
-    /// The file version `last` was read from, when `stat` can vouch for it.
-    trusted: Option<FileVersion>,
-}
-
-impl ConfigSource {
-    /// A source reading `path`.
-    pub fn new(path: PathBuf) -> Self {
-        Self {
-            path,
-            last: None,
-            trusted: None,
-        }
-    }
-
-    /// The file this source reads.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The configuration as the file says now. A missing file is an error: `hookq init` writes one.
-    ///
-    /// A file being rewritten in place can be read half-written, and a half-written config can
-    /// parse as valid with a point's commands missing, which would clear points without running
-    /// them. So a read that differs from the last one trusted is confirmed by a second read
-    /// [`SETTLE`] later (and again, up to [`SETTLE_LIMIT`], while it keeps changing). The first
-    /// read in a process is trusted at once when the file was last changed longer than
-    /// [`SETTLE`] ago and did not change while it was read.
-    ///
-    /// When `stat` shows the very version read last (same file, length, modification and change
-    /// times) and that version was already older than any file system's time stamp granularity
-    /// when it was read, the file is not read again: any write since would have changed its
-    /// change time.
-    pub fn current(&mut self) -> Result<Arc<Config>, ConfigError> {
-        let version = FileVersion::of(&self.path);
-        if let (Some(v), Some(t), Some((_, cfg))) = (version, self.trusted, &self.last)
-            && v == t
-        {
-            return Ok(Arc::clone(cfg));
-        }
-        self.trusted = None;
-        let bytes = self.read_settled(version)?;
-        let cfg = match &self.last {
-            Some((old, cfg)) if *old == bytes => Arc::clone(cfg),
-            _ => {
-                let cfg = Arc::new(Config::parse(&self.path, &bytes)?);
-                self.last = Some((bytes, Arc::clone(&cfg)));
-                cfg
-            }
-        };
-        // Vouch for this version only if it is old enough and did not change around the read
-        // (a young file is read every time, so it needs no second `stat`).
-        self.trusted = version
-            .filter(|v| v.age() >= STAT_TRUST_AGE && Some(*v) == FileVersion::of(&self.path));
-        Ok(cfg)
-    }
-
-    /// Reads the file, whose version was `before` just now.
-    fn read_settled(&self, before: Option<FileVersion>) -> Result<Vec<u8>, ConfigError> {
-        let deadline = Instant::now() + SETTLE_LIMIT;
-        let mut bytes = read_bounded(&self.path)?;
-        match &self.last {
-            Some((old, _)) if *old == bytes => return Ok(bytes),
-            None if before.is_some_and(|v| v.age() >= SETTLE)
-                && FileVersion::of(&self.path) == before =>
-            {
-                return Ok(bytes);
-            }
-            _ => {}
-        }
-        while Instant::now() < deadline {
-            std::thread::sleep(SETTLE);
-            let again = read_bounded(&self.path)?;
-            if again == bytes {
-                break;
-            }
-            bytes = again;
-        }
-        Ok(bytes)
-    }
-}
-
-/// A version of a file as far as `stat` can tell: which file (device and inode), its length,
-/// and its modification and change times. The hub compares versions to notice an edited
-/// `config.toml`; the drain uses them to skip re-reading an unchanged one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileVersion {
-    dev: u64,
-    ino: u64,
-    len: u64,
-    modified: (i64, i64),
-    changed: (i64, i64),
-}
-
-impl FileVersion {
-    /// The version of the file at `path` now; `None` when it cannot be read (the read that
-    /// follows reports why).
-    pub fn of(path: &Path) -> Option<Self> {
-        use std::os::unix::fs::MetadataExt;
-        let m = std::fs::metadata(path).ok()?;
-        Some(Self {
-            dev: m.dev(),
-            ino: m.ino(),
-            len: m.len(),
-            modified: (m.mtime(), m.mtime_nsec()),
-            changed: (m.ctime(), m.ctime_nsec()),
-        })
-    }
-
-    /// How long ago the file was last modified or changed (a time in the future counts as long
-    /// ago).
-    fn age(&self) -> Duration {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        let latest = self.modified.max(self.changed);
-        let then = Duration::new(
-            u64::try_from(latest.0).unwrap_or(0),
-            u32::try_from(latest.1).unwrap_or(0),
-        );
-        now.checked_sub(then).unwrap_or(Duration::MAX)
-    }
-}
-
-/// `s` as a TOML basic string: quoted, with `"`, `\` and control characters escaped.
-pub fn toml_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// The config `hookq init` writes, naming `remote` and `main_branch`. `remote` also goes into
-/// the default `after_merge` lines as it is, so it must be a plain name
-/// (`[A-Za-z0-9][A-Za-z0-9._-]*`, which `hookq init` checks).
-pub fn initial_config(remote: &str, main_branch: &str) -> String {
-    debug_assert!(
-        remote
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')),
-        "remote {remote:?} is not a plain name"
-    );
-    let (main_branch, remote_toml) = (toml_quote(main_branch), toml_quote(remote));
-    format!(
-        r#"# hookq / arc configuration: every key is described in hookq's docs/queue.md.
-
-[repository]
-main_branch = {main_branch}
-remote = {remote_toml}
-
-[integration]
-# target_branch = "release"
-
-[gate]
-command_timeout_secs = 600
-kill_grace_secs = 5
-# max_log_bytes = 67108864
-
-[queue]
-max_interrupted_runs = 5
-keep_history_days = 30
-
-[hooks]
-# Each line runs as `/bin/sh -c <line>` in the repository root, with ARC_TASK, ARC_BRANCH,
-# ARC_WORKTREE and the other ARC_* variables set. Every line must be safe to run twice, and
-# exits 0 when there is nothing left to do.
-after_merge = [
-  'git ls-remote --exit-code {remote} "refs/heads/$ARC_BRANCH" >/dev/null; rc=$?; if [ $rc -eq 0 ]; then git push --quiet {remote} --delete "$ARC_BRANCH"; elif [ $rc -ne 2 ]; then exit $rc; fi',
-  'git worktree remove --force "$ARC_WORKTREE" 2>/dev/null; git worktree prune; [ ! -e "$ARC_WORKTREE" ]',
-  'if git show-ref --verify --quiet "refs/heads/$ARC_BRANCH"; then git branch -D --quiet "$ARC_BRANCH"; fi',
-]
-after_fail = []
-after_rework = []
-after_awaiting_human = []
-after_proposed = []
-"#
-    )
 }
 
 #[cfg(test)]
@@ -867,68 +745,30 @@ mod tests {
     }
 
     #[test]
+    fn a_shared_key_a_typo_away_from_hookqs_is_a_warning() {
+        let c = parse(
+            "[gate]\ncommands = ['x']\ncomand_timeout_secs = 10\n[repository]\nmain_brach = 'trunk'\nRemote = 'up'\n[integration]\ntarget_branchs = 'x'\n",
+        )
+        .unwrap();
+        assert_eq!(c.gate, Config::default().gate);
+        let lines: Vec<String> = c.warnings().iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "/ws/config.toml:3: gate.comand_timeout_secs: not a key hookq reads; did you mean gate.command_timeout_secs?",
+                "/ws/config.toml:5: repository.main_brach: not a key hookq reads; did you mean repository.main_branch?",
+                "/ws/config.toml:6: repository.Remote: not a key hookq reads; did you mean repository.remote?",
+                "/ws/config.toml:8: integration.target_branchs: not a key hookq reads; did you mean integration.target_branch?",
+            ]
+        );
+        // arc's own keys, further from hookq's, stay quiet.
+        let c = parse("[gate]\ncommands = ['x']\ntimeout_secs = 3\n[repository]\nname = 'r'\n[agent]\nmain_brach = 1\n").unwrap();
+        assert!(c.warnings().is_empty(), "{:?}", c.warnings());
+    }
+
+    #[test]
     fn unknown_keys_in_shared_tables_are_left_alone() {
         let c = parse("[gate]\ncommands = ['cargo test']\n[agent]\nmodel = 'x'\n").unwrap();
         assert_eq!(c.gate, Config::default().gate);
-    }
-
-    #[test]
-    fn toml_quote_round_trips_through_the_parser() {
-        for s in [
-            "plain",
-            "say \"hi\"",
-            "back\\slash",
-            "two\nlines\tand tab\r",
-            "nul \0 bell \u{7} del \u{7f} c1 \u{85}",
-            "ünïcødé ☃ 𝄞",
-            "",
-        ] {
-            let text = format!("[repository]\nmain_branch = {}\n", toml_quote(s));
-            let table: toml::Table =
-                toml::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
-            assert_eq!(
-                table["repository"]["main_branch"].as_str(),
-                Some(s),
-                "{text}"
-            );
-        }
-    }
-
-    #[test]
-    fn initial_config_is_valid() {
-        let c = parse(&initial_config("up", "trunk")).unwrap();
-        assert_eq!(c.hooks(Point::AfterMerge).len(), 3);
-        assert!(c.hooks(Point::AfterMerge)[0].contains("git push --quiet up --delete"));
-        assert!(c.hooks(Point::AfterMerge)[0].contains("ls-remote --exit-code up "));
-        assert_eq!(c.repository.main_branch, "trunk");
-    }
-
-    #[test]
-    fn a_source_sees_an_in_place_edit_of_a_file_it_trusted_by_stat() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("config.toml");
-        std::fs::write(&path, "[hooks]\nafter_merge = ['echo a']\n").unwrap();
-        std::thread::sleep(STAT_TRUST_AGE + Duration::from_millis(100));
-        let mut source = ConfigSource::new(path.clone());
-        let merge = |s: &mut ConfigSource| s.current().unwrap().hooks(Point::AfterMerge).to_vec();
-        assert_eq!(merge(&mut source), ["echo a"]);
-        assert!(
-            source.trusted.is_some(),
-            "an old, unchanged file is vouched for by stat"
-        );
-        assert_eq!(merge(&mut source), ["echo a"]);
-        // Same length, same inode, written in place: only the times differ.
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .and_then(|mut f| {
-                std::io::Write::write_all(&mut f, b"[hooks]\nafter_merge = ['echo b']\n")
-            })
-            .unwrap();
-        assert_eq!(merge(&mut source), ["echo b"]);
-        assert!(
-            source.trusted.is_none(),
-            "a file changed just now is read every time"
-        );
     }
 }

@@ -1,0 +1,184 @@
+//! `hookq queue log`: a task's hook logs printed, or followed as a hub writes them (as
+//! `pueue log` and `pueue follow` do). Reads files only: no lock, no write.
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cli::error::Error;
+use hookq::queue::ids::TaskId;
+use hookq::queue::logs::{self, LogFile};
+use hookq::queue::phase::Point;
+use hookq::queue::store::Store;
+use hookq::queue::workspace::Workspace;
+
+use super::app::stop_on_signals;
+use super::output;
+
+/// How often `--follow` looks for new output: often enough to read as live, rarely enough to
+/// cost nothing (a `stat` of each log file).
+const POLL: Duration = Duration::from_millis(200);
+
+/// What `queue log` was asked for.
+pub(super) struct Options {
+    /// Only this point's logs.
+    pub(super) point: Option<Point>,
+    /// Only the last N lines of each file (before following).
+    pub(super) tail: Option<usize>,
+    /// Keep printing until a signal.
+    pub(super) follow: bool,
+    /// The files' paths and sizes as JSON.
+    pub(super) json: bool,
+}
+
+pub(super) fn run(
+    ws: &Workspace,
+    store: &Store,
+    task: &TaskId,
+    opts: Options,
+) -> Result<(), Error> {
+    let list = || {
+        logs::task_logs(ws, task, opts.point).map_err(|source| Error::Io {
+            what: "cannot read",
+            path: ws.hook_log_dir(task),
+            source,
+        })
+    };
+    let found = list()?;
+    if found.is_empty()
+        && store
+            .task(task.as_str())
+            .map_err(|e| Error::store(ws.db_path(), e))?
+            .is_none()
+    {
+        return Err(Error::NotFound(format!(
+            "no task {task} in {}, and no hook logs for it",
+            ws.db_path().display()
+        )));
+    }
+    if opts.json {
+        return output::json(&found);
+    }
+    if found.is_empty() && !opts.follow {
+        let of = opts.point.map(|p| format!(" of {p}")).unwrap_or_default();
+        outln!("no hook logs{of} for task {task} yet");
+        return Ok(());
+    }
+    // Before anything is printed: a follower that printed is one Ctrl-C ends cleanly.
+    let stop = opts.follow.then(stop_on_signals);
+    let mut out = Printer::default();
+    for log in &found {
+        let from = match opts.tail {
+            Some(n) => logs::tail_offset(&log.path, n).map_err(|source| Error::Io {
+                what: "cannot read",
+                path: log.path.clone(),
+                source,
+            })?,
+            None => 0,
+        };
+        if !out.print(log, from)? {
+            return Ok(());
+        }
+    }
+    let Some(stop) = stop else {
+        return Ok(());
+    };
+    while !stop.graceful() {
+        if !out.flush() {
+            return Ok(());
+        }
+        let mut slept = Duration::ZERO;
+        while slept < POLL && !stop.graceful() {
+            std::thread::sleep(Duration::from_millis(20));
+            slept += Duration::from_millis(20);
+        }
+        for log in list()? {
+            let from = out.offsets.get(&log.path).copied().unwrap_or(0);
+            // Shorter than what was printed: the file was replaced; print it from the start.
+            let from = if log.size < from { 0 } else { from };
+            if log.size > from && !out.print(&log, from)? {
+                return Ok(());
+            }
+        }
+    }
+    out.flush();
+    Ok(())
+}
+
+/// Prints log files under `==> name <==` headers, remembering how far each was printed.
+#[derive(Default)]
+struct Printer {
+    offsets: HashMap<PathBuf, u64>,
+    /// The file printed last, whose header need not be repeated.
+    current: Option<PathBuf>,
+    /// Whether the last byte printed ended a line.
+    mid_line: bool,
+    /// Whether anything was printed.
+    started: bool,
+}
+
+impl Printer {
+    /// Prints `log` from byte `from` to its end; false when stdout's reader is gone.
+    fn print(&mut self, log: &LogFile, from: u64) -> Result<bool, Error> {
+        let read_err = |source| Error::Io {
+            what: "cannot read",
+            path: log.path.clone(),
+            source,
+        };
+        let mut file = match std::fs::File::open(&log.path) {
+            Ok(f) => f,
+            // Removed since it was listed (a hook cleaning up `runs/`).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+            Err(e) => return Err(read_err(e)),
+        };
+        file.seek(SeekFrom::Start(from)).map_err(read_err)?;
+        if self.current.as_deref() != Some(log.path.as_path()) {
+            let mut header = String::new();
+            if self.mid_line {
+                header.push('\n');
+            }
+            if self.started {
+                header.push('\n');
+            }
+            header.push_str(&format!("==> {} <==\n", log.name()));
+            if !self.emit(header.as_bytes()) {
+                return Ok(false);
+            }
+            self.current = Some(log.path.clone());
+            self.started = true;
+        }
+        let mut at = from;
+        let mut buf = vec![0; 64 * 1024];
+        loop {
+            let n = file.read(&mut buf).map_err(read_err)?;
+            if n == 0 {
+                break;
+            }
+            at += n as u64;
+            if !self.emit(&buf[..n]) {
+                return Ok(false);
+            }
+            self.mid_line = buf[n - 1] != b'\n';
+        }
+        self.offsets.insert(log.path.clone(), at);
+        Ok(true)
+    }
+
+    /// Writes to stdout; false when that failed: its reader is gone (`hookq queue log -f t1 |
+    /// head`), or it cannot be written, which the exit status then says.
+    fn emit(&self, bytes: &[u8]) -> bool {
+        Self::wrote(std::io::stdout().lock().write_all(bytes))
+    }
+
+    /// Flushes stdout, so a follower sees each line as it comes; false when that failed.
+    fn flush(&self) -> bool {
+        Self::wrote(std::io::stdout().flush())
+    }
+
+    fn wrote(r: std::io::Result<()>) -> bool {
+        let ok = r.is_ok();
+        output::stdout_wrote(r);
+        ok
+    }
+}

@@ -1,0 +1,184 @@
+//! Re-reading `config.toml` while a drain or a hub runs: a file edited between recording and
+//! running applies, and a half-written one is never trusted.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::parse::{Config, ConfigError, read_bounded};
+
+/// How long `config.toml` must have been unmodified before the drain trusts what it reads.
+pub const SETTLE: Duration = Duration::from_millis(300);
+/// The longest the drain waits for a `config.toml` that keeps changing.
+pub const SETTLE_LIMIT: Duration = Duration::from_secs(5);
+/// How old a file's change time must be before `stat` alone may vouch for its contents: longer
+/// than the coarsest time stamps a file system keeps (FAT's two seconds), so a later write cannot
+/// leave the times as they were.
+const STAT_TRUST_AGE: Duration = Duration::from_secs(3);
+
+/// Re-reads `config.toml` each time it is asked, and re-parses it only when its bytes changed.
+///
+/// The drain asks before every point, so a config edited between recording and running applies.
+/// While `stat` shows the same file, unchanged for a while, the config read last is used without
+/// reading the file again.
+#[derive(Debug)]
+pub struct ConfigSource {
+    path: PathBuf,
+    last: Option<(Vec<u8>, Arc<Config>)>,
+    /// The file version `last` was read from, when `stat` can vouch for it.
+    trusted: Option<FileVersion>,
+}
+
+impl ConfigSource {
+    /// A source reading `path`.
+    pub fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            last: None,
+            trusted: None,
+        }
+    }
+
+    /// The file this source reads.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The configuration as the file says now. A missing file is an error: `hookq init` writes one.
+    ///
+    /// A file being rewritten in place can be read half-written, and a half-written config can
+    /// parse as valid with a point's commands missing, which would clear points without running
+    /// them. So a read that differs from the last one trusted is confirmed by a second read
+    /// [`SETTLE`] later (and again, up to [`SETTLE_LIMIT`], while it keeps changing). The first
+    /// read in a process is trusted at once when the file was last changed longer than
+    /// [`SETTLE`] ago and did not change while it was read.
+    ///
+    /// When `stat` shows the very version read last (same file, length, modification and change
+    /// times) and that version was already older than any file system's time stamp granularity
+    /// when it was read, the file is not read again: any write since would have changed its
+    /// change time.
+    pub fn current(&mut self) -> Result<Arc<Config>, ConfigError> {
+        let version = FileVersion::of(&self.path);
+        if let (Some(v), Some(t), Some((_, cfg))) = (version, self.trusted, &self.last)
+            && v == t
+        {
+            return Ok(Arc::clone(cfg));
+        }
+        self.trusted = None;
+        let bytes = self.read_settled(version)?;
+        let cfg = match &self.last {
+            Some((old, cfg)) if *old == bytes => Arc::clone(cfg),
+            _ => {
+                let cfg = Arc::new(Config::parse(&self.path, &bytes)?);
+                self.last = Some((bytes, Arc::clone(&cfg)));
+                cfg
+            }
+        };
+        // Vouch for this version only if it is old enough and did not change around the read
+        // (a young file is read every time, so it needs no second `stat`).
+        self.trusted = version
+            .filter(|v| v.age() >= STAT_TRUST_AGE && Some(*v) == FileVersion::of(&self.path));
+        Ok(cfg)
+    }
+
+    /// Reads the file, whose version was `before` just now.
+    fn read_settled(&self, before: Option<FileVersion>) -> Result<Vec<u8>, ConfigError> {
+        let deadline = Instant::now() + SETTLE_LIMIT;
+        let mut bytes = read_bounded(&self.path)?;
+        match &self.last {
+            Some((old, _)) if *old == bytes => return Ok(bytes),
+            None if before.is_some_and(|v| v.age() >= SETTLE)
+                && FileVersion::of(&self.path) == before =>
+            {
+                return Ok(bytes);
+            }
+            _ => {}
+        }
+        while Instant::now() < deadline {
+            std::thread::sleep(SETTLE);
+            let again = read_bounded(&self.path)?;
+            if again == bytes {
+                break;
+            }
+            bytes = again;
+        }
+        Ok(bytes)
+    }
+}
+
+/// A version of a file as far as `stat` can tell: which file (device and inode), its length,
+/// and its modification and change times. The hub compares versions to notice an edited
+/// `config.toml`; the drain uses them to skip re-reading an unchanged one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileVersion {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl FileVersion {
+    /// The version of the file at `path` now; `None` when it cannot be read (the read that
+    /// follows reports why).
+    pub fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some(Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            modified: (m.mtime(), m.mtime_nsec()),
+            changed: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+
+    /// How long ago the file was last modified or changed (a time in the future counts as long
+    /// ago).
+    fn age(&self) -> Duration {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let latest = self.modified.max(self.changed);
+        let then = Duration::new(
+            u64::try_from(latest.0).unwrap_or(0),
+            u32::try_from(latest.1).unwrap_or(0),
+        );
+        now.checked_sub(then).unwrap_or(Duration::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::phase::Point;
+
+    #[test]
+    fn a_source_sees_an_in_place_edit_of_a_file_it_trusted_by_stat() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[hooks]\nafter_merge = ['echo a']\n").unwrap();
+        std::thread::sleep(STAT_TRUST_AGE + Duration::from_millis(100));
+        let mut source = ConfigSource::new(path.clone());
+        let merge = |s: &mut ConfigSource| s.current().unwrap().hooks(Point::AfterMerge).to_vec();
+        assert_eq!(merge(&mut source), ["echo a"]);
+        assert!(
+            source.trusted.is_some(),
+            "an old, unchanged file is vouched for by stat"
+        );
+        assert_eq!(merge(&mut source), ["echo a"]);
+        // Same length, same inode, written in place: only the times differ.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut f| {
+                std::io::Write::write_all(&mut f, b"[hooks]\nafter_merge = ['echo b']\n")
+            })
+            .unwrap();
+        assert_eq!(merge(&mut source), ["echo b"]);
+        assert!(
+            source.trusted.is_none(),
+            "a file changed just now is read every time"
+        );
+    }
+}
