@@ -23,9 +23,9 @@ use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::Signal;
 
 use super::env::Environ;
-use super::run::{Ending, ExecError, GroupTracker, Stop, Tracked};
-use super::spawn::{Command, Leader, Shell, Stdin};
+use super::spawn::{Command, Leader, Shell, Stdin, is_transient};
 use super::supervise::{Bounds, signal_group, supervise};
+use super::types::{Ending, ExecError, GroupTracker, Stop, Tracked};
 
 /// What runs.
 #[derive(Debug, Clone, Copy)]
@@ -216,19 +216,6 @@ pub fn collect(job: &Job<'_>, stop: &Stop) -> Result<Collected, ExecError> {
         stderr_truncated: stderr.truncated,
         stderr: stderr.kept,
     })
-}
-
-/// Whether a failure to start a command is the machine's state rather than the command's: no
-/// process, memory or descriptor to spare right now.
-pub(crate) fn is_transient(e: &std::io::Error) -> bool {
-    [
-        libc::EAGAIN,
-        libc::ENOMEM,
-        libc::EMFILE,
-        libc::ENFILE,
-        libc::EINTR,
-    ]
-    .contains(&e.raw_os_error().unwrap_or(0))
 }
 
 /// One output stream's bytes, kept up to a cap and echoed as they come.

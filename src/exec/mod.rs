@@ -8,9 +8,9 @@ pub mod group;
 pub mod run;
 pub(crate) mod spawn;
 mod supervise;
+mod types;
 
 pub use collect::{Collected, Input, Job, Program, collect};
 pub use env::Environ;
-pub use run::{
-    Ending, ExecError, Finished, GroupTracker, OpenedLog, Spec, Stop, describe, run, run_while,
-};
+pub use run::{Finished, OpenedLog, Spec, run, run_while};
+pub use types::{Ending, ExecError, GroupTracker, Stop, describe};

@@ -282,6 +282,19 @@ impl Shell {
     }
 }
 
+/// Whether a failure to start a command is the machine's state rather than the command's: no
+/// process, memory or descriptor to spare right now.
+pub(crate) fn is_transient(e: &std::io::Error) -> bool {
+    [
+        libc::EAGAIN,
+        libc::ENOMEM,
+        libc::EMFILE,
+        libc::ENFILE,
+        libc::EINTR,
+    ]
+    .contains(&e.raw_os_error().unwrap_or(0))
+}
+
 fn c_string(bytes: Vec<u8>) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| nul_byte())
 }
