@@ -6,8 +6,10 @@ pub mod collect;
 pub mod env;
 pub mod group;
 pub mod run;
+pub mod signal;
 pub(crate) mod spawn;
 mod supervise;
+pub(crate) mod sys;
 mod types;
 
 pub use collect::{Collected, Input, Job, Program, collect};
