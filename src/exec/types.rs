@@ -86,6 +86,31 @@ impl Ending {
     pub fn success(self) -> bool {
         self == Ending::Exited(0)
     }
+
+    /// The code it exited with, if it exited.
+    pub fn exit_code(self) -> Option<i32> {
+        match self {
+            Ending::Exited(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The signal that ended it: one hookq did not send, or the SIGKILL of an immediate stop.
+    /// `None` when it exited, could not start, or ran past its timeout (those signals are
+    /// hookq's own, and [`Ending::TimedOut`] says so).
+    pub fn signal(self) -> Option<i32> {
+        match self {
+            Ending::Signalled(s) => Some(s),
+            Ending::Interrupted => Some(libc::SIGKILL),
+            Ending::Exited(_) | Ending::TimedOut { .. } | Ending::SpawnFailed(_) => None,
+        }
+    }
+
+    /// Its status as a shell's `$?` says it: the exit code, or 128 plus the signal that ended
+    /// it ([`Ending::signal`]). `None` when it ran past its timeout or could not start.
+    pub fn shell_status(self) -> Option<i32> {
+        self.exit_code().or_else(|| self.signal().map(|s| 128 + s))
+    }
 }
 
 /// A human description of an ending, as the footer and warnings say it.
@@ -128,5 +153,37 @@ impl<'a> Tracked<'a> {
 impl Drop for Tracked<'_> {
     fn drop(&mut self) {
         self.tracker.untrack(self.pgid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ending_as_an_exit_code_a_signal_and_a_shell_status() {
+        let all = [
+            Ending::Exited(0),
+            Ending::Exited(3),
+            Ending::Signalled(libc::SIGTERM),
+            Ending::Interrupted,
+            Ending::TimedOut { killed: true },
+            Ending::SpawnFailed(libc::ENOENT),
+        ];
+        let seen: Vec<_> = all
+            .iter()
+            .map(|e| (e.exit_code(), e.signal(), e.shell_status()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (Some(0), None, Some(0)),
+                (Some(3), None, Some(3)),
+                (None, Some(15), Some(143)),
+                (None, Some(9), Some(137)),
+                (None, None, None),
+                (None, None, None),
+            ]
+        );
     }
 }
