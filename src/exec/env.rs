@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 /// A command's whole environment, laid out as `execve` takes it: `NAME=value` strings, each
 /// ending in a NUL byte, in one buffer. A model builds it once per pass or load and extends a
 /// copy per run (arc: the pass's base plus the `ARC_*` table), and starting a command reads it
-/// as it is: no map, and no string per variable (see [`super::spawn`]).
+/// as it is: no map, and no string per variable.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Environ {
     bytes: Vec<u8>,

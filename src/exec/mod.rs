@@ -2,10 +2,10 @@
 //! collect or log its output, time it out and end its whole process group, always reap it.
 //! Knows nothing of SQLite, JSON decisions or git.
 
-pub mod collect;
+pub(crate) mod collect;
 pub mod env;
-pub mod group;
-pub mod run;
+pub(crate) mod group;
+pub(crate) mod run;
 pub mod signal;
 pub(crate) mod spawn;
 mod supervise;

@@ -204,16 +204,14 @@ fn create_log_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// A log opened ahead of its command. Creating a file is the dearest step of running a command
-/// into a new log (0.1-1.5 ms on a disk that recently freed many inodes), so the drain opens the
-/// next command's log while the current command runs, and hands it over in [`Spec::opened`]. A
-/// log removed or replaced meanwhile (a hook cleaning up `runs/`) is not used: the command opens
-/// its log again at its path.
+/// into a new log, so the drain opens the next command's log while the current command runs,
+/// and hands it over in [`Spec::opened`]. A log removed or replaced meanwhile (a hook cleaning
+/// up `runs/`) is not used: the command opens its log again at its path.
 ///
 /// Only a log whose folder exists is opened ahead: a task's first log, and its two new folders,
 /// are made as its command starts. Making folders ahead, while the command before runs, costs
-/// more than it saves: the directory writes compete with the running command for the same
-/// CPU, and a drain of new tasks measured about 0.065 ms a point slower that way (1.31-1.37
-/// against 1.25-1.30 ms a point over ten rounds of 2,000 points).
+/// more than it saves: the directory writes compete with the running command for the same CPU
+/// (`BENCHMARKS.md` has the figures).
 #[derive(Debug)]
 pub struct OpenedLog {
     path: PathBuf,

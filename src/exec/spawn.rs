@@ -5,12 +5,8 @@
 //! `CLONE_VM | CLONE_VFORK`, then `execve`), but it first copies a cleared-and-set environment
 //! into a `BTreeMap`, one allocation per name and value, and builds a C string of each from that
 //! on every spawn. For the drain's many short commands that was the largest part of hookq's own
-//! CPU per command (a profile of `exec::run` on `true`: the environment 16 % of it, the spawn
-//! itself 19 %). Here the environment is already laid out as `execve` takes it. Measured
-//! (`getrusage` of the parent, blocks of 300 `true` into existing log files, interleaved):
-//! `exec::run` takes 0.164 ms of the parent's CPU a command this way against 0.205-0.224 ms
-//! through `Command`, where a bare `Command` spawn-and-wait with no environment changes takes
-//! 0.095 ms.
+//! CPU per command. Here the environment is already laid out as `execve` takes it
+//! (`BENCHMARKS.md` has the figures). The calls into the C library are [`super::sys`]'s.
 //!
 //! The child gets what `Command` would give it: a process group of its own, an empty signal mask
 //! and `SIGPIPE` at its default (the Rust runtime ignores it, and an ignored signal stays ignored
