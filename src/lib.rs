@@ -12,30 +12,44 @@
 //! See `docs/` for each model and for embedding.
 #![warn(missing_docs)]
 
-/// `eprintln!` that ignores a closed stderr instead of panicking.
-macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
+// hookq waits on pidfds, reads /proc and starts commands with glibc's posix_spawn extensions:
+// on any other target, this one error instead of a wall of them.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+compile_error!(
+    "hookq runs on Linux with glibc only: it uses pidfd, /proc and glibc's posix_spawn extensions"
+);
+
+/// The items of the crate, compiled on Linux only (see the `compile_error!` above).
+macro_rules! on_linux {
+    ($($item:item)*) => { $( #[cfg(all(target_os = "linux", target_env = "gnu"))] $item )* };
 }
 
-pub mod agent;
-pub mod exec;
-pub mod failure;
-pub mod lifecycle;
-pub mod queue;
+on_linux! {
+    /// `eprintln!` that ignores a closed stderr instead of panicking.
+    macro_rules! errln {
+        ($($arg:tt)*) => {{
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+        }};
+    }
 
-pub use exec::Stop;
-pub use failure::Failure;
-pub use queue::{
-    Config, Drainer, MoveFacts, PassReport, Phase, PlanId, Point, RunnerLock, Store, TaskId,
-    Transition, Wait, Workspace,
-};
-/// The SQLite binding hookq's API speaks, re-exported so a host uses the very same version.
-pub use rusqlite;
+    pub mod agent;
+    pub mod exec;
+    pub mod failure;
+    pub mod lifecycle;
+    pub mod queue;
+
+    pub use exec::Stop;
+    pub use failure::Failure;
+    pub use queue::{
+        Config, Drainer, MoveFacts, PassReport, Phase, PlanId, Point, RunnerLock, Store, TaskId,
+        Transition, Wait, Workspace,
+    };
+    /// The SQLite binding hookq's API speaks, re-exported so a host uses the very same version.
+    pub use rusqlite;
+}
 
 /// The embedding example of docs/embedding.md runs as a doctest of this item.
-#[cfg(doctest)]
+#[cfg(all(doctest, target_os = "linux", target_env = "gnu"))]
 #[doc = include_str!("../docs/embedding.md")]
 pub struct EmbeddingDoctests;

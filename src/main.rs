@@ -25,17 +25,9 @@ macro_rules! errln {
 mod cli;
 
 fn main() -> ExitCode {
-    // With a file-size limit (RLIMIT_FSIZE) in force, writing past it raises SIGXFSZ, whose
-    // default action kills the process mid-write. A no-op handler turns that into an EFBIG
-    // error that is reported like a full disk. Handled signals reset to their default in hook
-    // commands, which is what they expect.
-    // SAFETY: the handler does nothing, which is async-signal-safe.
-    let _ = unsafe { signal_hook::low_level::register(signal_hook::consts::SIGXFSZ, || {}) };
-    // An ignored SIGCHLD survives `execve`: a parent that ignores it would have the kernel reap
-    // hookq's hook commands itself, and hookq could not learn how they ended. Its default is
-    // what waiting for a child needs.
-    // SAFETY: called before any thread is started; SIG_DFL installs no handler.
-    unsafe { libc::signal(libc::SIGCHLD, libc::SIG_DFL) };
+    // SIGCHLD at its default and SIGXFSZ caught: hook commands' endings are hookq's to collect,
+    // and a write past a file-size limit fails like a full disk instead of killing hookq.
+    let _ = hookq::exec::signal::prepare_process();
     let cli = cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(

@@ -277,6 +277,9 @@ fn a_database_held_by_another_writer_beyond_busy_timeout() {
 
 /// `hookq ARGS` with no file allowed to grow past `bytes` (RLIMIT_FSIZE): a full disk as one
 /// process sees it, every write past the limit failing with EFBIG.
+// A test sets up the processes it drives with calls only the C library offers; the crate
+// itself keeps them in `exec::sys`.
+#[allow(unsafe_code)]
 fn hookq_with_file_size_limit(ws: &Ws, args: &[&str], bytes: u64) -> std::process::Output {
     let mut cmd = ws.command(HOOKQ);
     cmd.args(args).stdin(Stdio::null());
@@ -360,6 +363,9 @@ fn a_full_disk_as_a_file_size_limit() {
 /// A disk that fills while a hook writes its log (a 1 MiB file-size limit, past which every
 /// write fails with EFBIG): the command is not killed halfway but runs to its end, its output
 /// from there on discarded; then the pass stops with the log's error, the point still pending.
+// A test sets up the processes it drives with calls only the C library offers; the crate
+// itself keeps them in `exec::sys`.
+#[allow(unsafe_code)]
 #[test]
 fn a_log_that_fills_the_disk_mid_command() {
     const LIMIT: u64 = 1 << 20;

@@ -1017,6 +1017,9 @@ fn one_failed_point(hooks: &str) -> Ws {
 /// A parent that ignores SIGCHLD passes that on through `execve`; hookq sets it back to its
 /// default, or the kernel would reap every hook command itself, hookq could not learn how it
 /// ended, and each pass would run the point again until it was parked.
+// A test sets up the processes it drives with calls only the C library offers; the crate
+// itself keeps them in `exec::sys`.
+#[allow(unsafe_code)]
 #[test]
 fn an_inherited_ignored_sigchld_does_not_lose_the_outcome() {
     use std::os::unix::process::CommandExt;

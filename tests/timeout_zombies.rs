@@ -15,11 +15,7 @@ use hookq::exec::{self, Ending, Stop};
 fn a_group_left_with_only_zombies_after_the_timeouts_sigterm_has_ended() {
     // The command's orphans come to this process and stay zombies until it collects them: the
     // slow init, made certain.
-    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag of this process.
-    assert_eq!(
-        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) },
-        0
-    );
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
     let env: Environ = std::env::vars_os().collect();
@@ -40,8 +36,7 @@ fn a_group_left_with_only_zombies_after_the_timeouts_sigterm_has_ended() {
     };
     let done = exec::run(&spec, &Stop::new()).unwrap();
     // Collect the zombie now that hookq has judged the group.
-    // SAFETY: waitpid on any child of this process, without blocking.
-    while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+    while let Ok(Some(_)) = rustix::process::waitpid(None, rustix::process::WaitOptions::NOHANG) {}
     assert_eq!(
         done.ending,
         Ending::TimedOut { killed: false },

@@ -297,6 +297,7 @@ impl Machine {
 
 /// The median of nine blocks of 200 `CPUID` (leaf 0), microseconds each.
 #[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
 fn cpuid_us() -> Option<f64> {
     let mut blocks: Vec<f64> = (0..9)
         .map(|_| {

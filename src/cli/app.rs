@@ -175,29 +175,15 @@ fn run_in(dir: Option<PathBuf>, command: Command) -> Result<(), Error> {
 /// convention is: `nohup hookq hub &` must outlive its terminal, and a hub a script started in
 /// the background (for which sh ignores SIGINT) the script's Ctrl-C.
 pub(super) fn stop_on_signals() -> &'static Stop {
+    use hookq::exec::signal;
     static STOP: Stop = Stop::new();
-    for sig in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        if sig != signal_hook::consts::SIGTERM && ignored(sig) {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        if sig != libc::SIGTERM && signal::is_ignored(sig) {
             continue;
         }
-        // SAFETY: the handler only updates an atomic, which is async-signal-safe.
-        let registered = unsafe { signal_hook::low_level::register(sig, || STOP.request()) };
-        if let Err(e) = registered {
+        if let Err(e) = signal::stop_on(sig, &STOP) {
             tracing::warn!("cannot install a handler for signal {sig}: {e}");
         }
     }
     &STOP
-}
-
-/// Whether signal `sig` is ignored now.
-fn ignored(sig: libc::c_int) -> bool {
-    let mut now = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
-    // SAFETY: with no new action, `sigaction` only writes the current one into `now`, which is
-    // zeroed, a valid `sigaction`, either way.
-    let rc = unsafe { libc::sigaction(sig, std::ptr::null(), now.as_mut_ptr()) };
-    rc == 0 && unsafe { now.assume_init() }.sa_sigaction == libc::SIG_IGN
 }

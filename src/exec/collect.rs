@@ -11,7 +11,6 @@
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -23,9 +22,10 @@ use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::Signal;
 
 use super::env::Environ;
-use super::run::{Ending, ExecError, GroupTracker, Stop, Tracked};
-use super::spawn::{Command, Leader, Shell, Stdin};
+use super::spawn::{Command, Leader, Shell, Stdin, is_transient};
 use super::supervise::{Bounds, signal_group, supervise};
+use super::sys;
+use super::types::{Ending, ExecError, GroupTracker, Stop, Tracked};
 
 /// What runs.
 #[derive(Debug, Clone, Copy)]
@@ -237,19 +237,6 @@ pub fn collect_with(job: &Job<'_>, stop: &Stop, first: FirstStop) -> Result<Coll
     })
 }
 
-/// Whether a failure to start a command is the machine's state rather than the command's: no
-/// process, memory or descriptor to spare right now.
-pub(crate) fn is_transient(e: &std::io::Error) -> bool {
-    [
-        libc::EAGAIN,
-        libc::ENOMEM,
-        libc::EMFILE,
-        libc::ENFILE,
-        libc::EINTR,
-    ]
-    .contains(&e.raw_os_error().unwrap_or(0))
-}
-
 /// One output stream's bytes, kept up to a cap and echoed as they come.
 struct Capped<W> {
     kept: Vec<u8>,
@@ -349,22 +336,11 @@ impl Drop for Terminal {
         let fd = stdin.as_fd();
         // hookq is in the background now: setting the terminal from there raises SIGTTOU,
         // which would stop it, unless the signal is blocked in the calling thread.
-        let mut block = MaybeUninit::<libc::sigset_t>::uninit();
-        let mut old = MaybeUninit::<libc::sigset_t>::uninit();
-        // SAFETY: the sets are set up by sigemptyset before use; pthread_sigmask only changes
-        // this thread's mask and writes the old one into `old`.
-        unsafe {
-            libc::sigemptyset(block.as_mut_ptr());
-            libc::sigaddset(block.as_mut_ptr(), libc::SIGTTOU);
-            libc::pthread_sigmask(libc::SIG_BLOCK, block.as_ptr(), old.as_mut_ptr());
-        }
+        let blocked = sys::block_signal(libc::SIGTTOU);
         let _ = rustix::termios::tcsetpgrp(fd, self.foreground);
         let _ =
             rustix::termios::tcsetattr(fd, rustix::termios::OptionalActions::Drain, &self.modes);
-        // SAFETY: `old` was written by the call above.
-        unsafe {
-            libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), std::ptr::null_mut());
-        }
+        drop(blocked);
     }
 }
 
@@ -657,39 +633,14 @@ mod tests {
     /// types each answer once its prompt shows, and returns everything the pty showed until
     /// the child exited.
     fn run_under_pty(name: &str, answers: &[(&str, &[u8])]) -> String {
-        use std::os::fd::FromRawFd;
-        use std::os::unix::process::CommandExt;
-        let (mut master, mut slave) = (-1, -1);
-        // SAFETY: openpty writes two descriptors into the given ints; the other arguments may
-        // be null.
-        let rc = unsafe {
-            libc::openpty(
-                &mut master,
-                &mut slave,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                std::ptr::null(),
-            )
-        };
-        assert_eq!(rc, 0, "openpty");
-        // SAFETY: both descriptors were just opened and are owned here.
-        let (master, slave) =
-            unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let (master, slave) = sys::open_pty().expect("openpty");
         let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
         cmd.args(["--exact", name, "--nocapture", "--test-threads=1"])
             .env("HOOKQ_TEST_PTY_CHILD", "1")
             .stdin(slave.try_clone().unwrap())
             .stdout(slave.try_clone().unwrap())
             .stderr(slave.try_clone().unwrap());
-        // SAFETY: setsid and ioctl are async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        sys::on_exec_take_terminal(&mut cmd);
         let mut child = cmd.spawn().unwrap();
         drop(slave);
         rustix::io::ioctl_fionbio(&master, true).unwrap();

@@ -1,13 +1,13 @@
 //! A command's environment, built as a whole and passed as is: nothing is inherited behind the
 //! builder's back. Each hook model decides what goes in and what must not leak through.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 
 /// A command's whole environment, laid out as `execve` takes it: `NAME=value` strings, each
 /// ending in a NUL byte, in one buffer. A model builds it once per pass or load and extends a
 /// copy per run (arc: the pass's base plus the `ARC_*` table), and starting a command reads it
-/// as it is: no map, and no string per variable (see [`super::spawn`]).
+/// as it is: no map, and no string per variable.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Environ {
     bytes: Vec<u8>,
@@ -112,6 +112,17 @@ pub fn is_git_local(name: &OsStr) -> bool {
         || name.starts_with(b"GIT_CONFIG_VALUE_")
 }
 
+/// What a hook inherits of `vars` (hookq's own environment, once per pass or command): every
+/// variable but git's repository overrides ([`is_git_local`]) and those whose name starts with
+/// `prefix`, the hook model's own (`ARC_`, `ARASHI_`): the model sets those itself for each
+/// hook, and an inherited one must not pass for it. Names are compared as bytes, so a name that
+/// is not UTF-8 after its prefix goes too.
+pub fn inherited(vars: impl IntoIterator<Item = (OsString, OsString)>, prefix: &str) -> Environ {
+    vars.into_iter()
+        .filter(|(name, _)| !name.as_bytes().starts_with(prefix.as_bytes()) && !is_git_local(name))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +143,29 @@ mod tests {
         let mut bad = env.clone();
         bad.push("B", "x\0y");
         assert!(bad.raw().is_none(), "a NUL byte cannot be passed");
+    }
+
+    #[test]
+    fn a_hook_inherits_neither_the_models_prefix_nor_gits_overrides() {
+        use std::os::unix::ffi::OsStringExt;
+        let vars = [
+            ("PATH", b"/bin".to_vec()),
+            ("ARC_TASK", b"forged".to_vec()),
+            ("GIT_DIR", b"/elsewhere".to_vec()),
+            ("GIT_CONFIG_KEY_0", b"x".to_vec()),
+            ("GIT_AUTHOR_NAME", b"kept".to_vec()),
+            ("ARCHIVE", b"kept".to_vec()),
+            ("BYTES", b"\xff".to_vec()),
+        ]
+        .map(|(n, v)| (OsString::from(n), OsString::from_vec(v)));
+        let mut odd = b"ARC_".to_vec();
+        odd.push(0xff);
+        let vars = vars
+            .into_iter()
+            .chain([(OsString::from_vec(odd), OsString::from("x"))]);
+        let env = inherited(vars, "ARC_");
+        let names: Vec<&OsStr> = env.iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["PATH", "GIT_AUTHOR_NAME", "ARCHIVE", "BYTES"]);
+        assert_eq!(env.get("BYTES").unwrap().as_bytes(), b"\xff");
     }
 }

@@ -78,8 +78,7 @@ pub fn started_ms(pid: i32) -> Option<i64> {
         .get(19)?
         .parse()
         .ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = i64::from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as i32).max(1);
+    let hz = super::sys::clock_ticks_per_second();
     Some(boot_ms()? + ticks * 1000 / hz)
 }
 

@@ -2,15 +2,17 @@
 //! collect or log its output, time it out and end its whole process group, always reap it.
 //! Knows nothing of SQLite, JSON decisions or git.
 
-pub mod collect;
+pub(crate) mod collect;
 pub mod env;
-pub mod group;
-pub mod run;
+pub(crate) mod group;
+pub(crate) mod run;
+pub mod signal;
 pub(crate) mod spawn;
 mod supervise;
+pub(crate) mod sys;
+mod types;
 
 pub use collect::{Collected, FirstStop, Input, Job, Program, collect, collect_with};
 pub use env::Environ;
-pub use run::{
-    Ending, ExecError, Finished, GroupTracker, OpenedLog, Spec, Stop, describe, run, run_while,
-};
+pub use run::{Finished, OpenedLog, Spec, run, run_while};
+pub use types::{Ending, ExecError, GroupTracker, Stop, describe};

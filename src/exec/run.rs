@@ -6,71 +6,14 @@ use std::io::{ErrorKind, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal};
+use rustix::process::Signal;
 
-use super::collect::is_transient;
 use super::env::Environ;
-use super::spawn::Shell;
+use super::spawn::{Shell, is_transient};
 use super::supervise::{Bounds, signal_group, supervise};
-
-/// Why a command could not be run as hookq must run it: it could not start for a reason outside
-/// the hook (its log, the machine's limits), or its output could not be logged. The point it
-/// belongs to stays pending.
-#[derive(Debug, thiserror::Error)]
-pub enum ExecError {
-    /// The log file or its folder could not be created or written. A command that had started
-    /// runs to its end first, its output discarded from the failed write on: a hook is never
-    /// killed halfway for its log.
-    #[error("cannot write log {}: {source}", path.display())]
-    Log {
-        /// The log path.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Setting up the process (pipe, poll) failed.
-    #[error("cannot run command: {0}")]
-    Os(#[source] std::io::Error),
-}
-
-/// A request to stop, shared between a signal handler and the code that runs commands.
-#[derive(Debug, Default)]
-pub struct Stop(AtomicU8);
-
-impl Stop {
-    /// No stop requested.
-    pub const fn new() -> Self {
-        Self(AtomicU8::new(0))
-    }
-
-    /// Asks to stop after the current command (first call) or at once (later calls).
-    pub fn request(&self) {
-        let _ = self
-            .0
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                Some(n.saturating_add(1))
-            });
-    }
-
-    /// The underlying counter, for a signal handler to bump.
-    pub fn counter(&self) -> &AtomicU8 {
-        &self.0
-    }
-
-    /// Whether a stop after the current command was asked for.
-    pub fn graceful(&self) -> bool {
-        self.0.load(Ordering::SeqCst) >= 1
-    }
-
-    /// Whether an immediate stop was asked for: running commands are killed.
-    pub fn immediate(&self) -> bool {
-        self.0.load(Ordering::SeqCst) >= 2
-    }
-}
+use super::types::{Ending, ExecError, GroupTracker, Stop, Tracked, describe};
 
 /// One command to run.
 #[derive(Debug, Clone)]
@@ -98,32 +41,6 @@ pub struct Spec<'a> {
     /// lock names it in its file, so that if hookq is killed meanwhile, the next holder ends the
     /// command before it runs the point again).
     pub owner: Option<&'a dyn GroupTracker>,
-}
-
-/// How a command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
-    /// It exited with this code.
-    Exited(i32),
-    /// A signal hookq did not send ended it.
-    Signalled(i32),
-    /// It ran past its timeout; `killed` when SIGTERM was not enough and SIGKILL went too.
-    TimedOut {
-        /// Whether SIGKILL was needed.
-        killed: bool,
-    },
-    /// A stop killed it: SIGKILL to its group, at once on an immediate stop, or after the grace
-    /// when it outlived the SIGTERM of a first stop that ends it.
-    Interrupted,
-    /// `/bin/sh` could not be started.
-    SpawnFailed(i32),
-}
-
-impl Ending {
-    /// Whether the command succeeded.
-    pub fn success(self) -> bool {
-        self == Ending::Exited(0)
-    }
 }
 
 /// What running a command gave.
@@ -253,49 +170,6 @@ pub fn run_while(
     })
 }
 
-/// Told of a command's process group while it lives: [`GroupTracker::track`] once it started,
-/// [`GroupTracker::untrack`] once it was reaped, whichever way the run ends.
-pub trait GroupTracker: std::fmt::Debug {
-    /// The command leading process group `pgid` started at `started_ms` (unix ms).
-    fn track(&self, pgid: i32, started_ms: i64);
-    /// The command of group `pgid` was reaped.
-    fn untrack(&self, pgid: i32);
-}
-
-/// A command's process group, told to its tracker while it lives (see [`Spec::owner`]).
-pub(crate) struct Tracked<'a> {
-    tracker: &'a dyn GroupTracker,
-    pgid: i32,
-}
-
-impl<'a> Tracked<'a> {
-    pub(crate) fn new(tracker: &'a dyn GroupTracker, leader: Pid) -> Self {
-        let pgid = leader.as_raw_nonzero().get();
-        tracker.track(pgid, chrono::Utc::now().timestamp_millis());
-        Self { tracker, pgid }
-    }
-}
-
-impl Drop for Tracked<'_> {
-    fn drop(&mut self) {
-        self.tracker.untrack(self.pgid);
-    }
-}
-
-/// A human description of an ending, as the footer and warnings say it.
-pub fn describe(ending: Ending) -> String {
-    match ending {
-        Ending::Exited(c) => format!("exit {c}"),
-        Ending::Signalled(s) => format!("killed by signal {s}"),
-        Ending::TimedOut { killed: false } => "timed out (SIGTERM to the process group)".into(),
-        Ending::TimedOut { killed: true } => {
-            "timed out (SIGTERM, then SIGKILL to the process group)".into()
-        }
-        Ending::Interrupted => "interrupted (SIGKILL to the process group on stop)".into(),
-        Ending::SpawnFailed(e) => format!("could not start /bin/sh (os error {e})"),
-    }
-}
-
 /// Opens `path` for appending, creating it and its folders (owner-only) as needed.
 fn open_log(path: &Path) -> std::io::Result<File> {
     match open_file(path, false) {
@@ -331,16 +205,14 @@ fn create_log_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// A log opened ahead of its command. Creating a file is the dearest step of running a command
-/// into a new log (0.1-1.5 ms on a disk that recently freed many inodes), so the drain opens the
-/// next command's log while the current command runs, and hands it over in [`Spec::opened`]. A
-/// log removed or replaced meanwhile (a hook cleaning up `runs/`) is not used: the command opens
-/// its log again at its path.
+/// into a new log, so the drain opens the next command's log while the current command runs,
+/// and hands it over in [`Spec::opened`]. A log removed or replaced meanwhile (a hook cleaning
+/// up `runs/`) is not used: the command opens its log again at its path.
 ///
 /// Only a log whose folder exists is opened ahead: a task's first log, and its two new folders,
 /// are made as its command starts. Making folders ahead, while the command before runs, costs
-/// more than it saves: the directory writes compete with the running command for the same
-/// CPU, and a drain of new tasks measured about 0.065 ms a point slower that way (1.31-1.37
-/// against 1.25-1.30 ms a point over ten rounds of 2,000 points).
+/// more than it saves: the directory writes compete with the running command for the same CPU
+/// (`BENCHMARKS.md` has the figures).
 #[derive(Debug)]
 pub struct OpenedLog {
     path: PathBuf,

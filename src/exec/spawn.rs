@@ -5,12 +5,8 @@
 //! `CLONE_VM | CLONE_VFORK`, then `execve`), but it first copies a cleared-and-set environment
 //! into a `BTreeMap`, one allocation per name and value, and builds a C string of each from that
 //! on every spawn. For the drain's many short commands that was the largest part of hookq's own
-//! CPU per command (a profile of `exec::run` on `true`: the environment 16 % of it, the spawn
-//! itself 19 %). Here the environment is already laid out as `execve` takes it. Measured
-//! (`getrusage` of the parent, blocks of 300 `true` into existing log files, interleaved):
-//! `exec::run` takes 0.164 ms of the parent's CPU a command this way against 0.205-0.224 ms
-//! through `Command`, where a bare `Command` spawn-and-wait with no environment changes takes
-//! 0.095 ms.
+//! CPU per command. Here the environment is already laid out as `execve` takes it
+//! (`BENCHMARKS.md` has the figures). The calls into the C library are [`super::sys`]'s.
 //!
 //! The child gets what `Command` would give it: a process group of its own, an empty signal mask
 //! and `SIGPIPE` at its default (the Rust runtime ignores it, and an ignored signal stays ignored
@@ -20,19 +16,18 @@
 //! (Rust's, rustix's and SQLite's alike), so the child inherits nothing else. A failure to start
 //! (no `/bin/sh`, a missing working directory) is the `posix_spawn` error, as with `Command`.
 
-use std::ffi::{CString, c_char};
+use std::ffi::{CStr, CString};
 use std::io;
-use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
-use std::ptr;
 
 use rustix::process::{Pid, WaitOptions, waitpid};
 
-use crate::exec::Environ;
+use super::env::Environ;
+use super::sys;
 
 /// Where a started command's stdin comes from.
 #[derive(Debug, Clone, Copy)]
@@ -123,13 +118,9 @@ impl Shell {
             .map(|a| c_string(a.to_vec()))
             .collect::<io::Result<Vec<_>>>()?;
         let cwd = c_string(command.cwd.as_os_str().as_bytes().to_vec())?;
-        let (bytes, starts) = env.raw().ok_or_else(nul_byte)?;
-        // `bytes` is not changed while the table is used: the pointers stay valid.
-        let envp: Vec<*const c_char> = starts
-            .iter()
-            .map(|&at| bytes[at..].as_ptr().cast())
-            .chain([ptr::null()])
-            .collect();
+        if env.raw().is_none() {
+            return Err(nul_byte());
+        }
         // `dup2` onto 0, 1 and 2 clears close-on-exec on the copies. Whether a `dup2` action
         // onto itself does was left open by POSIX until 2024 (glibc's does), so a descriptor
         // that already is 0, 1 or 2 is moved above them first and the question does not come up.
@@ -157,98 +148,51 @@ impl Shell {
             Leader::Session => None,
             Leader::Foreground(fd) => Some(fd.as_raw_fd()),
         };
-        let mut actions = Initialised::new(
-            libc::posix_spawn_file_actions_init,
-            libc::posix_spawn_file_actions_destroy,
-        )?;
+        let mut actions = sys::FileActions::new()?;
         match stdin {
-            None => actions.apply(|a| unsafe {
-                libc::posix_spawn_file_actions_addopen(
-                    a,
-                    0,
-                    c"/dev/null".as_ptr(),
-                    libc::O_RDONLY,
-                    0,
-                )
-            })?,
-            Some(fd) => {
-                actions.apply(|a| unsafe { libc::posix_spawn_file_actions_adddup2(a, fd, 0) })?
-            }
+            None => actions.open_dev_null(0)?,
+            Some(fd) => actions.dup2(fd, 0)?,
         }
-        actions.apply(|a| unsafe { libc::posix_spawn_file_actions_adddup2(a, stdout, 1) })?;
-        actions.apply(|a| unsafe { libc::posix_spawn_file_actions_adddup2(a, stderr, 2) })?;
-        actions
-            .apply(|a| unsafe { libc::posix_spawn_file_actions_addchdir_np(a, cwd.as_ptr()) })?;
+        actions.dup2(stdout, 1)?;
+        actions.dup2(stderr, 2)?;
+        actions.chdir(&cwd)?;
         if let Some(tty) = tty {
-            // Run after the process group is made, with every signal still blocked: the child
-            // takes the terminal's foreground itself before it runs anything.
-            actions.apply(|a| unsafe { libc::posix_spawn_file_actions_addtcsetpgrp_np(a, tty) })?;
+            actions.tcsetpgrp(tty)?;
         }
-        let mut attrs =
-            Initialised::new(libc::posix_spawnattr_init, libc::posix_spawnattr_destroy)?;
-        attrs.apply(|a| unsafe {
-            let mut none = MaybeUninit::<libc::sigset_t>::uninit();
-            libc::sigemptyset(none.as_mut_ptr());
-            libc::posix_spawnattr_setsigmask(a, none.as_ptr())
-        })?;
-        attrs.apply(|a| unsafe {
-            let mut reset = MaybeUninit::<libc::sigset_t>::uninit();
-            libc::sigemptyset(reset.as_mut_ptr());
-            libc::sigaddset(reset.as_mut_ptr(), libc::SIGPIPE);
-            if tty.is_some() {
-                // A foreground job's terminal signals act as they do under a shell, whatever
-                // hookq's own dispositions are.
-                for sig in [
-                    libc::SIGINT,
-                    libc::SIGQUIT,
-                    libc::SIGTSTP,
-                    libc::SIGTTIN,
-                    libc::SIGTTOU,
-                ] {
-                    libc::sigaddset(reset.as_mut_ptr(), sig);
-                }
-            }
-            libc::posix_spawnattr_setsigdefault(a, reset.as_ptr())
-        })?;
+        let mut attrs = sys::SpawnAttrs::new()?;
+        attrs.set_empty_sigmask()?;
+        // SIGPIPE, which the Rust runtime ignores, back at its default. A foreground job's
+        // terminal signals act as they do under a shell, whatever hookq's own dispositions are.
+        let reset: &[libc::c_int] = match tty {
+            None => &[libc::SIGPIPE],
+            Some(_) => &[
+                libc::SIGPIPE,
+                libc::SIGINT,
+                libc::SIGQUIT,
+                libc::SIGTSTP,
+                libc::SIGTTIN,
+                libc::SIGTTOU,
+            ],
+        };
+        attrs.set_sigdefault(reset)?;
         let group = match tty {
             None => libc::c_int::from(libc::POSIX_SPAWN_SETSID),
             Some(_) => {
-                attrs.apply(|a| unsafe { libc::posix_spawnattr_setpgroup(a, 0) })?;
+                attrs.set_pgroup(0)?;
                 libc::c_int::from(libc::POSIX_SPAWN_SETPGROUP)
             }
         };
-        attrs.apply(|a| unsafe {
-            libc::posix_spawnattr_setflags(
-                a,
-                (group
-                    | libc::c_int::from(libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF))
-                    as libc::c_short,
-            )
-        })?;
-        let argv: Vec<*const c_char> = [program.as_ptr()]
+        attrs.set_flags(
+            group | libc::c_int::from(libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF),
+        )?;
+        let argv: Vec<&CStr> = [program.as_c_str()]
             .into_iter()
-            .chain(args.iter().map(|a| a.as_ptr()))
-            .chain([ptr::null()])
+            .chain(args.iter().map(CString::as_c_str))
             .collect();
-        let mut pid: libc::pid_t = 0;
-        // SAFETY: every pointer handed over lives until `posix_spawn` returns: `argv`'s strings,
-        // `env`'s buffer and `envp`, `cwd`, and the initialised actions and attributes. The
-        // argument and environment arrays end with a null pointer. glibc's `posix_spawn` does
-        // not write through them despite their `*mut` types.
-        let rc = unsafe {
-            libc::posix_spawn(
-                &mut pid,
-                program.as_ptr(),
-                actions.as_ptr(),
-                attrs.as_ptr(),
-                argv.as_ptr().cast(),
-                envp.as_ptr().cast(),
-            )
-        };
+        let pid = sys::spawn(&program, &argv, env, &actions, &attrs);
         drop(moved);
-        check(rc)?;
         Ok(Shell {
-            pid: Pid::from_raw(pid).ok_or_else(|| io::Error::other("posix_spawn gave pid 0"))?,
+            pid: Pid::from_raw(pid?).ok_or_else(|| io::Error::other("posix_spawn gave pid 0"))?,
         })
     }
 
@@ -282,6 +226,19 @@ impl Shell {
     }
 }
 
+/// Whether a failure to start a command is the machine's state rather than the command's: no
+/// process, memory or descriptor to spare right now.
+pub(crate) fn is_transient(e: &std::io::Error) -> bool {
+    [
+        libc::EAGAIN,
+        libc::ENOMEM,
+        libc::EMFILE,
+        libc::ENFILE,
+        libc::EINTR,
+    ]
+    .contains(&e.raw_os_error().unwrap_or(0))
+}
+
 fn c_string(bytes: Vec<u8>) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| nul_byte())
 }
@@ -292,49 +249,6 @@ fn nul_byte() -> io::Error {
         io::ErrorKind::InvalidInput,
         "a command line, working directory or environment variable holds a NUL byte",
     )
-}
-
-fn check(rc: libc::c_int) -> io::Result<()> {
-    match rc {
-        0 => Ok(()),
-        e => Err(io::Error::from_raw_os_error(e)),
-    }
-}
-
-/// A `posix_spawn_file_actions_t` or `posix_spawnattr_t`: set up by its `init` function,
-/// changed through [`Initialised::apply`], and given back to its `destroy` function on drop.
-struct Initialised<T> {
-    value: Box<MaybeUninit<T>>,
-    destroy: unsafe extern "C" fn(*mut T) -> libc::c_int,
-}
-
-impl<T> Initialised<T> {
-    fn new(
-        init: unsafe extern "C" fn(*mut T) -> libc::c_int,
-        destroy: unsafe extern "C" fn(*mut T) -> libc::c_int,
-    ) -> io::Result<Self> {
-        let mut value = Box::<T>::new_uninit();
-        // SAFETY: `init` sets up the value it is given, which lives at a fixed address (boxed)
-        // until `destroy` runs in `drop`, and is only used after `init` succeeded.
-        check(unsafe { init(value.as_mut_ptr()) })?;
-        Ok(Initialised { value, destroy })
-    }
-
-    /// Calls one of the C functions that change the value.
-    fn apply(&mut self, f: impl FnOnce(*mut T) -> libc::c_int) -> io::Result<()> {
-        check(f(self.value.as_mut_ptr()))
-    }
-
-    fn as_ptr(&self) -> *const T {
-        self.value.as_ptr()
-    }
-}
-
-impl<T> Drop for Initialised<T> {
-    fn drop(&mut self) {
-        // SAFETY: set up by `init` in `new`, destroyed once.
-        unsafe { (self.destroy)(self.value.as_mut_ptr()) };
-    }
 }
 
 #[cfg(test)]

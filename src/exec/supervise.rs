@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::process::{Signal, kill_process_group, pidfd_open};
 
-use super::run::{Ending, Stop};
 use super::spawn::Shell;
+use super::types::{Ending, Stop};
 
 /// How often a running command checks for a stop request when nothing else wakes it.
 const TICK: Duration = Duration::from_millis(50);

@@ -4,12 +4,10 @@
 //! inherited `ARASHI_*` was dropped.
 
 use std::ffi::OsString;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::git::is_git_local;
 use super::input::InputPolicy;
 use super::names::normalize;
 use super::point::{ModeKind, Scope};
@@ -78,10 +76,8 @@ pub struct HookFacts<'a> {
 
 /// The inherited part of every hook's environment: `vars` (hookq's own) without git's
 /// repository overrides and without any `ARASHI_*`.
-pub fn base(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<(OsString, OsString)> {
-    vars.into_iter()
-        .filter(|(n, _)| !n.as_bytes().starts_with(b"ARASHI_") && !is_git_local(n))
-        .collect()
+pub fn base(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Environ {
+    crate::exec::env::inherited(vars, "ARASHI_")
 }
 
 /// What every process a hook starts carries in its environment, unless it clears it: how the
@@ -89,8 +85,8 @@ pub fn base(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<(OsStri
 pub const HOOK_MARK: &[u8] = b"ARASHI_HOOK_NAME=";
 
 /// The whole environment of one hook.
-pub fn build(base: &[(OsString, OsString)], f: &HookFacts<'_>) -> Environ {
-    let mut env: Environ = base.iter().map(|(n, v)| (n, v)).collect();
+pub fn build(base: &Environ, f: &HookFacts<'_>) -> Environ {
+    let mut env = base.clone();
     let path = |p: &Path| -> PathBuf { p.to_path_buf() };
     env.push("ARASHI_HOOK_NAME", f.name);
     env.push("ARASHI_HOOK_SCOPE", f.scope.as_str());

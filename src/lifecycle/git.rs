@@ -6,7 +6,6 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -75,18 +74,8 @@ fn output(dir: &Path, args: &[&OsStr]) -> Result<std::process::Output, GitError>
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: prctl and getppid are async-signal-safe and touch only the child.
-    unsafe {
-        cmd.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            // hookq died between the fork and the line above: no signal will come.
-            if libc::getppid() != parent {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-            }
-            Ok(())
-        });
-    }
+    // A git child is killed with hookq rather than left working on alone.
+    crate::exec::sys::die_with_parent(&mut cmd);
     cmd.output().map_err(|e| GitError {
         dir: dir.to_path_buf(),
         args: args

@@ -157,15 +157,10 @@ fn label_scope(h: &SourcedCommand) -> String {
 pub fn status_of(ending: Ending) -> Status {
     match ending {
         Ending::Exited(0) => Status::Succeeded,
-        Ending::Exited(code) => Status::ExitedNonzero { code, signal: None },
-        Ending::Signalled(sig) => Status::ExitedNonzero {
-            code: 128 + sig,
-            signal: Some(sig),
-        },
         Ending::TimedOut { .. } => Status::TimedOut,
-        Ending::Interrupted => Status::ExitedNonzero {
-            code: 128 + libc::SIGKILL,
-            signal: Some(libc::SIGKILL),
+        Ending::Exited(_) | Ending::Signalled(_) | Ending::Interrupted => Status::ExitedNonzero {
+            code: ending.shell_status().unwrap_or(-1),
+            signal: ending.signal(),
         },
         Ending::SpawnFailed(errno) => Status::FailedValidation(format!(
             "the interpreter could not be started: {}",

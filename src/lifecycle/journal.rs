@@ -176,21 +176,7 @@ impl StateLock {
 /// with the children it forks: a git child that hookq was forking when it was killed must not
 /// keep a dead create's lock for a moment and hide its journal from the next command.
 fn lock_process(file: &File) -> std::io::Result<bool> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: a zeroed `flock` is valid; the fields that matter are set below.
-    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-    fl.l_type = libc::F_WRLCK as libc::c_short;
-    fl.l_whence = libc::SEEK_SET as libc::c_short;
-    // SAFETY: `fl` outlives the call; F_SETLK only reads it.
-    let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &fl) };
-    if rc == 0 {
-        return Ok(true);
-    }
-    let e = std::io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EAGAIN) | Some(libc::EACCES) => Ok(false),
-        _ => Err(e),
-    }
+    crate::exec::sys::lock_record(file)
 }
 
 /// A live create's journal.

@@ -4,8 +4,8 @@
 //! what this invocation made, a create killed outright is rolled back by the next command, and
 //! every evaluated hook lands in an outcome ledger that names its source, never its text.
 //!
-//! Plan, then act: [`plan`] works a command out and refuses it before any change; [`create`]
-//! and [`remove`] carry it out on the shared executor.
+//! Plan, then act: [`plan`] works a command out and refuses it before any change; [`create()`]
+//! and [`remove()`] carry it out on the shared executor.
 
 pub mod config;
 pub mod create;

@@ -790,14 +790,9 @@ fn execute(
             command_index: Some(index),
             command: Some(line.clone()),
             outcome,
-            exit_code: match done.ending {
-                Ending::Exited(c) => Some(c),
-                _ => None,
-            },
-            signal: match done.ending {
-                Ending::Signalled(s) => Some(s),
-                _ => None,
-            },
+            exit_code: done.ending.exit_code(),
+            // An interrupted command left its point pending above: no row says it.
+            signal: done.ending.signal(),
             started_ms: Some(started_ms),
             duration_ms: Some(done.duration.as_millis() as i64),
             log_path: Some(log.display().to_string()),

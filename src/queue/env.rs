@@ -2,11 +2,9 @@
 //! overrides and `ARC_*`, plus the `ARC_*` table for this point.
 
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use crate::exec::Environ;
-use crate::exec::env::is_git_local;
 use crate::queue::phase::Point;
 
 pub use crate::exec::env::GIT_LOCAL_ENV_VARS;
@@ -32,15 +30,10 @@ pub struct HookVars<'a> {
     pub point: Point,
 }
 
-fn stripped(name: &OsStr) -> bool {
-    // By bytes: a name that is not UTF-8 after its prefix (`ARC_\xff`) goes too.
-    let name = name.as_bytes();
-    name.starts_with(b"ARC_") || is_git_local(OsStr::from_bytes(name))
-}
-
-/// The runner's environment with the overrides removed; computed once per pass.
+/// The runner's environment without inherited `ARC_*` and git's repository overrides;
+/// computed once per pass.
 pub fn base_env(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Environ {
-    vars.into_iter().filter(|(k, _)| !stripped(k)).collect()
+    crate::exec::env::inherited(vars, "ARC_")
 }
 
 /// `base` plus the `ARC_*` table for one point.
@@ -114,7 +107,7 @@ mod tests {
 
     #[test]
     fn overrides_whose_names_are_not_utf8_go_too() {
-        use std::os::unix::ffi::OsStringExt;
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
         let name = |b: &[u8]| OsString::from_vec(b.to_vec());
         let base = base_env([
             (name(b"ARC_\xffEVIL"), OsString::from("leaked")),

@@ -157,8 +157,9 @@ impl Ws {
         let out = match rx.recv_timeout(HANG) {
             Ok(out) => out.unwrap(),
             Err(_) => {
-                // SAFETY: kill(2) on the pid this test started.
-                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
                 panic!("hookq {args:?} hung for {HANG:?}");
             }
         };

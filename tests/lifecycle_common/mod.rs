@@ -402,9 +402,9 @@ impl Running {
 
     /// Sends `signal` to hookq alone (not to the process group of a hook it runs).
     pub fn signal(&self, signal: i32) {
-        let pid = i32::try_from(self.child.id()).unwrap();
-        // SAFETY: kill has no memory effects; the pid is our own child, not yet reaped.
-        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        let pid = rustix::process::Pid::from_raw(i32::try_from(self.child.id()).unwrap()).unwrap();
+        let signal = rustix::process::Signal::from_named_raw(signal).unwrap();
+        rustix::process::kill_process(pid, signal).unwrap();
     }
 
     /// Waits for the end, killing hookq after [`HANG`], and checks the secret marker.
