@@ -1,0 +1,22 @@
+//! The SQLite store: one `Store::open`, pragmas read back, embedded migrations.
+//!
+//! The store knows tasks, pending points and history rows. It knows nothing of processes.
+
+mod clears;
+mod counters;
+mod error;
+mod open;
+mod reads;
+mod rows;
+#[cfg(test)]
+mod tests;
+
+pub use clears::StartMarker;
+pub use counters::{COUNT_EVERY, IdMarks, count_new_points, pending_by_point};
+pub(crate) use counters::{count_pending, count_up_to, id_mark_columns, set_counted_mark};
+pub use error::StoreError;
+pub use open::{
+    DEFAULT_BUSY_TIMEOUT, DRAIN_AUTOCHECKPOINT, DRAIN_CACHE_SIZE, PAGE_SIZE, Store, StoreOptions,
+    Synchronous, schema_version,
+};
+pub use rows::{Cleared, HistoryRow, NewHistory, Outcome, PendingRow, Stats, TaskRow, now_ms};
