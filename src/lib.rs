@@ -25,12 +25,14 @@ pub mod exec;
 pub mod failure;
 pub mod lifecycle;
 pub mod queue;
+#[doc(hidden)]
+pub mod testing;
 
 pub use exec::Stop;
 pub use failure::Failure;
 pub use queue::{
-    Config, Drainer, MoveFacts, PassReport, Phase, PlanId, Point, RunnerLock, Store, TaskId,
-    Transition, Wait, Workspace,
+    Config, Drainer, MoveFacts, PassReport, Phase, PlanId, Point, QueueStore, RunnerLock, Store,
+    TaskId, Transition, Wait, Workspace,
 };
 /// The SQLite binding hookq's API speaks, re-exported so a host uses the very same version.
 pub use rusqlite;

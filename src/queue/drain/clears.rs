@@ -2,7 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::queue::store::{Cleared, Store, StoreError};
+use crate::queue::backend::QueueStore;
+use crate::queue::error::Error;
+use crate::queue::store::Cleared;
 
 /// How many finished points make a batch of clears.
 pub const CLEAR_BATCH: usize = 64;
@@ -45,7 +47,7 @@ impl Clears {
 
     /// Commits every queued clear in one transaction, waiting up to the store's busy timeout
     /// for another writer.
-    pub(super) fn flush(&mut self, store: &mut Store) -> Result<(), StoreError> {
+    pub(super) fn flush<S: QueueStore>(&mut self, store: &mut S) -> Result<(), Error> {
         let points = self.take();
         store.clear_all(&points)
     }
@@ -53,7 +55,7 @@ impl Clears {
     /// [`Clears::flush`] while a command runs: when another writer holds the database, keeps
     /// the batch and tries again [`CLEAR_AFTER`] later, rather than leave the command's timeout,
     /// stop requests and output unserved for as long as that writer holds on.
-    pub(super) fn try_flush(&mut self, store: &mut Store) -> Result<(), StoreError> {
+    pub(super) fn try_flush<S: QueueStore>(&mut self, store: &mut S) -> Result<(), Error> {
         let tried = store.try_clear_all(&self.points);
         if let Ok(false) = tried {
             self.busy_until = Some(Instant::now() + CLEAR_AFTER);

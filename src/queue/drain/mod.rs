@@ -28,4 +28,4 @@ mod pool;
 mod tests;
 
 pub use clears::{CLEAR_AFTER, CLEAR_BATCH};
-pub use pass::{DrainError, Drainer, PassReport};
+pub use pass::{Drainer, PassReport};

@@ -6,11 +6,13 @@ use std::sync::{Arc, Mutex, mpsc};
 use serde::Serialize;
 
 use crate::exec::Environ;
-use crate::exec::{self, ExecError, Stop};
+use crate::exec::{self, Stop};
+use crate::queue::backend::{ChangeMark, QueueStore};
 use crate::queue::config::{Config, ConfigError, ConfigSource};
 use crate::queue::env::{HookVars, base_env, hook_env};
-use crate::queue::lock::{LockError, RunnerLock, Wait};
-use crate::queue::store::{Cleared, NewHistory, Outcome, PendingRow, Store, StoreError, now_ms};
+use crate::queue::error::Error;
+use crate::queue::lock::{RunnerLock, Wait};
+use crate::queue::store::{Cleared, NewHistory, Outcome, PendingRow, now_ms};
 use crate::queue::workspace::Workspace;
 
 use super::clears::{CLEAR_AFTER, Clears};
@@ -21,23 +23,6 @@ use super::point::{Done, Job, Ran, execute};
 const BATCH: usize = 256;
 /// The most history rows one pass prunes, so a pass never stalls on a huge backlog.
 const PRUNE_LIMIT: usize = 10_000;
-
-/// Why a pass stopped early. Everything it had not cleared stays pending.
-#[derive(Debug, thiserror::Error)]
-pub enum DrainError {
-    /// `config.toml` is not valid: no hook runs until it is.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The database failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// A command could not be run for a reason outside the hook (its log cannot be written).
-    #[error(transparent)]
-    Exec(#[from] ExecError),
-    /// The runner lock could not be taken again after a pass (see [`Drainer::drain_and_release`]).
-    #[error(transparent)]
-    Lock(#[from] LockError),
-}
 
 /// What one pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -133,11 +118,11 @@ impl<'a> Drainer<'a> {
     /// others left, so its failure (the lock file or the database unusable meanwhile) is one
     /// `warning:` line, the points stay pending, and what the passes before it did is still
     /// reported.
-    pub fn drain_and_release(
+    pub fn drain_and_release<S: QueueStore>(
         &mut self,
-        store: &mut Store,
+        store: &mut S,
         lock: RunnerLock,
-    ) -> Result<PassReport, DrainError> {
+    ) -> Result<PassReport, Error> {
         let path = lock.path().to_path_buf();
         let (mut total, mut more) = self.drain_then_look(store, lock)?;
         while more {
@@ -165,12 +150,12 @@ impl<'a> Drainer<'a> {
 
     /// One pass of [`Drainer::drain_and_release`] with `lock`, which it releases: what it did,
     /// and whether another process committed while it ran.
-    fn drain_then_look(
+    fn drain_then_look<S: QueueStore>(
         &mut self,
-        store: &mut Store,
+        store: &mut S,
         lock: RunnerLock,
-    ) -> Result<(PassReport, bool), DrainError> {
-        let seen = store.data_version()?;
+    ) -> Result<(PassReport, bool), Error> {
+        let seen = store.change_mark()?;
         let report = self.drain(store, &lock)?;
         drop(lock);
         let more = !report.stopped && self.committed_since(store, seen);
@@ -179,8 +164,8 @@ impl<'a> Drainer<'a> {
 
     /// Whether another process committed since `store` read data version `seen`; `false`, with
     /// a warning, when that cannot be read.
-    fn committed_since(&mut self, store: &Store, seen: i64) -> bool {
-        match store.data_version() {
+    fn committed_since<S: QueueStore>(&mut self, store: &mut S, seen: ChangeMark) -> bool {
+        match store.change_mark() {
             Ok(now) => now != seen,
             Err(e) => {
                 (self.warn)(&format!(
@@ -194,11 +179,11 @@ impl<'a> Drainer<'a> {
     /// Runs every pending point, in recorded order, until none is left or a stop is requested.
     /// Points recorded while the pass runs are taken too. Holding the runner lock is the
     /// caller's proof that no one else runs hooks meanwhile.
-    pub fn drain(
+    pub fn drain<S: QueueStore>(
         &mut self,
-        store: &mut Store,
+        store: &mut S,
         lock: &RunnerLock,
-    ) -> Result<PassReport, DrainError> {
+    ) -> Result<PassReport, Error> {
         for left in lock.left_behind() {
             let runner = left.holder.map_or_else(
                 || "an earlier runner".to_owned(),
@@ -216,7 +201,7 @@ impl<'a> Drainer<'a> {
         }
         // Read once up front so an invalid config fails the pass even when nothing is pending.
         self.config()?;
-        store.with_relaxed_sync(|store| {
+        store.pass(lock, |store| {
             // Count what a runner killed before it folded its starts had started.
             store.fold_starts(lock)?;
             let mut report = PassReport::default();
@@ -241,29 +226,29 @@ impl<'a> Drainer<'a> {
     }
 
     /// The pass loop. `pool` is `None` to run each job on this thread.
-    pub(super) fn pass(
+    pub(super) fn pass<S: QueueStore>(
         &mut self,
-        store: &mut Store,
+        store: &mut S,
         lock: &RunnerLock,
         report: &mut PassReport,
         pool: Option<(&mpsc::Sender<Job>, &mpsc::Receiver<Done>)>,
-    ) -> Result<(), DrainError> {
+    ) -> Result<(), Error> {
         // With a pool, a worker's next point waits prepared behind the one it runs.
         let in_flight = if pool.is_some() { 2 * self.jobs } else { 1 };
         let mut window: VecDeque<PendingRow> = VecDeque::new();
         let mut fetched_to = 0;
         let mut busy: HashSet<String> = HashSet::new();
         let mut running = 0usize;
-        let mut failure: Option<DrainError> = None;
+        let mut failure: Option<Error> = None;
         loop {
             if !self.stop.graceful() && failure.is_none() {
                 // An error here ends the pass once the jobs running meanwhile have finished and
                 // been cleared, as a failing job does.
-                let started: Result<(), DrainError> = 'start: {
+                let started: Result<(), Error> = 'start: {
                     if window.len() < BATCH / 2 {
-                        let more = match store.pending(fetched_to, BATCH, None) {
+                        let more = match store.next_batch(fetched_to, BATCH) {
                             Ok(more) => more,
-                            Err(e) => break 'start Err(e.into()),
+                            Err(e) => break 'start Err(e),
                         };
                         if let Some(last) = more.last() {
                             fetched_to = last.id;
@@ -305,7 +290,7 @@ impl<'a> Drainer<'a> {
                                     });
                                 self.ahead = done.ahead.take();
                                 let finished = self.finish(done, report);
-                                if let Err(e) = flushed.map_err(DrainError::from).and(finished) {
+                                if let Err(e) = flushed.and(finished) {
                                     break 'start Err(e);
                                 }
                             }
@@ -323,10 +308,10 @@ impl<'a> Drainer<'a> {
                 }
                 if self.stop.graceful() {
                     report.stopped |=
-                        !window.is_empty() || store.pending(fetched_to, 1, None)?.len() == 1;
+                        !window.is_empty() || store.next_batch(fetched_to, 1)?.len() == 1;
                     return Ok(());
                 }
-                if window.is_empty() && store.pending(fetched_to, 1, None)?.is_empty() {
+                if window.is_empty() && store.next_batch(fetched_to, 1)?.is_empty() {
                     return Ok(());
                 }
                 continue;
@@ -340,7 +325,7 @@ impl<'a> Drainer<'a> {
                 if self.clears.due()
                     && let Err(e) = self.clears.try_flush(store)
                 {
-                    failure.get_or_insert(e.into());
+                    failure.get_or_insert(e);
                 }
                 match rx.recv_timeout(CLEAR_AFTER) {
                     Ok(done) => break done,
@@ -374,12 +359,12 @@ impl<'a> Drainer<'a> {
     }
 
     /// Queues a clear, committing the batch if it is due.
-    fn clear_later(
+    fn clear_later<S: QueueStore>(
         &mut self,
-        store: &mut Store,
+        store: &mut S,
         entry: PendingRow,
         row: NewHistory,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), Error> {
         self.clears.push(Cleared {
             entry,
             rows: vec![row],
@@ -391,14 +376,14 @@ impl<'a> Drainer<'a> {
     }
 
     /// Parks `entry` as `abandoned`, with one warning line saying `why`, then `hint`.
-    fn park(
+    fn park<S: QueueStore>(
         &mut self,
-        store: &mut Store,
+        store: &mut S,
         entry: PendingRow,
         report: &mut PassReport,
         why: &str,
         hint: &str,
-    ) -> Result<Option<Job>, DrainError> {
+    ) -> Result<Option<Job>, Error> {
         (self.warn)(&format!(
             "warning: {} for task {} (occurrence {}): {why}; parked as abandoned{hint}",
             entry.point, entry.task, entry.id
@@ -410,16 +395,16 @@ impl<'a> Drainer<'a> {
 
     /// Reads the config for this point and either clears it (no commands, parked) or returns
     /// the job to run, marked started when `mark` (a worker marks its own).
-    pub(super) fn prepare(
+    pub(super) fn prepare<S: QueueStore>(
         &mut self,
-        store: &mut Store,
+        store: &mut S,
         lock: &RunnerLock,
         entry: PendingRow,
         report: &mut PassReport,
         mark: bool,
-    ) -> Result<Option<Job>, DrainError> {
-        let point = entry.point()?;
-        let task = entry.task_id()?;
+    ) -> Result<Option<Job>, Error> {
+        let point = entry.point().map_err(|e| store.located(e))?;
+        let task = entry.task_id().map_err(|e| store.located(e))?;
         // The config as it is at the moment this point runs.
         let cfg = self.config()?;
         // No path of hookq's records a point for a missing task, and a task with a pending
@@ -479,7 +464,7 @@ impl<'a> Drainer<'a> {
     }
 
     /// Prints a finished job's warnings and queues its clear if all its commands ran.
-    fn finish(&mut self, done: Done, report: &mut PassReport) -> Result<(), DrainError> {
+    fn finish(&mut self, done: Done, report: &mut PassReport) -> Result<(), Error> {
         for w in &done.warnings {
             (self.warn)(w);
         }

@@ -10,7 +10,7 @@ use crate::queue::phase::Point;
 use crate::queue::store::{NewHistory, Outcome, PendingRow, now_ms};
 use crate::queue::workspace::Workspace;
 
-use super::DrainError;
+use crate::queue::error::Error;
 
 /// A point ready to run: its commands and environment fixed, and its start logged (see
 /// [`crate::queue::starts`]), by the worker that runs it in a parallel pass.
@@ -39,7 +39,7 @@ pub(super) enum Ran {
     Stale,
     /// A command could not be run at all, or its start could not be logged: it stays pending
     /// and the pass ends.
-    Failed(DrainError),
+    Failed(Error),
 }
 
 pub(super) struct Done {

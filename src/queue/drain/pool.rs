@@ -3,28 +3,29 @@
 use std::sync::{Arc, Mutex, mpsc};
 
 use crate::exec::Stop;
+use crate::queue::backend::{MarkStarts, QueueStore};
 use crate::queue::config::ConfigSource;
+use crate::queue::error::Error;
 use crate::queue::lock::RunnerLock;
-use crate::queue::store::{StartMarker, Store};
 use crate::queue::workspace::Workspace;
 
 use super::pass::current;
 use super::point::{Done, Job, Ran, execute};
-use super::{DrainError, Drainer, PassReport};
+use super::{Drainer, PassReport};
 
 impl<'a> Drainer<'a> {
-    pub(super) fn pass_parallel(
+    pub(super) fn pass_parallel<S: QueueStore>(
         &mut self,
-        store: &mut Store,
+        store: &mut S,
         lock: &RunnerLock,
         report: &mut PassReport,
-    ) -> Result<(), DrainError> {
+    ) -> Result<(), Error> {
         let (job_tx, job_rx) = mpsc::channel::<Job>();
         let (done_tx, done_rx) = mpsc::channel::<Done>();
         let job_rx = Mutex::new(job_rx);
         let ws = self.ws.clone();
         let (ws, stop) = (&ws, self.stop);
-        let markers: Vec<StartMarker> = (0..self.jobs).map(|_| store.start_marker(lock)).collect();
+        let markers: Vec<S::Marker> = (0..self.jobs).map(|_| store.start_marker(lock)).collect();
         let config = Arc::clone(&self.config);
         std::thread::scope(|scope| {
             for mut marker in markers {
@@ -59,7 +60,7 @@ fn start(
     lock: &RunnerLock,
     mut job: Job,
     stop: &Stop,
-    marker: &mut StartMarker,
+    marker: &mut impl MarkStarts,
     config: &Mutex<ConfigSource>,
 ) -> Done {
     if stop.graceful() {
@@ -75,6 +76,6 @@ fn start(
             execute(ws, lock, job, stop, None, &mut || {})
         }
         Ok(false) => Done::unrun(job, Ran::Dropped),
-        Err(e) => Done::unrun(job, Ran::Failed(e.into())),
+        Err(e) => Done::unrun(job, Ran::Failed(e)),
     }
 }

@@ -2,6 +2,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::exec::Stop;
+use crate::queue::Error;
 use crate::queue::ids::{PlanId, TaskId};
 use crate::queue::lock::RunnerLock;
 use crate::queue::lock::Wait;
@@ -184,7 +185,7 @@ fn an_error_starting_a_job_lets_the_running_ones_finish_and_be_cleared() {
         .jobs(2)
         .drain(&mut store, &lock)
         .unwrap_err();
-    assert!(matches!(err, DrainError::Config(_)), "{err}");
+    assert!(matches!(err, Error::Config(_)), "{err}");
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].contains("task b") && warnings[0].contains("exit 3"));
     let cleared: Vec<(String, String)> = store
@@ -383,7 +384,7 @@ fn finished_points_are_cleared_when_a_later_one_cannot_run() {
     let err = Drainer::new(ws, &stop)
         .drain(&mut store, &lock)
         .unwrap_err();
-    assert!(matches!(err, DrainError::Exec(_)), "{err}");
+    assert!(matches!(err, Error::Exec(_)), "{err}");
     let left: Vec<String> = store
         .pending(0, 10, None)
         .unwrap()

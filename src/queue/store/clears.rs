@@ -17,7 +17,7 @@ impl Store {
     /// Records that this pass starts `entry` now, in the start log (see [`crate::queue::starts`]):
     /// one `write`, no commit. Returns false when the point is no longer pending (dropped since
     /// it was read), and then records nothing.
-    pub fn mark_started(
+    pub(crate) fn mark_started(
         &mut self,
         entry: &PendingRow,
         _lock: &RunnerLock,
@@ -27,7 +27,7 @@ impl Store {
 
     /// A [`StartMarker`] for a thread of its own, sharing this store's start log. Its
     /// connection to the database, which it only reads, is opened when it first marks a point.
-    pub fn start_marker(&self, _lock: &RunnerLock) -> StartMarker {
+    pub(crate) fn start_marker(&self, _lock: &RunnerLock) -> StartMarker {
         StartMarker {
             path: self.path.clone(),
             opts: StoreOptions {
@@ -43,7 +43,7 @@ impl Store {
     /// into the points' counts, then empties it. A pass does this before it reads the queue. It
     /// takes the write lock even when there is nothing to fold, so that a pass that cannot write
     /// (another writer holds the database) stops before it runs anything it could not clear.
-    pub fn fold_starts(&mut self, _lock: &RunnerLock) -> Result<usize, StoreError> {
+    pub(crate) fn fold_starts(&mut self, _lock: &RunnerLock) -> Result<usize, StoreError> {
         let starts = self.unfolded_starts()?;
         self.write(|tx| fold_in(tx, &starts))?;
         self.empty_start_log()?;
@@ -53,14 +53,14 @@ impl Store {
     /// Clears points, each with its history rows, in one transaction: the drain commits the
     /// points it finished together. The starts this store recorded for points still pending
     /// (running, or stopped) are folded in the same transaction.
-    pub fn clear_all(&mut self, points: &[Cleared]) -> Result<(), StoreError> {
+    pub(crate) fn clear_all(&mut self, points: &[Cleared]) -> Result<(), StoreError> {
         self.clear_all_within(points, self.busy_timeout)
     }
 
     /// [`Store::clear_all`], unless another writer holds the database: then it returns
     /// `Ok(false)` at once (after a millisecond or two) and clears nothing. The drain clears this
     /// way while a command runs, whose timeout and output must not wait on another writer.
-    pub fn try_clear_all(&mut self, points: &[Cleared]) -> Result<bool, StoreError> {
+    pub(crate) fn try_clear_all(&mut self, points: &[Cleared]) -> Result<bool, StoreError> {
         match self.clear_all_within(points, Duration::ZERO) {
             Ok(()) => Ok(true),
             Err(StoreError::Busy(_)) => Ok(false),
@@ -126,7 +126,11 @@ impl Store {
 
     /// Deletes history rows that finished before `cutoff_ms`, at most `limit` of them; returns how
     /// many went.
-    pub fn prune_history(&mut self, cutoff_ms: i64, limit: usize) -> Result<usize, StoreError> {
+    pub(crate) fn prune_history(
+        &mut self,
+        cutoff_ms: i64,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
         self.write(|tx| {
             Ok(tx
                 .prepare_cached(
@@ -149,8 +153,13 @@ pub struct StartMarker {
 }
 
 impl StartMarker {
+    /// The database it marks starts of.
+    pub(crate) fn db_path(&self) -> &Path {
+        &self.path
+    }
+
     /// As [`Store::mark_started`].
-    pub fn mark_started(&mut self, entry: &PendingRow) -> Result<bool, StoreError> {
+    pub(crate) fn mark_started(&mut self, entry: &PendingRow) -> Result<bool, StoreError> {
         let conn = match &mut self.conn {
             Some(c) => c,
             None => {

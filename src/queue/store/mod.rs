@@ -1,9 +1,11 @@
 //! The SQLite store: one `Store::open`, pragmas read back, embedded migrations.
 //!
-//! The store knows tasks, pending points and history rows. It knows nothing of processes.
+//! The store knows tasks, pending points and history rows. It knows nothing of processes. What
+//! the drain and the hub need of it is [`QueueStore`](crate::queue::QueueStore), which it
+//! implements.
 
 mod clears;
-mod counters;
+pub(crate) mod counters;
 mod error;
 mod open;
 mod reads;
@@ -12,8 +14,9 @@ mod rows;
 mod tests;
 
 pub use clears::StartMarker;
-pub use counters::{COUNT_EVERY, IdMarks, count_new_points, pending_by_point};
-pub(crate) use counters::{count_pending, count_up_to, id_mark_columns, set_counted_mark};
+pub(crate) use counters::{
+    COUNT_EVERY, IdMarks, count_pending, count_up_to, id_mark_columns, set_counted_mark,
+};
 pub use error::StoreError;
 pub use open::{
     DEFAULT_BUSY_TIMEOUT, DRAIN_AUTOCHECKPOINT, DRAIN_CACHE_SIZE, PAGE_SIZE, Store, StoreOptions,

@@ -137,10 +137,21 @@ impl Store {
     /// drain most of their fsyncs: it rewrites the same few pages point after point. It reads
     /// the queue front to back, once, so a bigger cache would only hold pages it never reads
     /// again: the small one keeps a pass's memory flat however long the queue.
-    pub fn with_relaxed_sync<T, E: From<StoreError>>(
+    pub(crate) fn with_relaxed_sync<T, E>(
         &mut self,
+        into: impl Fn(StoreError) -> E,
         f: impl FnOnce(&mut Self) -> Result<T, E>,
     ) -> Result<T, E> {
+        let saved = self.relax().map_err(&into)?;
+        let out = f(self);
+        let restored = self.restore(saved);
+        let out = out?;
+        restored.map_err(into)?;
+        Ok(out)
+    }
+
+    /// Sets the pass's settings; what they were, to restore.
+    fn relax(&mut self) -> Result<(i64, i64), StoreError> {
         set_synchronous(&self.conn, Synchronous::Normal)?;
         // Restored as they were: a host embedding the store may have set its own.
         let read = |pragma: &str| -> Result<i64, StoreError> {
@@ -149,22 +160,18 @@ impl Store {
                 .query_row(&format!("PRAGMA {pragma}"), [], |r| r.get(0))?)
         };
         let (cache, checkpoint) = (read("cache_size")?, read("wal_autocheckpoint")?);
-        self.conn
-            .execute_batch(&format!(
-                "PRAGMA wal_autocheckpoint={DRAIN_AUTOCHECKPOINT}; PRAGMA cache_size={DRAIN_CACHE_SIZE}"
-            ))
-            .map_err(StoreError::from)?;
-        let out = f(self);
-        let restored = self
-            .conn
-            .execute_batch(&format!(
-                "PRAGMA wal_autocheckpoint={checkpoint}; PRAGMA cache_size={cache}"
-            ))
-            .map_err(StoreError::from)
-            .and_then(|()| set_synchronous(&self.conn, self.synchronous));
-        let out = out?;
-        restored?;
-        Ok(out)
+        self.conn.execute_batch(&format!(
+            "PRAGMA wal_autocheckpoint={DRAIN_AUTOCHECKPOINT}; PRAGMA cache_size={DRAIN_CACHE_SIZE}"
+        ))?;
+        Ok((cache, checkpoint))
+    }
+
+    /// Restores what [`Store::relax`] changed.
+    fn restore(&mut self, (cache, checkpoint): (i64, i64)) -> Result<(), StoreError> {
+        self.conn.execute_batch(&format!(
+            "PRAGMA wal_autocheckpoint={checkpoint}; PRAGMA cache_size={cache}"
+        ))?;
+        set_synchronous(&self.conn, self.synchronous)
     }
 
     /// Whether the database has a table `name`.
@@ -311,7 +318,7 @@ impl Store {
     }
 
     /// `PRAGMA data_version`: changes whenever another connection commits.
-    pub fn data_version(&self) -> Result<i64, StoreError> {
+    pub(crate) fn data_version(&self) -> Result<i64, StoreError> {
         Ok(self
             .conn
             .query_row("PRAGMA data_version", [], |r| r.get(0))?)

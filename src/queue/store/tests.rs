@@ -248,7 +248,7 @@ fn relaxed_sync_gives_back_the_hosts_own_settings() {
         .execute_batch("PRAGMA wal_autocheckpoint=0; PRAGMA cache_size=-4096")
         .unwrap();
     store
-        .with_relaxed_sync(|_| Ok::<_, StoreError>(()))
+        .with_relaxed_sync(|e| e, |_| Ok::<_, StoreError>(()))
         .unwrap();
     let read = |pragma: &str| -> i64 {
         let sql = format!("PRAGMA {pragma}");
