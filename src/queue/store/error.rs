@@ -81,7 +81,7 @@ pub enum StoreError {
     /// A value given by the caller is not valid.
     #[error("{0}")]
     Invalid(String),
-    /// The start log beside the database (see [`crate::queue::starts`]) cannot be read or written.
+    /// The start log beside the database (`arc.db-starts`) cannot be read or written.
     #[error("cannot {action} {}: {source}", path.display())]
     StartLog {
         /// What failed: "read", "write" or "empty".

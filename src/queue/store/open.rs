@@ -26,14 +26,11 @@ pub const DRAIN_CACHE_SIZE: i64 = -1024;
 /// database that has a page already keeps its own: SQLite sets the size only while the file is
 /// empty, and in WAL mode not even `VACUUM` changes it.
 ///
-/// A durable commit writes every page it changed to the WAL, whole, and syncs it; a transition
-/// that records a point changes three pages (the task's, the point's and the state's), so with
-/// 4 KiB pages it writes 12 KiB for about 200 bytes of rows. Interleaved with a bare one-row
-/// commit at 4 KiB pages (the bench's durable-commit floor; three runs each), such a transition ran at
-/// 0.75-0.79x the bare commit's rate with 4 KiB pages, 0.81-0.84x with 2 KiB and 0.86-0.90x with
-/// 1 KiB. Smaller pages cost the big transactions: `plan cancel` of 10,000 tasks writes the
-/// same bytes in more WAL frames, each with its own `pwrite` calls, and took 44-46 ms with 2 KiB
-/// pages and 56-63 ms with 1 KiB, against 38-44 ms with 4 KiB.
+/// A durable commit writes every page it changed to the WAL, whole, and a transition that
+/// records a point changes three pages (the task's, the point's and the state's): smaller pages
+/// make each transition cheaper, and cost the big transactions (`plan cancel`), which write the
+/// same bytes in more WAL frames. `BENCHMARKS.md` ("What shaped the queue's code") has the
+/// figures behind this size.
 pub const PAGE_SIZE: i64 = 2048;
 
 /// How long one `BEGIN IMMEDIATE` attempt waits in SQLite's busy handler before
@@ -377,8 +374,8 @@ pub(super) fn connect(path: &Path, opts: StoreOptions) -> Result<Connection, Sto
     set_pragma(&c, "foreign_keys", "ON", 1)?;
     // A statement that changes many rows inside a bigger transaction keeps the pages it changes
     // in a statement journal, to undo itself alone if it fails. Past 64 KiB SQLite writes that
-    // journal to a temporary file (`plan cancel` of ten thousand tasks spent about a tenth of
-    // its time there); held in memory, it costs a copy of each page. No query of ours sorts or
+    // journal to a temporary file, where a big `plan cancel` spent a good part of its time
+    // (BENCHMARKS.md); held in memory, it costs a copy of each page. No query of ours sorts or
     // groups outside an index, so nothing else grows there.
     set_pragma(&c, "temp_store", "MEMORY", 2)?;
     set_synchronous(&c, opts.synchronous)?;

@@ -41,8 +41,9 @@ impl Store {
         Ok(rows)
     }
 
-    /// Pending points in the order they run, from occurrence `after` (exclusive), at most `limit`.
-    /// Starts in the start log not folded yet are counted in `passes` (see [`crate::queue::starts`]).
+    /// Pending points in the order they run, from occurrence `after` (exclusive), at most `limit`,
+    /// of one task or all. Starts a pass logged (in `arc.db-starts`) and not folded yet are
+    /// counted in `passes`.
     pub fn pending(
         &self,
         after: i64,
@@ -136,8 +137,8 @@ impl Store {
     }
 
     /// Counts for `queue stats`, read from the kept counters and the few points recorded since
-    /// they last counted (see [`count_new_points`]): as cheap with a million pending points as
-    /// with ten. The interrupted count adds the start log's points not counted yet
+    /// they last counted (recording counts new points in every few hundred): as cheap with a
+    /// million pending points as with ten. The interrupted count adds the start log's points not counted yet
     /// (one lookup per line; the log holds the starts of the last batch or so).
     pub fn stats(&self) -> Result<Stats, StoreError> {
         let starts = self.unfolded_starts()?;
