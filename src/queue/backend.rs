@@ -36,13 +36,16 @@ pub struct ChangeMark(pub i64);
 ///   point that as many passes as `queue.max_interrupted_runs` started: a clear whose one history
 ///   row is [`Outcome::Abandoned`](crate::queue::store::Outcome::Abandoned).
 /// - **Errors** are the queue's [`Error`], naming where the store lives.
+///
+/// Every method takes the store mutably, reads too: a client whose queries need `&mut` (as a
+/// PostgreSQL client's do) implements it directly.
 pub trait QueueStore {
     /// What marks starts from a worker thread of a parallel pass.
     type Marker: MarkStarts + Send;
 
     /// Pending points after occurrence `after` (exclusive), in the order they run, at most
     /// `limit`. Starts marked and not folded yet are counted in each row's `passes`.
-    fn next_batch(&self, after: i64, limit: usize) -> Result<Vec<PendingRow>, Error>;
+    fn next_batch(&mut self, after: i64, limit: usize) -> Result<Vec<PendingRow>, Error>;
 
     /// Marks `entry` started by this pass now. Returns `false`, and marks nothing, when the point
     /// is no longer pending (dropped since it was read).
@@ -50,7 +53,7 @@ pub trait QueueStore {
 
     /// A marker for one worker thread of a parallel pass, marking starts as
     /// [`mark_started`](QueueStore::mark_started) does, counted with this store's.
-    fn start_marker(&self, lock: &RunnerLock) -> Self::Marker;
+    fn start_marker(&mut self, lock: &RunnerLock) -> Self::Marker;
 
     /// Counts the starts an earlier runner marked and did not fold (it died first), each once;
     /// how many it found. A pass calls it first, and it fails when the store cannot be written,
@@ -114,7 +117,7 @@ pub trait MarkStarts {
 impl QueueStore for Store {
     type Marker = StartMarker;
 
-    fn next_batch(&self, after: i64, limit: usize) -> Result<Vec<PendingRow>, Error> {
+    fn next_batch(&mut self, after: i64, limit: usize) -> Result<Vec<PendingRow>, Error> {
         self.pending(after, limit, None)
             .map_err(|e| self.located(e))
     }
@@ -123,7 +126,7 @@ impl QueueStore for Store {
         Store::mark_started(self, entry, lock).map_err(|e| self.located(e))
     }
 
-    fn start_marker(&self, lock: &RunnerLock) -> StartMarker {
+    fn start_marker(&mut self, lock: &RunnerLock) -> StartMarker {
         Store::start_marker(self, lock)
     }
 
@@ -166,5 +169,136 @@ impl QueueStore for Store {
 impl MarkStarts for StartMarker {
     fn mark_started(&mut self, entry: &PendingRow) -> Result<bool, Error> {
         StartMarker::mark_started(self, entry).map_err(|e| Error::store(self.db_path(), e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::Stop;
+    use crate::queue::drain::Drainer;
+    use crate::queue::ids::{PlanId, TaskId};
+    use crate::queue::lock::Wait;
+    use crate::queue::phase::Phase;
+    use crate::queue::record;
+    use crate::queue::workspace::Workspace;
+
+    /// Another store behind the seam: the SQLite store, reached only through the trait, with no
+    /// settings of its own for a pass, counting what the drain asks of it.
+    struct Counting {
+        inner: Store,
+        passes: usize,
+        batches: usize,
+        clears: usize,
+    }
+
+    impl QueueStore for Counting {
+        type Marker = StartMarker;
+
+        fn next_batch(&mut self, after: i64, limit: usize) -> Result<Vec<PendingRow>, Error> {
+            self.batches += 1;
+            self.inner.next_batch(after, limit)
+        }
+
+        fn mark_started(&mut self, entry: &PendingRow, lock: &RunnerLock) -> Result<bool, Error> {
+            QueueStore::mark_started(&mut self.inner, entry, lock)
+        }
+
+        fn start_marker(&mut self, lock: &RunnerLock) -> StartMarker {
+            QueueStore::start_marker(&mut self.inner, lock)
+        }
+
+        fn fold_starts(&mut self, lock: &RunnerLock) -> Result<usize, Error> {
+            QueueStore::fold_starts(&mut self.inner, lock)
+        }
+
+        fn clear_all(&mut self, points: &[Cleared]) -> Result<(), Error> {
+            self.clears += points.len();
+            QueueStore::clear_all(&mut self.inner, points)
+        }
+
+        fn try_clear_all(&mut self, points: &[Cleared]) -> Result<bool, Error> {
+            let cleared = QueueStore::try_clear_all(&mut self.inner, points)?;
+            if cleared {
+                self.clears += points.len();
+            }
+            Ok(cleared)
+        }
+
+        fn prune_history(&mut self, cutoff_ms: i64, limit: usize) -> Result<usize, Error> {
+            QueueStore::prune_history(&mut self.inner, cutoff_ms, limit)
+        }
+
+        fn change_mark(&mut self) -> Result<ChangeMark, Error> {
+            self.inner.change_mark()
+        }
+
+        fn pass<T, E: From<Error>>(
+            &mut self,
+            _lock: &RunnerLock,
+            f: impl FnOnce(&mut Self) -> Result<T, E>,
+        ) -> Result<T, E> {
+            self.passes += 1;
+            f(self)
+        }
+
+        fn located(&self, source: StoreError) -> Error {
+            self.inner.located(source)
+        }
+    }
+
+    #[test]
+    fn the_drain_runs_unchanged_on_another_store_behind_the_trait() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(dir.path());
+        let mut store = Store::open(&ws.db_path()).unwrap();
+        std::fs::write(
+            ws.config_path(),
+            "[hooks]\nafter_fail = ['echo \"$ARC_TASK\" >> ran']\n",
+        )
+        .unwrap();
+        let add = |store: &mut Store, tasks: &[&str]| {
+            store
+                .write(|tx| {
+                    for t in tasks {
+                        let (t, p) = (TaskId::new(*t).unwrap(), PlanId::new("p").unwrap());
+                        record::add_task(tx, &t, &p, &Phase::new("failed.x").unwrap())?;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+        };
+        add(&mut store, &["a", "b", "c"]);
+        let mut counting = Counting {
+            inner: store,
+            passes: 0,
+            batches: 0,
+            clears: 0,
+        };
+        let lock = RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
+            .unwrap()
+            .unwrap();
+        let stop = Stop::new();
+        let report = Drainer::new(ws.clone(), &stop)
+            .jobs(2)
+            .drain(&mut counting, &lock)
+            .unwrap();
+        assert_eq!((report.cleared, report.commands, report.failed), (3, 3, 0));
+        assert_eq!((counting.passes, counting.clears), (1, 3));
+        assert!(counting.batches >= 1);
+        let mut ran: Vec<String> = std::fs::read_to_string(dir.path().join("ran"))
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        ran.sort();
+        assert_eq!(ran, ["a", "b", "c"]);
+        assert!(counting.next_batch(0, 10).unwrap().is_empty());
+
+        // The default wait sees a commit by another connection, and only then.
+        let seen = counting.change_mark().unwrap();
+        assert!(!counting.wait_for_change(seen, Duration::ZERO).unwrap());
+        add(&mut Store::open(&ws.db_path()).unwrap(), &["d"]);
+        assert!(counting.wait_for_change(seen, Duration::ZERO).unwrap());
     }
 }

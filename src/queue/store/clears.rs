@@ -143,7 +143,8 @@ impl Store {
 
 /// Marks points started from a thread other than its store's: a parallel drain's worker marks
 /// the point it takes from the queue the moment it starts it, as the store itself does with one
-/// job. Made by [`Store::start_marker`], it shares the store's start log.
+/// job. Made by [`QueueStore::start_marker`](crate::queue::QueueStore::start_marker), it shares
+/// the store's start log; it marks through [`MarkStarts`](crate::queue::MarkStarts).
 #[derive(Debug)]
 pub struct StartMarker {
     path: PathBuf,

@@ -18,8 +18,5 @@ pub(crate) use counters::{
     COUNT_EVERY, IdMarks, count_pending, count_up_to, id_mark_columns, set_counted_mark,
 };
 pub use error::StoreError;
-pub use open::{
-    DEFAULT_BUSY_TIMEOUT, DRAIN_AUTOCHECKPOINT, DRAIN_CACHE_SIZE, PAGE_SIZE, Store, StoreOptions,
-    Synchronous, schema_version,
-};
+pub use open::{DEFAULT_BUSY_TIMEOUT, PAGE_SIZE, Store, StoreOptions, Synchronous, schema_version};
 pub use rows::{Cleared, HistoryRow, NewHistory, Outcome, PendingRow, Stats, TaskRow, now_ms};

@@ -17,10 +17,10 @@ mod embedded {
 }
 
 /// WAL pages between automatic checkpoints while a drain runs (SQLite's default is 1,000).
-pub const DRAIN_AUTOCHECKPOINT: i64 = 8_000;
+pub(crate) const DRAIN_AUTOCHECKPOINT: i64 = 8_000;
 
 /// The drain's page cache: `cache_size` in KiB when negative, as SQLite takes it (1 MiB).
-pub const DRAIN_CACHE_SIZE: i64 = -1024;
+pub(crate) const DRAIN_CACHE_SIZE: i64 = -1024;
 
 /// The page size of a database the store creates, in bytes (SQLite's default is 4,096). A
 /// database that has a page already keeps its own: SQLite sets the size only while the file is
