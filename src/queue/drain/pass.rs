@@ -139,7 +139,8 @@ impl<'a> Drainer<'a> {
                 }
                 Err(e) => {
                     (self.warn)(&format!(
-                        "warning: cannot run points recorded while the pass ran (any are left pending): {e}"
+                        "warning: cannot run points recorded while the pass ran (any are left pending): {}",
+                        unplaced(&e)
                     ));
                     break;
                 }
@@ -169,7 +170,8 @@ impl<'a> Drainer<'a> {
             Ok(now) => now != seen,
             Err(e) => {
                 (self.warn)(&format!(
-                    "warning: cannot tell whether points were recorded while the pass ran; any are left pending: {e}"
+                    "warning: cannot tell whether points were recorded while the pass ran; any are left pending: {}",
+                    unplaced(&e)
                 ));
                 false
             }
@@ -496,4 +498,13 @@ pub(super) fn current(config: &Mutex<ConfigSource>) -> Result<Arc<Config>, Confi
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .current()
+}
+
+/// `e` as a warning line of the drain gives it: a database failure without the database's path,
+/// which the pass's own lines never name.
+fn unplaced(e: &Error) -> String {
+    match e {
+        Error::Store { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
 }
