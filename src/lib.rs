@@ -38,12 +38,15 @@ on_linux! {
     pub mod failure;
     pub mod lifecycle;
     pub mod queue;
+    /// What the crate's own tests and benches reach that a host should not: not a stable API.
+    #[doc(hidden)]
+    pub mod testing;
 
     pub use exec::Stop;
     pub use failure::Failure;
     pub use queue::{
-        Config, Drainer, MoveFacts, PassReport, Phase, PlanId, Point, RunnerLock, Store, TaskId,
-        Transition, Wait, Workspace,
+        Config, Drainer, MoveFacts, PassReport, Phase, PlanId, Point, QueueStore, RunnerLock,
+        Store, TaskId, Transition, Wait, Workspace,
     };
     /// The SQLite binding hookq's API speaks, re-exported so a host uses the very same version.
     pub use rusqlite;

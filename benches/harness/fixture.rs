@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use hookq::Workspace;
-use hookq::queue::store::{IdMarks, Store, count_new_points, now_ms, pending_by_point};
+use hookq::queue::store::{Store, now_ms};
+use hookq::testing::counters::{IdMarks, count_new_points, pending_by_point};
 use rusqlite::{Connection, params};
 
 /// The folder each run makes its own temp dir in: `HOOKQ_BENCH_DIR`, else the system temp dir.
@@ -168,7 +169,7 @@ pub fn add_points(c: &mut Connection, prefix: &str, tasks: usize, points: usize)
 
 /// Leaves the newest `k` pending points (all of them if fewer) out of the pending counters, as
 /// if recorded since the counters last counted: the most `queue stats` then counts itself is
-/// [`hookq::queue::store::COUNT_EVERY`]. The points must all be `after_awaiting_human`, as
+/// [`hookq::testing::counters::COUNT_EVERY`]. The points must all be `after_awaiting_human`, as
 /// [`add_points`] makes them.
 pub fn leave_uncounted(c: &Connection, k: i64) {
     let before = pending_count(c);

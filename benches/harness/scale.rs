@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use hookq::queue::record::cancel_plan;
 use hookq::queue::store::{Store, now_ms};
-use hookq::{Drainer, PlanId, RunnerLock, Stop, Wait, Workspace};
+use hookq::{Drainer, PlanId, QueueStore, RunnerLock, Stop, Wait, Workspace};
 use rusqlite::{Connection, OpenFlags};
 
 use super::fixture;
@@ -51,7 +51,7 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> Scale {
         let tasks = big.div_ceil(POINTS_PER_TASK);
         fixture::add_tasks(&mut c, "t", "p1", "review.awaiting_human", tasks);
         fixture::add_points(&mut c, "t", tasks, big);
-        fixture::leave_uncounted(&c, hookq::queue::store::COUNT_EVERY);
+        fixture::leave_uncounted(&c, hookq::testing::counters::COUNT_EVERY);
         fixture::checkpoint(&c);
         assert_eq!(fixture::pending_count(&c), big as i64);
         (ws, t.elapsed().as_secs_f64())
@@ -86,7 +86,7 @@ fn small(dir: &Path, name: &str, n: usize) -> Workspace {
     let tasks = n.div_ceil(POINTS_PER_TASK);
     fixture::add_tasks(&mut c, "t", "p1", "review.awaiting_human", tasks);
     fixture::add_points(&mut c, "t", tasks, n);
-    fixture::leave_uncounted(&c, hookq::queue::store::COUNT_EVERY);
+    fixture::leave_uncounted(&c, hookq::testing::counters::COUNT_EVERY);
     fixture::checkpoint(&c);
     ws
 }
@@ -321,7 +321,7 @@ pub fn rows(s: &Scale, sizes: &Sizes) -> Vec<Row> {
             .note(format!(
                 "median of {} runs each, interleaved; in both, the newest {} points are left for stats to count (not yet in the counters), the most recording leaves",
                 sizes.queue_runs,
-                hookq::queue::store::COUNT_EVERY
+                hookq::testing::counters::COUNT_EVERY
             )),
         Row::new("3c", format!("drain per point, no commands, {big} pending"), s.drain.0, "ms")
             .vs(format!("{} pending", count(sizes.drain_small)), s.drain.1)

@@ -9,7 +9,7 @@ use crate::cli::error::Error;
 use hookq::exec::Stop;
 use hookq::queue::config::Config;
 use hookq::queue::store::{Store, StoreOptions};
-use hookq::queue::workspace::{NotFound, Workspace};
+use hookq::queue::workspace::Workspace;
 
 /// hookq: hook commands for a durable task queue, agent tools and worktree lifecycles.
 #[derive(Debug, Parser)]
@@ -77,14 +77,7 @@ impl Ctx {
 
     /// The workspace found from the start directory upward.
     pub(super) fn workspace(&self) -> Result<Workspace, Error> {
-        Workspace::discover(&self.start).map_err(|e| match e {
-            NotFound::Missing { .. } | NotFound::Start { .. } => Error::NotFound(e.to_string()),
-            NotFound::Access { path, source } => Error::Io {
-                what: "cannot access",
-                path,
-                source,
-            },
-        })
+        Workspace::discover(&self.start).map_err(|e| Error::Queue(e.into()))
     }
 
     /// The workspace and its database, opened.

@@ -4,11 +4,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use hookq::exec::ExecError;
+use hookq::Failure;
 use hookq::failure::code;
 use hookq::queue::config::ConfigError;
-use hookq::queue::drain::DrainError;
-use hookq::queue::hub::HubError;
 use hookq::queue::lock::LockError;
 use hookq::queue::store::StoreError;
 
@@ -21,35 +19,9 @@ pub enum Error {
     /// Something named was not found.
     #[error("{0}")]
     NotFound(String),
-    /// The config is invalid.
+    /// The durable hook queue failed.
     #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The database failed.
-    #[error("{}: {source}", path.display())]
-    Store {
-        /// The database file.
-        path: PathBuf,
-        /// What failed.
-        #[source]
-        source: StoreError,
-    },
-    /// The runner lock failed.
-    #[error(transparent)]
-    Lock(#[from] LockError),
-    /// The lock was still held when `--wait` ran out.
-    #[error("runner lock {} is held{holder}", path.display())]
-    Locked {
-        /// The lock file.
-        path: PathBuf,
-        /// ` by pid N since T`, when known.
-        holder: String,
-    },
-    /// A stop request ended the command before it could do its work.
-    #[error("{0}")]
-    Stopped(String),
-    /// A command could not be run.
-    #[error(transparent)]
-    Exec(#[from] ExecError),
+    Queue(#[from] hookq::queue::Error),
     /// A worktree lifecycle command failed.
     #[error(transparent)]
     Lifecycle(#[from] hookq::lifecycle::Error),
@@ -67,37 +39,9 @@ pub enum Error {
 }
 
 impl Error {
-    /// A store error, located at the database `path`. What was not found is named with the
-    /// database it was looked for in: with `-C` in a cron line, which workspace matters.
+    /// A store error, located at the database `path`.
     pub fn store(path: impl Into<PathBuf>, source: StoreError) -> Self {
-        match source {
-            StoreError::NoTask(_) | StoreError::NoEntry(_) | StoreError::NoHistory(_) => {
-                Error::NotFound(format!("{source} in {}", path.into().display()))
-            }
-            StoreError::TaskExists(_) | StoreError::Invalid(_) => Error::Usage(source.to_string()),
-            source => Error::Store {
-                path: path.into(),
-                source,
-            },
-        }
-    }
-
-    /// A drain error, located.
-    pub fn drain(db: impl Into<PathBuf>, e: DrainError) -> Self {
-        match e {
-            DrainError::Config(c) => Error::Config(c),
-            DrainError::Store(s) => Error::store(db, s),
-            DrainError::Exec(x) => Error::Exec(x),
-            DrainError::Lock(l) => Error::Lock(l),
-        }
-    }
-
-    /// A hub error, located.
-    pub fn hub(db: impl Into<PathBuf>, e: HubError) -> Self {
-        match e {
-            HubError::Lock(l) => Error::Lock(l),
-            HubError::Store(s) => Error::store(db, s),
-        }
+        Error::Queue(hookq::queue::Error::store(path, source))
     }
 
     /// The process exit code for this error.
@@ -105,15 +49,8 @@ impl Error {
         match self {
             Error::Usage(_) => code::USAGE,
             Error::NotFound(_) => code::NOT_FOUND,
-            Error::Config(_) => code::CONFIG,
-            Error::Store { source, .. } => match source {
-                StoreError::Sqlite(_) | StoreError::Io { .. } | StoreError::BadRow(_) => {
-                    code::FAILURE
-                }
-                _ => code::DATABASE,
-            },
-            Error::Locked { .. } | Error::Stopped(_) => code::LOCKED,
-            Error::Lock(_) | Error::Exec(_) | Error::Io { .. } => code::FAILURE,
+            Error::Queue(e) => e.exit_code(),
+            Error::Io { .. } => code::FAILURE,
             Error::Lifecycle(e) => lifecycle_code(e),
         }
     }
@@ -133,33 +70,7 @@ impl Error {
                 "nothing was changed and no hook ran; `hookq worktree hooks` shows every hook and where it comes from".into(),
             ),
             Error::Lifecycle(L::Busy(_)) => Some("wait for it to finish, then try again".into()),
-            Error::NotFound(m) if m.starts_with("no hookq workspace") => {
-                Some("run `hookq init` in the repository root, or pass -C DIR".into())
-            }
-            Error::Config(ConfigError::Read { .. }) => Some("`hookq init` writes a config.toml".into()),
-            Error::Config(_) => Some("no hook runs and nothing pending is cleared until the file is fixed; `hookq check` validates it".into()),
-            Error::Store { source: StoreError::Busy(_), .. } => {
-                Some("another process holds a write transaction; nothing was written, try again".into())
-            }
-            Error::Store { source: StoreError::Corrupt(_), .. } => {
-                Some("restore arc.db from a backup; hookq does not repair or replace it".into())
-            }
-            Error::Store { source: StoreError::NewerSchema { .. }, .. } => {
-                Some("a newer hookq migrated this database; use that version".into())
-            }
-            Error::Store { source: StoreError::Full(_) | StoreError::DiskIo(_), .. } => {
-                Some("free some space (or raise the file-size limit); nothing was written".into())
-            }
-            Error::Store { source: StoreError::StartLog { action: "write", .. }, .. } => {
-                Some("a pass logs each point's start in arc.db-starts before its first command; free some space or let hookq write the state dir (.radian/arc). The point did not start and stays pending".into())
-            }
-            Error::Store { source: StoreError::StartLog { .. }, .. } => {
-                Some("hookq keeps the starts of running points in arc.db-starts beside the database and must read and write it; nothing pending was lost".into())
-            }
-            Error::Store { source: StoreError::ReadOnly(_) | StoreError::CannotOpen(_), .. } => {
-                Some("hookq needs to write the state dir (.radian/arc) and the files in it".into())
-            }
-            Error::Locked { .. } => Some("a hub or another pass is draining; pending points stay queued for it".into()),
+            Error::Queue(e) => e.hint(),
             _ => None,
         }
     }
@@ -178,6 +89,20 @@ impl Error {
             errln!("hint: {h}");
         }
         ExitCode::from(self.exit_code())
+    }
+}
+
+/// A config that cannot be read or is invalid, as the queue reports it.
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Self {
+        Error::Queue(e.into())
+    }
+}
+
+/// A runner lock file that cannot be used, as the queue reports it.
+impl From<LockError> for Error {
+    fn from(e: LockError) -> Self {
+        Error::Queue(e.into())
     }
 }
 

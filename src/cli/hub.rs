@@ -38,8 +38,13 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         ws.root().display(),
         std::process::id()
     );
-    let db = ws.db_path();
-    let mut on_error = |e| errln!("error: {}", Error::drain(&db, e));
-    hub::run(&ws, &mut store, &mut drainer, stop, opts, &mut on_error)
-        .map_err(|e| Error::hub(ws.db_path(), e))
+    let mut on_error = |e| errln!("error: {e}");
+    Ok(hub::run(
+        &ws,
+        &mut store,
+        &mut drainer,
+        stop,
+        opts,
+        &mut on_error,
+    )?)
 }

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::cli::error::Error;
+use hookq::queue::Error as QueueError;
 use hookq::queue::drain::Drainer;
 use hookq::queue::lock::{self, RunnerLock, Wait};
 
@@ -31,23 +32,16 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let path = ws.lock_path();
     let Some(lock) = RunnerLock::acquire(&path, wait, &|| !stop.graceful())? else {
         if stop.graceful() {
-            return Err(Error::Stopped(format!(
-                "stopped by a signal while waiting for runner lock {}; no hook ran",
-                path.display()
-            )));
+            return Err(QueueError::Stopped { path }.into());
         }
-        let holder = lock::holder(&path)
-            .map(|h| format!(" by {h}"))
-            .unwrap_or_default();
-        return Err(Error::Locked { path, holder });
+        let holder = lock::holder(&path);
+        return Err(QueueError::Locked { path, holder }.into());
     };
     let mut drainer = Drainer::new(ws.clone(), stop).jobs(usize::from(args.jobs));
     if let Ok(cfg) = drainer.config() {
         super::app::warn_config(&cfg);
     }
-    let report = drainer
-        .drain_and_release(&mut store, lock)
-        .map_err(|e| Error::drain(ws.db_path(), e))?;
+    let report = drainer.drain_and_release(&mut store, lock)?;
     if let Some(line) = super::output::ran(&report) {
         outln!("{line}");
     }

@@ -201,10 +201,7 @@ pub(super) fn drain_if_free(ws: &Workspace, store: &mut Store) {
                 outln!("{line}");
             }
         }
-        Err(e) => errln!(
-            "warning: hooks left pending: {}",
-            Error::drain(ws.db_path(), e)
-        ),
+        Err(e) => errln!("warning: hooks left pending: {e}"),
     }
 }
 

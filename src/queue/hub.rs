@@ -3,16 +3,17 @@
 use std::time::{Duration, Instant};
 
 use crate::exec::Stop;
+use crate::queue::backend::QueueStore;
 use crate::queue::config::FileVersion;
-use crate::queue::drain::{DrainError, Drainer};
-use crate::queue::lock::{LockError, RunnerLock, Wait};
-use crate::queue::store::{Store, StoreError};
+use crate::queue::drain::Drainer;
+use crate::queue::error::Error;
+use crate::queue::lock::{RunnerLock, Wait};
 use crate::queue::workspace::Workspace;
 
 /// Hub settings.
 #[derive(Debug, Clone, Copy)]
 pub struct HubOptions {
-    /// How often to look for a commit by another process (`PRAGMA data_version`).
+    /// How often to look for a commit by another process ([`QueueStore::wait_for_change`]).
     pub poll: Duration,
     /// Drain at least this often even when nothing seems to have changed.
     pub rescan: Duration,
@@ -27,34 +28,23 @@ impl Default for HubOptions {
     }
 }
 
-/// What ends a hub.
-#[derive(Debug, thiserror::Error)]
-pub enum HubError {
-    /// The lock file cannot be opened or locked.
-    #[error(transparent)]
-    Lock(#[from] LockError),
-    /// The database cannot be read at all.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
 /// Runs the hub until `stop` is requested. A pass that fails (an invalid config, a busy
 /// database) is reported through `on_error` as one line and retried when something changes;
-/// only a failure to take the lock or to read the database ends the hub.
-pub fn run(
+/// only a failure to take the lock ([`Error::Lock`]) or to read the database ends the hub.
+pub fn run<S: QueueStore>(
     ws: &Workspace,
-    store: &mut Store,
+    store: &mut S,
     drainer: &mut Drainer<'_>,
     stop: &Stop,
     opts: HubOptions,
-    on_error: &mut dyn FnMut(DrainError),
-) -> Result<(), HubError> {
+    on_error: &mut dyn FnMut(Error),
+) -> Result<(), Error> {
     let config_path = ws.config_path();
     loop {
         if stop.graceful() {
             return Ok(());
         }
-        let seen_version = store.data_version()?;
+        let seen_version = store.change_mark()?;
         let seen_config = FileVersion::of(&config_path);
         let Some(lock) = RunnerLock::acquire(&ws.lock_path(), Wait::Forever, &|| !stop.graceful())?
         else {
@@ -76,8 +66,7 @@ pub fn run(
             if stop.graceful() {
                 return Ok(());
             }
-            std::thread::sleep(opts.poll);
-            if store.data_version()? != seen_version
+            if store.wait_for_change(seen_version, opts.poll)?
                 || FileVersion::of(&config_path) != seen_config
                 || since.elapsed() >= opts.rescan
             {

@@ -1,21 +1,29 @@
 //! arc's durable hook queue: a task's phase change and its hook points written in one SQLite
 //! transaction ([`record`]), drained under `runner.lock` ([`lock`], [`drain`], [`hub`]).
+//!
+//! The front door: [`Store::open`], the recording functions of [`record`] inside the host's own
+//! transaction, [`RunnerLock::acquire`], then [`Drainer`]. The drain and the hub reach the
+//! database through one trait, [`QueueStore`]; every failure is an [`Error`].
 
+pub mod backend;
 pub mod config;
 pub mod drain;
 pub mod env;
+pub mod error;
 pub mod hub;
 pub mod ids;
 pub mod lock;
 pub mod logs;
 pub mod phase;
 pub mod record;
-pub mod starts;
+pub(crate) mod starts;
 pub mod store;
 pub mod workspace;
 
+pub use backend::{ChangeMark, MarkStarts, QueueStore};
 pub use config::Config;
 pub use drain::{Drainer, PassReport};
+pub use error::Error;
 pub use ids::{PlanId, TaskId};
 pub use lock::{RunnerLock, Wait};
 pub use phase::{Phase, Point};

@@ -81,8 +81,8 @@ fn record_point(
     .execute(params![id, task.as_str(), point.as_str(), now])?;
     tx.prepare_cached("INSERT INTO pending_hook_states (hook_id, state) VALUES (?1, ?2)")?
         .execute(params![id, phase.as_str()])?;
-    // Counted in batches: writing the counter's page every time cost a transition about a
-    // tenth of its time.
+    // Counted in batches: writing the counter's page every time made each transition
+    // measurably slower (BENCHMARKS.md).
     if id - marks.counted > COUNT_EVERY {
         count_up_to(
             tx,

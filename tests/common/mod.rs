@@ -501,7 +501,8 @@ impl Ws {
     /// the table yet (`arc.db-starts`), as `hookq queue` does.
     pub fn pending(&self) -> Vec<Pending> {
         let starts =
-            hookq::queue::starts::read(&hookq::queue::starts::path_for(&self.db_path())).unwrap();
+            hookq::testing::starts::read(&hookq::testing::starts::path_for(&self.db_path()))
+                .unwrap();
         let db = self.db();
         let mut st = db
             .prepare(
@@ -512,7 +513,7 @@ impl Ws {
             .unwrap();
         st.query_map([], |r| {
             let (id, mut passes, mut last) = (r.get(0)?, r.get(4)?, r.get(5)?);
-            hookq::queue::starts::apply(&starts, id, &mut passes, &mut last);
+            hookq::testing::starts::apply(&starts, id, &mut passes, &mut last);
             Ok(Pending {
                 id,
                 task: r.get(1)?,

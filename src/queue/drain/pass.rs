@@ -1,0 +1,510 @@
+//! A pass: the drainer, its loop in recorded order, preparing, parking and finishing points.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Mutex, mpsc};
+
+use serde::Serialize;
+
+use crate::exec::Environ;
+use crate::exec::{self, Stop};
+use crate::queue::backend::{ChangeMark, QueueStore};
+use crate::queue::config::{Config, ConfigError, ConfigSource};
+use crate::queue::env::{HookVars, base_env, hook_env};
+use crate::queue::error::Error;
+use crate::queue::lock::{RunnerLock, Wait};
+use crate::queue::store::{Cleared, NewHistory, Outcome, PendingRow, now_ms};
+use crate::queue::workspace::Workspace;
+
+use super::clears::{CLEAR_AFTER, Clears};
+use super::next::next;
+use super::point::{Done, Job, Ran, execute};
+
+/// How many pending rows one read fetches.
+const BATCH: usize = 256;
+/// The most history rows one pass prunes, so a pass never stalls on a huge backlog.
+const PRUNE_LIMIT: usize = 10_000;
+
+/// What one pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PassReport {
+    /// Points cleared after their commands ran (or with none configured).
+    pub cleared: usize,
+    /// Commands run.
+    pub commands: usize,
+    /// Commands that failed, timed out or could not start.
+    pub failed: usize,
+    /// Points parked as `abandoned`.
+    pub parked: usize,
+    /// Whether a stop request ended the pass before the queue was empty.
+    pub stopped: bool,
+}
+
+impl PassReport {
+    /// Adds what a later pass did.
+    pub(super) fn add(&mut self, later: &PassReport) {
+        self.cleared += later.cleared;
+        self.commands += later.commands;
+        self.failed += later.failed;
+        self.parked += later.parked;
+        self.stopped |= later.stopped;
+    }
+}
+
+/// Drains pending points of one workspace. Keep one across passes: it caches the parsed config
+/// and the base environment.
+pub struct Drainer<'a> {
+    pub(super) ws: Workspace,
+    /// Shared with a parallel pass's workers, which check it again as they start a point.
+    pub(super) config: Arc<Mutex<ConfigSource>>,
+    pub(super) base_env: Environ,
+    pub(super) stop: &'a Stop,
+    pub(super) jobs: usize,
+    /// Finished points not yet cleared in the store.
+    pub(super) clears: Clears,
+    /// The next point's first log, opened while the point before it ran.
+    pub(super) ahead: Option<exec::OpenedLog>,
+    pub(super) warn: Box<dyn FnMut(&str) + 'a>,
+}
+
+impl std::fmt::Debug for Drainer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Drainer")
+            .field("ws", &self.ws)
+            .field("jobs", &self.jobs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Drainer<'a> {
+    /// A drainer for `ws` that prints each warning line on stderr.
+    pub fn new(ws: Workspace, stop: &'a Stop) -> Self {
+        Self::with_warnings(ws, stop, |line| errln!("{line}"))
+    }
+
+    /// A drainer that hands each `warning:` line to `warn` instead.
+    pub fn with_warnings(ws: Workspace, stop: &'a Stop, warn: impl FnMut(&str) + 'a) -> Self {
+        let config = ConfigSource::new(ws.config_path());
+        Self {
+            ws,
+            config: Arc::new(Mutex::new(config)),
+            base_env: base_env(std::env::vars_os()),
+            stop,
+            jobs: 1,
+            clears: Clears::default(),
+            ahead: None,
+            warn: Box::new(warn),
+        }
+    }
+
+    /// Runs up to `jobs` points of different tasks at once (default 1).
+    pub fn jobs(mut self, jobs: usize) -> Self {
+        self.jobs = jobs.max(1);
+        self
+    }
+
+    /// The config as it is now (cached while the file is unchanged).
+    pub fn config(&mut self) -> Result<Arc<Config>, ConfigError> {
+        current(&self.config)
+    }
+
+    /// Drains with `lock`, releases it, then takes it again without waiting and drains again
+    /// for as long as another process committed while a pass ran. A writer that finds the lock
+    /// held leaves its points to the holder; without this, one that committed after
+    /// the pass's last look at the queue and tried the lock before it was released would leave
+    /// them to a holder already on its way out, and they would wait for the next pass. The
+    /// hub does the same by its own loop. Reports every pass together.
+    ///
+    /// Only the first pass's failure is this call's error. A later pass only takes up what
+    /// others left, so its failure (the lock file or the database unusable meanwhile) is one
+    /// `warning:` line, the points stay pending, and what the passes before it did is still
+    /// reported.
+    pub fn drain_and_release<S: QueueStore>(
+        &mut self,
+        store: &mut S,
+        lock: RunnerLock,
+    ) -> Result<PassReport, Error> {
+        let path = lock.path().to_path_buf();
+        let (mut total, mut more) = self.drain_then_look(store, lock)?;
+        while more {
+            let again = match RunnerLock::acquire(&path, Wait::No, &|| false) {
+                Ok(Some(lock)) => self.drain_then_look(store, lock),
+                // Whoever took it runs them.
+                Ok(None) => break,
+                Err(e) => Err(e.into()),
+            };
+            match again {
+                Ok((report, still)) => {
+                    total.add(&report);
+                    more = still;
+                }
+                Err(e) => {
+                    (self.warn)(&format!(
+                        "warning: cannot run points recorded while the pass ran (any are left pending): {}",
+                        unplaced(&e)
+                    ));
+                    break;
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    /// One pass of [`Drainer::drain_and_release`] with `lock`, which it releases: what it did,
+    /// and whether another process committed while it ran.
+    fn drain_then_look<S: QueueStore>(
+        &mut self,
+        store: &mut S,
+        lock: RunnerLock,
+    ) -> Result<(PassReport, bool), Error> {
+        let seen = store.change_mark()?;
+        let report = self.drain(store, &lock)?;
+        drop(lock);
+        let more = !report.stopped && self.committed_since(store, seen);
+        Ok((report, more))
+    }
+
+    /// Whether another process committed since `store` read data version `seen`; `false`, with
+    /// a warning, when that cannot be read.
+    fn committed_since<S: QueueStore>(&mut self, store: &mut S, seen: ChangeMark) -> bool {
+        match store.change_mark() {
+            Ok(now) => now != seen,
+            Err(e) => {
+                (self.warn)(&format!(
+                    "warning: cannot tell whether points were recorded while the pass ran; any are left pending: {}",
+                    unplaced(&e)
+                ));
+                false
+            }
+        }
+    }
+
+    /// Runs every pending point, in recorded order, until none is left or a stop is requested.
+    /// Points recorded while the pass runs are taken too. Holding the runner lock is the
+    /// caller's proof that no one else runs hooks meanwhile.
+    pub fn drain<S: QueueStore>(
+        &mut self,
+        store: &mut S,
+        lock: &RunnerLock,
+    ) -> Result<PassReport, Error> {
+        for left in lock.left_behind() {
+            let runner = left.holder.map_or_else(
+                || "an earlier runner".to_owned(),
+                |pid| format!("runner pid {pid}"),
+            );
+            let how = if left.killed {
+                "SIGTERM, then SIGKILL"
+            } else {
+                "SIGTERM"
+            };
+            (self.warn)(&format!(
+                "warning: {runner} died while a hook command ran; the command was still running (process group {}) and was ended ({how}) before its point runs again",
+                left.group.pgid
+            ));
+        }
+        // Read once up front so an invalid config fails the pass even when nothing is pending.
+        self.config()?;
+        store.pass(lock, |store| {
+            // Count what a runner killed before it folded its starts had started.
+            store.fold_starts(lock)?;
+            let mut report = PassReport::default();
+            let passed = if self.jobs == 1 {
+                self.pass(store, lock, &mut report, None)
+            } else {
+                self.pass_parallel(store, lock, &mut report)
+            };
+            // What finished is cleared whatever ended the pass; after an error, a failing clear
+            // only leaves those points to run again, and the first error is the one to report.
+            let flushed = self.clears.flush(store);
+            if let Some(unused) = self.ahead.take() {
+                unused.discard();
+            }
+            passed?;
+            flushed?;
+            let cfg = self.config()?;
+            let keep_ms = i64::from(cfg.queue.keep_history_days) * 86_400_000;
+            store.prune_history(now_ms() - keep_ms, PRUNE_LIMIT)?;
+            Ok(report)
+        })
+    }
+
+    /// The pass loop. `pool` is `None` to run each job on this thread.
+    pub(super) fn pass<S: QueueStore>(
+        &mut self,
+        store: &mut S,
+        lock: &RunnerLock,
+        report: &mut PassReport,
+        pool: Option<(&mpsc::Sender<Job>, &mpsc::Receiver<Done>)>,
+    ) -> Result<(), Error> {
+        // With a pool, a worker's next point waits prepared behind the one it runs.
+        let in_flight = if pool.is_some() { 2 * self.jobs } else { 1 };
+        let mut window: VecDeque<PendingRow> = VecDeque::new();
+        let mut fetched_to = 0;
+        let mut busy: HashSet<String> = HashSet::new();
+        let mut running = 0usize;
+        let mut failure: Option<Error> = None;
+        loop {
+            if !self.stop.graceful() && failure.is_none() {
+                // An error here ends the pass once the jobs running meanwhile have finished and
+                // been cleared, as a failing job does.
+                let started: Result<(), Error> = 'start: {
+                    if window.len() < BATCH / 2 {
+                        let more = match store.next_batch(fetched_to, BATCH) {
+                            Ok(more) => more,
+                            Err(e) => break 'start Err(e),
+                        };
+                        if let Some(last) = more.last() {
+                            fetched_to = last.id;
+                        }
+                        window.extend(more);
+                    }
+                    // Start what may start, in recorded order: a task with a point running (or
+                    // waiting behind one) keeps its later points waiting too.
+                    let mut blocked: HashSet<String> = HashSet::new();
+                    let mut i = 0;
+                    while running < in_flight && !self.stop.graceful() {
+                        let Some(at) = next(&window, i, &busy, &mut blocked) else {
+                            break;
+                        };
+                        i = at;
+                        let entry = window.remove(i).expect("index checked");
+                        let job = match self.prepare(store, lock, entry, report, pool.is_none()) {
+                            Ok(Some(job)) => job,
+                            Ok(None) => continue,
+                            Err(e) => break 'start Err(e),
+                        };
+                        match pool {
+                            Some((tx, _)) => {
+                                busy.insert(job.entry.task.clone());
+                                running += 1;
+                                tx.send(job).expect("workers outlive the pass");
+                            }
+                            None => {
+                                // While its commands run: clear the points finished before it when
+                                // a batch is due, and open the first log of the point after it.
+                                let next_log =
+                                    window.front().and_then(|e| self.first_log(e, &job.cfg));
+                                let mut flushed = Ok(());
+                                let mut done =
+                                    execute(&self.ws, lock, job, self.stop, next_log, &mut || {
+                                        if flushed.is_ok() && self.clears.due() {
+                                            flushed = self.clears.try_flush(store);
+                                        }
+                                    });
+                                self.ahead = done.ahead.take();
+                                let finished = self.finish(done, report);
+                                if let Err(e) = flushed.and(finished) {
+                                    break 'start Err(e);
+                                }
+                            }
+                        }
+                    }
+                    Ok(())
+                };
+                if let Err(e) = started {
+                    failure.get_or_insert(e);
+                }
+            }
+            if running == 0 {
+                if let Some(e) = failure {
+                    return Err(e);
+                }
+                if self.stop.graceful() {
+                    report.stopped |=
+                        !window.is_empty() || store.next_batch(fetched_to, 1)?.len() == 1;
+                    return Ok(());
+                }
+                if window.is_empty() && store.next_batch(fetched_to, 1)?.is_empty() {
+                    return Ok(());
+                }
+                continue;
+            }
+            // Clear what finished while the workers run, when a batch is due. (The next log is
+            // not opened ahead here: this thread starts every job, and a file created here
+            // delays the next start by as long as it takes, where a worker creating its own
+            // overlaps the other workers' commands.)
+            let (_, rx) = pool.expect("running jobs only exist with a pool");
+            let done = loop {
+                if self.clears.due()
+                    && let Err(e) = self.clears.try_flush(store)
+                {
+                    failure.get_or_insert(e);
+                }
+                match rx.recv_timeout(CLEAR_AFTER) {
+                    Ok(done) => break done,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        unreachable!("a worker holds a sender while a job runs")
+                    }
+                }
+            };
+            running -= 1;
+            busy.remove(&done.job.entry.task);
+            if let Ran::Stale = done.ran {
+                // Back in its place in recorded order, to be prepared again.
+                let entry = done.job.entry;
+                let at = window.partition_point(|e| e.id < entry.id);
+                window.insert(at, entry);
+                continue;
+            }
+            if let Err(e) = self.finish(done, report) {
+                // Let the running jobs end and be cleared before reporting.
+                failure.get_or_insert(e);
+            }
+        }
+    }
+
+    /// The first log of `entry`, if `cfg` gives its point commands.
+    fn first_log(&self, entry: &PendingRow, cfg: &Config) -> Option<std::path::PathBuf> {
+        let point = entry.point().ok()?;
+        let task = entry.task_id().ok()?;
+        (!cfg.hooks(point).is_empty()).then(|| self.ws.hook_log_path(&task, point, 1))
+    }
+
+    /// Queues a clear, committing the batch if it is due.
+    fn clear_later<S: QueueStore>(
+        &mut self,
+        store: &mut S,
+        entry: PendingRow,
+        row: NewHistory,
+    ) -> Result<(), Error> {
+        self.clears.push(Cleared {
+            entry,
+            rows: vec![row],
+        });
+        if self.clears.due() {
+            self.clears.flush(store)?;
+        }
+        Ok(())
+    }
+
+    /// Parks `entry` as `abandoned`, with one warning line saying `why`, then `hint`.
+    fn park<S: QueueStore>(
+        &mut self,
+        store: &mut S,
+        entry: PendingRow,
+        report: &mut PassReport,
+        why: &str,
+        hint: &str,
+    ) -> Result<Option<Job>, Error> {
+        (self.warn)(&format!(
+            "warning: {} for task {} (occurrence {}): {why}; parked as abandoned{hint}",
+            entry.point, entry.task, entry.id
+        ));
+        self.clear_later(store, entry, NewHistory::bare(Outcome::Abandoned))?;
+        report.parked += 1;
+        Ok(None)
+    }
+
+    /// Reads the config for this point and either clears it (no commands, parked) or returns
+    /// the job to run, marked started when `mark` (a worker marks its own).
+    pub(super) fn prepare<S: QueueStore>(
+        &mut self,
+        store: &mut S,
+        lock: &RunnerLock,
+        entry: PendingRow,
+        report: &mut PassReport,
+        mark: bool,
+    ) -> Result<Option<Job>, Error> {
+        let point = entry.point().map_err(|e| store.located(e))?;
+        let task = entry.task_id().map_err(|e| store.located(e))?;
+        // The config as it is at the moment this point runs.
+        let cfg = self.config()?;
+        // No path of hookq's records a point for a missing task, and a task with a pending
+        // point cannot be deleted (a trigger refuses it): only SQL written by hand gets here.
+        let (Some(plan), Some(attempt)) = (entry.plan.clone(), entry.attempt) else {
+            return self.park(store, entry, report, "the task does not exist", "");
+        };
+        let Some(state) = entry.state.clone() else {
+            return self.park(store, entry, report, "its recorded state is missing", "");
+        };
+        if cfg.hooks(point).is_empty() {
+            self.clear_later(store, entry, NewHistory::bare(Outcome::Empty))?;
+            report.cleared += 1;
+            return Ok(None);
+        }
+        if entry.passes >= i64::from(cfg.queue.max_interrupted_runs) {
+            let why = format!("{} passes started it without finishing", entry.passes);
+            let hint = " (hookq queue retry re-queues it)";
+            return self.park(store, entry, report, &why, hint);
+        }
+        if entry.passes > 0 {
+            // Interrupted before, perhaps by its own command killing the runner: what finished
+            // before it is cleared first, so it cannot take those points down with it again.
+            self.clears.flush(store)?;
+        }
+        let mut entry = entry;
+        if mark {
+            if !store.mark_started(&entry, lock)? {
+                // Dropped since it was read.
+                return Ok(None);
+            }
+            entry.passes += 1;
+        }
+        let worktree = self.ws.worktree(&task);
+        let env = hook_env(
+            &self.base_env,
+            &HookVars {
+                task: task.as_str(),
+                plan: &plan,
+                attempt,
+                worktree: &worktree,
+                target_branch: cfg.target_branch(),
+                merged_sha: entry.merged_sha.as_deref(),
+                state: &state,
+                point,
+            },
+        );
+        Ok(Some(Job {
+            entry,
+            task,
+            point,
+            state,
+            cfg,
+            env,
+            first: self.ahead.take(),
+        }))
+    }
+
+    /// Prints a finished job's warnings and queues its clear if all its commands ran.
+    fn finish(&mut self, done: Done, report: &mut PassReport) -> Result<(), Error> {
+        for w in &done.warnings {
+            (self.warn)(w);
+        }
+        report.commands += done.commands;
+        report.failed += done.warnings.len();
+        match done.ran {
+            Ran::Completed(rows) => {
+                self.clears.push(Cleared {
+                    entry: done.job.entry,
+                    rows,
+                });
+                report.cleared += 1;
+                Ok(())
+            }
+            Ran::Stopped => {
+                report.stopped = true;
+                Ok(())
+            }
+            Ran::Dropped => Ok(()),
+            Ran::Stale => unreachable!("the pass prepares a stale job again"),
+            Ran::Failed(e) => Err(e),
+        }
+    }
+}
+
+/// The config as the file says now, whoever panicked holding the source.
+pub(super) fn current(config: &Mutex<ConfigSource>) -> Result<Arc<Config>, ConfigError> {
+    config
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .current()
+}
+
+/// `e` as a warning line of the drain gives it: a database failure without the database's path,
+/// which the pass's own lines never name.
+fn unplaced(e: &Error) -> String {
+    match e {
+        Error::Store { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,201 @@
+//! Running one point: its commands one after another, each logged, and how it went.
+
+use std::sync::Arc;
+
+use crate::exec::{self, Ending, Environ, Stop};
+use crate::queue::config::Config;
+use crate::queue::ids::TaskId;
+use crate::queue::lock::RunnerLock;
+use crate::queue::phase::Point;
+use crate::queue::store::{NewHistory, Outcome, PendingRow, now_ms};
+use crate::queue::workspace::Workspace;
+
+use crate::queue::error::Error;
+
+/// A point ready to run: its commands and environment fixed, and its start logged (see
+/// [`crate::queue::starts`]), by the worker that runs it in a parallel pass.
+pub(super) struct Job {
+    pub(super) entry: PendingRow,
+    pub(super) task: TaskId,
+    pub(super) point: Point,
+    pub(super) state: String,
+    pub(super) cfg: Arc<Config>,
+    pub(super) env: Environ,
+    /// The first command's log, if it was opened ahead (see [`exec::OpenedLog`]).
+    pub(super) first: Option<exec::OpenedLog>,
+}
+
+/// How running a job went.
+pub(super) enum Ran {
+    /// Every command ran; these are its history rows.
+    Completed(Vec<NewHistory>),
+    /// A stop request ended it before its last command finished, or before it started: it
+    /// stays pending.
+    Stopped,
+    /// It was dropped from the queue while it waited for a worker: not run, nothing to clear.
+    Dropped,
+    /// The config changed (or broke) while it waited for a worker: not started, to be prepared
+    /// again with the config as it is now.
+    Stale,
+    /// A command could not be run at all, or its start could not be logged: it stays pending
+    /// and the pass ends.
+    Failed(Error),
+}
+
+pub(super) struct Done {
+    pub(super) job: Job,
+    pub(super) ran: Ran,
+    pub(super) commands: usize,
+    pub(super) warnings: Vec<String>,
+    /// The log `execute` was asked to open for the point after this one.
+    pub(super) ahead: Option<exec::OpenedLog>,
+}
+
+impl Done {
+    /// A job that ran no command.
+    pub(super) fn unrun(job: Job, ran: Ran) -> Self {
+        Self {
+            job,
+            ran,
+            commands: 0,
+            warnings: Vec::new(),
+            ahead: None,
+        }
+    }
+}
+
+/// Runs a job's commands one after another, calling `meanwhile` while they run (see
+/// [`exec::run_while`]). Each command's log is opened while the one before it runs, and `after`
+/// (the first log of the point to run next) while the last one runs, where their folder exists
+/// (see [`exec::OpenedLog`]); that one is handed back in [`Done::ahead`]. Touches no database.
+pub(super) fn execute(
+    ws: &Workspace,
+    lock: &RunnerLock,
+    mut job: Job,
+    stop: &Stop,
+    mut after: Option<std::path::PathBuf>,
+    meanwhile: &mut dyn FnMut(),
+) -> Done {
+    let lines = job.cfg.hooks(job.point);
+    let mut rows = Vec::with_capacity(lines.len());
+    let mut warnings = Vec::new();
+    let mut commands = 0;
+    let (entry, point, task) = (&job.entry, job.point, &job.task);
+    let mut ran = None;
+    let mut ahead = job.first.take();
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 && stop.graceful() {
+            ran = Some(Ran::Stopped);
+            break;
+        }
+        let index = i + 1;
+        let log = ws.hook_log_path(task, point, index);
+        let opened = ahead.take();
+        let mut next_log = if index < lines.len() {
+            Some(ws.hook_log_path(task, point, index + 1))
+        } else {
+            after.take()
+        };
+        let header = format!(
+            "occurrence {} ARC_STATE={} pass {}: {}",
+            entry.id,
+            job.state,
+            entry.passes,
+            line.replace('\n', "\\n").replace('\r', "\\r")
+        );
+        let spec = exec::Spec {
+            line,
+            cwd: ws.root(),
+            env: &job.env,
+            timeout: job.cfg.gate.command_timeout,
+            kill_grace: job.cfg.gate.kill_grace,
+            max_log_bytes: job.cfg.gate.max_log_bytes,
+            log: &log,
+            opened: opened.as_ref(),
+            header: &header,
+            owner: Some(lock),
+        };
+        let started_ms = now_ms();
+        let done = exec::run_while(&spec, stop, || {
+            meanwhile();
+            if let Some(path) = next_log.take() {
+                // A failure here is met again, and reported, when that command runs.
+                ahead = exec::OpenedLog::open(&path).ok().flatten();
+            }
+        });
+        if let Some(o) = opened.filter(|o| o.path() != log) {
+            o.discard();
+        }
+        let done = match done {
+            Ok(d) => d,
+            Err(e) => {
+                ran = Some(Ran::Failed(e.into()));
+                break;
+            }
+        };
+        if done.ending == Ending::Interrupted || killed_by_the_stop(done.ending, stop) {
+            ran = Some(Ran::Stopped);
+            break;
+        }
+        commands += 1;
+        let outcome = outcome_of(done.ending);
+        if outcome != Outcome::Ok {
+            warnings.push(format!(
+                "warning: {point}-{index:02} for task {task} (occurrence {}): {} ({}); log: {}",
+                entry.id,
+                outcome.as_str(),
+                exec::describe(done.ending),
+                log.display()
+            ));
+        }
+        rows.push(NewHistory {
+            command_index: Some(index),
+            command: Some(line.clone()),
+            outcome,
+            exit_code: done.ending.exit_code(),
+            // An interrupted command left its point pending above: no row says it.
+            signal: done.ending.signal(),
+            started_ms: Some(started_ms),
+            duration_ms: Some(done.duration.as_millis() as i64),
+            log_path: Some(log.display().to_string()),
+        });
+    }
+    // Once every command ran, what is open ahead is the next point's log; otherwise it is a
+    // log of this point that will not be written now.
+    if ran.is_some()
+        && let Some(unused) = ahead.take()
+    {
+        unused.discard();
+    }
+    Done {
+        ran: ran.unwrap_or(Ran::Completed(rows)),
+        job,
+        commands,
+        warnings,
+        ahead,
+    }
+}
+
+/// Whether a command died of the same stop that is stopping the pass. A service manager stops
+/// hookq by signalling its whole control group (systemd's default `KillMode=control-group`), so
+/// the hook gets the SIGTERM too: that is an interrupted run, to be run again, not a failure.
+fn killed_by_the_stop(ending: Ending, stop: &Stop) -> bool {
+    use rustix::process::Signal;
+    let by_a_stop_signal = |s: i32| {
+        [Signal::TERM, Signal::INT, Signal::HUP]
+            .iter()
+            .any(|sig| sig.as_raw() == s)
+    };
+    matches!(ending, Ending::Signalled(s) if by_a_stop_signal(s)) && stop.graceful()
+}
+
+fn outcome_of(ending: Ending) -> Outcome {
+    match ending {
+        Ending::Exited(0) => Outcome::Ok,
+        Ending::Exited(_) => Outcome::Failed,
+        Ending::Signalled(_) => Outcome::Signalled,
+        Ending::TimedOut { .. } => Outcome::TimedOut,
+        Ending::SpawnFailed(_) => Outcome::SpawnFailed,
+        Ending::Interrupted => unreachable!("an interrupted command leaves its point pending"),
+    }
+}

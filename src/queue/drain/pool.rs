@@ -1,0 +1,81 @@
+//! The worker pool of a parallel pass: each worker marks the point it takes started, then runs it.
+
+use std::sync::{Arc, Mutex, mpsc};
+
+use crate::exec::Stop;
+use crate::queue::backend::{MarkStarts, QueueStore};
+use crate::queue::config::ConfigSource;
+use crate::queue::error::Error;
+use crate::queue::lock::RunnerLock;
+use crate::queue::workspace::Workspace;
+
+use super::pass::current;
+use super::point::{Done, Job, Ran, execute};
+use super::{Drainer, PassReport};
+
+impl<'a> Drainer<'a> {
+    pub(super) fn pass_parallel<S: QueueStore>(
+        &mut self,
+        store: &mut S,
+        lock: &RunnerLock,
+        report: &mut PassReport,
+    ) -> Result<(), Error> {
+        let (job_tx, job_rx) = mpsc::channel::<Job>();
+        let (done_tx, done_rx) = mpsc::channel::<Done>();
+        let job_rx = Mutex::new(job_rx);
+        let ws = self.ws.clone();
+        let (ws, stop) = (&ws, self.stop);
+        let markers: Vec<S::Marker> = (0..self.jobs).map(|_| store.start_marker(lock)).collect();
+        let config = Arc::clone(&self.config);
+        std::thread::scope(|scope| {
+            for mut marker in markers {
+                let (job_rx, done_tx, config) = (&job_rx, done_tx.clone(), &config);
+                scope.spawn(move || {
+                    loop {
+                        let next = job_rx.lock().map(|rx| rx.recv());
+                        let Ok(Ok(job)) = next else { break };
+                        if done_tx
+                            .send(start(ws, lock, job, stop, &mut marker, config))
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(done_tx);
+            let out = self.pass(store, lock, report, Some((&job_tx, &done_rx)));
+            // Closing the job channel lets the workers finish; the scope waits for them.
+            drop(job_tx);
+            out
+        })
+    }
+}
+
+/// A worker's part of a parallel pass: starts `job` unless, while it waited, a stop came, the
+/// config changed (a point runs with the config as it is when the point runs) or the
+/// point was dropped; marks it started first, then runs it.
+fn start(
+    ws: &Workspace,
+    lock: &RunnerLock,
+    mut job: Job,
+    stop: &Stop,
+    marker: &mut impl MarkStarts,
+    config: &Mutex<ConfigSource>,
+) -> Done {
+    if stop.graceful() {
+        return Done::unrun(job, Ran::Stopped);
+    }
+    // The same `Arc` while the file reads as it did when the job was prepared.
+    if !current(config).is_ok_and(|cfg| Arc::ptr_eq(&cfg, &job.cfg)) {
+        return Done::unrun(job, Ran::Stale);
+    }
+    match marker.mark_started(&job.entry) {
+        Ok(true) => {
+            job.entry.passes += 1;
+            execute(ws, lock, job, stop, None, &mut || {})
+        }
+        Ok(false) => Done::unrun(job, Ran::Dropped),
+        Err(e) => Done::unrun(job, Ran::Failed(e)),
+    }
+}

@@ -1,0 +1,402 @@
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::exec::Stop;
+use crate::queue::Error;
+use crate::queue::ids::{PlanId, TaskId};
+use crate::queue::lock::RunnerLock;
+use crate::queue::lock::Wait;
+use crate::queue::phase::Phase;
+use crate::queue::phase::Point;
+use crate::queue::record::{self, MoveFacts};
+use crate::queue::store::Store;
+use crate::queue::store::StoreOptions;
+use crate::queue::workspace::Workspace;
+
+fn workspace(hooks: &str) -> (tempfile::TempDir, Workspace, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::at(dir.path());
+    let mut store = Store::open(&ws.db_path()).unwrap();
+    std::fs::write(ws.config_path(), format!("[hooks]\n{hooks}\n")).unwrap();
+    walk(&mut store, &["a", "b"], true, &["failed.x"]);
+    (dir, ws, store)
+}
+
+/// The workspace's runner lock, free in these tests.
+fn runner_lock(ws: &Workspace) -> RunnerLock {
+    RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
+        .unwrap()
+        .expect("the runner lock is free")
+}
+
+/// Moves each of `tasks` through `phases`, creating it in `todo.ready` first with `create`.
+fn walk(store: &mut Store, tasks: &[&str], create: bool, phases: &[&str]) {
+    store
+        .write(|tx| {
+            for t in tasks {
+                let t = TaskId::new(*t).unwrap();
+                if create {
+                    let ready = Phase::new("todo.ready").unwrap();
+                    record::add_task(tx, &t, &PlanId::new("p").unwrap(), &ready)?;
+                }
+                for p in phases {
+                    let p = Phase::new(p).unwrap();
+                    record::move_task(tx, &t, &p, &MoveFacts::default())?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// How many passes started each point in history, oldest first.
+fn history_passes(store: &Store) -> Vec<i64> {
+    store
+        .history(None, None, 10)
+        .unwrap()
+        .iter()
+        .map(|h| h.passes)
+        .collect()
+}
+
+#[test]
+fn each_point_is_counted_as_started_once() {
+    let (_dir, ws, mut store) = workspace("after_fail = ['true']");
+    let stop = Stop::new();
+    let lock = runner_lock(&ws);
+    let report = Drainer::new(ws, &stop).drain(&mut store, &lock).unwrap();
+    assert_eq!((report.cleared, report.commands), (2, 2));
+    assert_eq!(
+        history_passes(&store),
+        [1, 1],
+        "each point counted as started once"
+    );
+}
+
+#[test]
+fn a_point_missing_its_task_or_its_state_is_parked_with_a_warning() {
+    // Only SQL written by hand makes either: a point of a task deleted with the triggers
+    // out of the way, and a state row deleted. Both are listed, parked as abandoned with
+    // one warning each, and the point between them runs.
+    let (_dir, ws, mut store) = workspace("after_fail = ['true']");
+    walk(&mut store, &["c"], true, &["failed.x"]);
+    store
+        .conn()
+        .execute_batch(
+            "DROP TRIGGER tasks_delete_kept_for_points;
+             DELETE FROM tasks WHERE id = 'a';
+             DELETE FROM pending_hook_states WHERE hook_id = (SELECT id FROM pending_hooks WHERE task = 'c');",
+        )
+        .unwrap();
+    let listed = store.pending(0, 10, None).unwrap();
+    let shape: Vec<_> = listed
+        .iter()
+        .map(|p| (p.task.as_str(), p.plan.as_deref(), p.state.as_deref()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("a", None, Some("failed.x")),
+            ("b", Some("p"), Some("failed.x")),
+            ("c", Some("p"), None)
+        ]
+    );
+    let stop = Stop::new();
+    let lock = runner_lock(&ws);
+    let mut warnings = Vec::new();
+    let report = Drainer::with_warnings(ws, &stop, |w| warnings.push(w.to_owned()))
+        .drain(&mut store, &lock)
+        .unwrap();
+    assert_eq!((report.parked, report.cleared, report.commands), (2, 1, 1));
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].starts_with("warning: after_fail for task a "));
+    assert!(warnings[0].contains("the task does not exist; parked as abandoned"));
+    assert!(warnings[1].starts_with("warning: after_fail for task c "));
+    assert!(warnings[1].contains("its recorded state is missing; parked as abandoned"));
+    let outcomes: Vec<_> = store
+        .history(None, None, 10)
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.task, h.outcome))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("c".into(), "abandoned".into()),
+            ("b".into(), "ok".into()),
+            ("a".into(), "abandoned".into())
+        ],
+        "newest first"
+    );
+    assert!(store.pending(0, 10, None).unwrap().is_empty());
+    assert_eq!(store.stats().unwrap().pending_by_point, []);
+}
+
+#[test]
+fn a_stop_asked_for_between_points_leaves_the_next_one_unstarted() {
+    // Once for tasks with log folders from earlier points, whose next log is opened ahead,
+    // and once for new tasks, whose folders are made only as a command starts.
+    for folders_exist in [true, false] {
+        let (_dir, ws, mut store) = workspace("after_fail = ['exit 1']");
+        if folders_exist {
+            for task in ["a", "b"] {
+                std::fs::create_dir_all(ws.hook_log_dir(&TaskId::new(task).unwrap())).unwrap();
+            }
+        }
+        let stop = Stop::new();
+        let lock = runner_lock(&ws);
+        // The warning for the first point's failure arrives after the next point was chosen
+        // to be marked started, and asks to stop: the second point must not keep the mark.
+        let report = Drainer::with_warnings(ws.clone(), &stop, |_| stop.request())
+            .drain(&mut store, &lock)
+            .unwrap();
+        assert_eq!(report.cleared, 1);
+        assert!(report.stopped);
+        let left = store.pending(0, 10, None).unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].passes, 0, "no pass started it");
+        let task = TaskId::new(left[0].task.clone()).unwrap();
+        if folders_exist {
+            // Its log, opened ahead while the first point ran, is not left behind empty.
+            let log = ws.hook_log_path(&task, Point::AfterFail, 1);
+            assert!(!log.exists(), "{} exists", log.display());
+        } else {
+            let dir = ws.hook_log_dir(&task);
+            assert!(!dir.exists(), "{} made ahead", dir.display());
+        }
+    }
+}
+
+#[test]
+fn an_error_starting_a_job_lets_the_running_ones_finish_and_be_cleared() {
+    // With two workers, a breaks the config while b runs and fails (a waits for b to start,
+    // at most 10 s: under load, b's worker could otherwise find the config broken as it
+    // starts b). c, prepared meanwhile to wait for a worker, finds the config changed when
+    // one takes it and goes back to the pass, which cannot prepare it again. The pass
+    // still reports b's failure and clears a and b before it ends with the error.
+    let (_dir, ws, mut store) = workspace(
+        r#"after_fail = ['if [ "$ARC_TASK" = a ]; then i=0; while [ ! -e b-started ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i + 1)); done; printf "not toml [" > .radian/arc/config.toml; sleep 0.5; fi; if [ "$ARC_TASK" = b ]; then touch b-started; sleep 0.5; exit 3; fi']"#,
+    );
+    walk(&mut store, &["c"], true, &["failed.x"]);
+    let stop = Stop::new();
+    let lock = runner_lock(&ws);
+    let mut warnings = Vec::new();
+    let err = Drainer::with_warnings(ws, &stop, |w| warnings.push(w.to_owned()))
+        .jobs(2)
+        .drain(&mut store, &lock)
+        .unwrap_err();
+    assert!(matches!(err, Error::Config(_)), "{err}");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("task b") && warnings[0].contains("exit 3"));
+    let cleared: Vec<(String, String)> = store
+        .history(None, None, 10)
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.task, h.outcome))
+        .collect();
+    assert_eq!(cleared.len(), 2, "{cleared:?}");
+    assert!(cleared.contains(&("a".into(), "ok".into())));
+    assert!(cleared.contains(&("b".into(), "failed".into())));
+    let left = store.pending(0, 10, None).unwrap();
+    assert_eq!(
+        (left.len(), left[0].task.as_str(), left[0].passes),
+        (1, "c", 0)
+    );
+}
+
+/// a and b run for a second each on the two workers of a pass; c waits for a worker.
+const C_WAITS: &str = r#"after_fail = ['if [ "$ARC_TASK" != c ]; then touch "started-$ARC_TASK"; sleep 1; fi; echo v1 > "ran-$ARC_TASK"']"#;
+
+/// Drains with two workers on another thread, calling `meanwhile` once a and b run, while c
+/// waits prepared for a worker.
+fn drain_while_c_waits(
+    ws: &Workspace,
+    store: &mut Store,
+    stop: &Stop,
+    meanwhile: impl FnOnce(),
+) -> PassReport {
+    let lock = runner_lock(ws);
+    std::thread::scope(|scope| {
+        let pass = scope.spawn(|| {
+            Drainer::with_warnings(ws.clone(), stop, |_| {})
+                .jobs(2)
+                .drain(store, &lock)
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !["a", "b"]
+            .iter()
+            .all(|t| ws.root().join(format!("started-{t}")).exists())
+        {
+            assert!(Instant::now() < deadline, "a and b never started");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        meanwhile();
+        pass.join().unwrap().unwrap()
+    })
+}
+
+fn ran(ws: &Workspace, task: &str) -> Option<String> {
+    std::fs::read_to_string(ws.root().join(format!("ran-{task}"))).ok()
+}
+
+#[test]
+fn a_point_dropped_while_it_waits_for_a_worker_does_not_run() {
+    let (_dir, ws, mut store) = workspace(C_WAITS);
+    walk(&mut store, &["c"], true, &["failed.x"]);
+    let c = store.pending(0, 10, None).unwrap()[2].id;
+    let report = drain_while_c_waits(&ws, &mut store, &Stop::new(), || {
+        let mut other = Store::open(&ws.db_path()).unwrap();
+        assert_eq!(other.drop_entry(c).unwrap().task, "c");
+    });
+    assert_eq!((report.cleared, report.commands), (2, 2));
+    assert_eq!(ran(&ws, "c"), None, "c ran after it was dropped");
+    let c_rows: Vec<String> = store
+        .history(None, None, 10)
+        .unwrap()
+        .into_iter()
+        .filter(|h| h.task == "c")
+        .map(|h| h.outcome)
+        .collect();
+    assert_eq!(c_rows, ["dropped"]);
+    assert!(store.pending(0, 10, None).unwrap().is_empty());
+}
+
+#[test]
+fn a_point_that_waited_for_a_worker_runs_with_the_config_as_it_is_when_it_starts() {
+    let (_dir, ws, mut store) = workspace(C_WAITS);
+    walk(&mut store, &["c"], true, &["failed.x"]);
+    let report = drain_while_c_waits(&ws, &mut store, &Stop::new(), || {
+        std::fs::write(
+            ws.config_path(),
+            "[hooks]\nafter_fail = ['echo v2 > \"ran-$ARC_TASK\"']\n",
+        )
+        .unwrap();
+    });
+    assert_eq!((report.cleared, report.commands), (3, 3));
+    assert_eq!(ran(&ws, "a").as_deref(), Some("v1\n"));
+    assert_eq!(
+        ran(&ws, "c").as_deref(),
+        Some("v2\n"),
+        "c ran the old config"
+    );
+    assert_eq!(
+        history_passes(&store),
+        [1, 1, 1],
+        "each point counted as started once"
+    );
+}
+
+#[test]
+fn a_stop_leaves_a_point_waiting_for_a_worker_unstarted() {
+    let (_dir, ws, mut store) = workspace(C_WAITS);
+    walk(&mut store, &["c"], true, &["failed.x"]);
+    let stop = Stop::new();
+    let report = drain_while_c_waits(&ws, &mut store, &stop, || stop.request());
+    assert_eq!((report.cleared, report.commands), (2, 2));
+    assert!(report.stopped);
+    assert_eq!(ran(&ws, "c"), None);
+    let left = store.pending(0, 10, None).unwrap();
+    assert_eq!(
+        (left.len(), left[0].task.as_str(), left[0].passes),
+        (1, "c", 0),
+        "c is left pending, not counted as started"
+    );
+}
+
+/// Polls for `path` every 5 ms until it exists or `limit` passed; whether it exists.
+fn appears(path: &std::path::Path, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while !path.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    path.exists()
+}
+
+#[test]
+fn a_busy_database_never_holds_up_a_running_commands_timeout() {
+    // a's clear falls due while b runs. Another writer holds the database from a's start
+    // until b's TERM trap has run: the batch must wait for the database without making b's
+    // one-second timeout wait with it. (The store waits a minute for a busy database, longer
+    // than the writer holds it at most: without that, the trap would run only after it let
+    // go.)
+    let (dir, ws, _) = workspace("");
+    std::fs::write(
+        ws.config_path(),
+        r#"[gate]
+command_timeout_secs = 1
+[hooks]
+after_fail = ['touch "$ARC_TASK.started"; if [ "$ARC_TASK" = a ]; then sleep 0.5; else trap "touch b.termed; exit 1" TERM; sleep 30 & wait; fi']
+"#,
+    )
+    .unwrap();
+    let opts = StoreOptions {
+        busy_timeout: Duration::from_secs(60),
+        ..StoreOptions::default()
+    };
+    let mut store = Store::open_with(&ws.db_path(), opts).unwrap();
+    let (root, db) = (dir.path().to_owned(), ws.db_path());
+    let writer = std::thread::spawn(move || {
+        assert!(appears(&root.join("a.started"), Duration::from_secs(30)));
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.busy_timeout(Duration::from_secs(10)).unwrap();
+        conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let termed = appears(&root.join("b.termed"), Duration::from_secs(40));
+        conn.execute_batch("ROLLBACK").unwrap();
+        termed
+    });
+    let stop = Stop::new();
+    let lock = runner_lock(&ws);
+    let report = Drainer::new(ws, &stop).drain(&mut store, &lock).unwrap();
+    assert!(
+        writer.join().unwrap(),
+        "b's timeout was served while another writer held the database"
+    );
+    assert_eq!((report.cleared, report.commands, report.failed), (2, 2, 1));
+    let mut outcomes: Vec<(String, String)> = store
+        .history(None, None, 10)
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.task, h.outcome))
+        .collect();
+    outcomes.sort();
+    assert_eq!(
+        outcomes,
+        [("a".into(), "ok".into()), ("b".into(), "timed_out".into())]
+    );
+    assert!(store.pending(0, 10, None).unwrap().is_empty());
+}
+
+#[test]
+fn finished_points_are_cleared_when_a_later_one_cannot_run() {
+    // Two points with no command, then two whose log folder cannot be made: the pass ends
+    // with the error, the first two are cleared all the same, the others stay pending.
+    let (_dir, ws, mut store) = workspace("after_fail = ['true']");
+    walk(&mut store, &["c", "d"], true, &["review.awaiting_human"]);
+    // The workspace recorded a and b first; record their points again after c and d's.
+    for id in [1, 2] {
+        store.drop_entry(id).unwrap();
+    }
+    walk(&mut store, &["a", "b"], false, &["todo.ready", "failed.x"]);
+    std::fs::create_dir_all(ws.state_dir().join("runs")).unwrap();
+    std::fs::write(ws.state_dir().join("runs/a"), "not a folder").unwrap();
+    let stop = Stop::new();
+    let lock = runner_lock(&ws);
+    let err = Drainer::new(ws, &stop)
+        .drain(&mut store, &lock)
+        .unwrap_err();
+    assert!(matches!(err, Error::Exec(_)), "{err}");
+    let left: Vec<String> = store
+        .pending(0, 10, None)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.task)
+        .collect();
+    assert_eq!(left, ["a", "b"]);
+    let empty = store
+        .history(None, None, 10)
+        .unwrap()
+        .iter()
+        .filter(|h| h.outcome == "empty")
+        .count();
+    assert_eq!(empty, 2, "the points with no command were cleared");
+}

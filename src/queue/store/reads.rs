@@ -1,0 +1,205 @@
+//! Reads: tasks, pending points, history and counts, as `queue` and `task show` list them.
+
+use rusqlite::{OptionalExtension, params};
+
+use crate::queue::starts::{self, Start};
+
+use super::clears::start_log_error;
+use super::counters::pending_by_point;
+use super::{HistoryRow, PendingRow, Stats, Store, StoreError, TaskRow};
+
+impl Store {
+    /// One task.
+    pub fn task(&self, id: &str) -> Result<Option<TaskRow>, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM tasks WHERE id = ?1",
+                TaskRow::COLUMNS
+            ))?
+            .query_row([id], TaskRow::from_row)
+            .optional()?)
+    }
+
+    /// Tasks, optionally of one plan, by id.
+    pub fn tasks(&self, plan: Option<&str>) -> Result<Vec<TaskRow>, StoreError> {
+        // A filter written as `?1 IS NULL OR plan = ?1` keeps SQLite from using the index.
+        let of_plan = if plan.is_some() {
+            "plan = ?1"
+        } else {
+            "?1 IS NULL"
+        };
+        let sql = format!(
+            "SELECT {} FROM tasks WHERE {of_plan} ORDER BY id",
+            TaskRow::COLUMNS
+        );
+        let rows = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_map([plan], TaskRow::from_row)?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// Pending points in the order they run, from occurrence `after` (exclusive), at most `limit`,
+    /// of one task or all. Starts a pass logged (in `arc.db-starts`) and not folded yet are
+    /// counted in `passes`.
+    pub fn pending(
+        &self,
+        after: i64,
+        limit: usize,
+        task: Option<&str>,
+    ) -> Result<Vec<PendingRow>, StoreError> {
+        // The file before the rows: a fold commits before it empties the file.
+        let starts = self.unfolded_starts()?;
+        let sql = format!(
+            "{} WHERE h.id > ?1 AND (?2 IS NULL OR h.task = ?2) ORDER BY h.id LIMIT ?3",
+            PendingRow::SELECT
+        );
+        let mut rows: Vec<PendingRow> = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_map(params![after, task, limit as i64], PendingRow::from_row)?
+            .collect::<Result<_, _>>()?;
+        if !starts.is_empty() {
+            let by_id = starts::by_id(&starts);
+            for r in &mut rows {
+                if let Some(own) = by_id.get(&r.id) {
+                    r.count_starts(own);
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    /// One pending point, its unfolded starts counted as in [`Store::pending`].
+    pub fn pending_entry(&self, id: i64) -> Result<Option<PendingRow>, StoreError> {
+        let starts = self.unfolded_starts()?;
+        let sql = format!("{} WHERE h.id = ?1", PendingRow::SELECT);
+        let mut row = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row([id], PendingRow::from_row)
+            .optional()?;
+        if let Some(r) = &mut row {
+            r.count_starts(&starts);
+        }
+        Ok(row)
+    }
+
+    /// What the start log holds now.
+    pub(super) fn unfolded_starts(&self) -> Result<Vec<Start>, StoreError> {
+        let path = starts::path_for(&self.path);
+        starts::read(&path).map_err(|e| start_log_error(&path, "read", e))
+    }
+
+    /// History, newest first, optionally of one task or one occurrence.
+    pub fn history(
+        &self,
+        task: Option<&str>,
+        occurrence: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<HistoryRow>, StoreError> {
+        // As in `tasks`: `hook_history_by_task` serves only a plain `task = ?1`.
+        let of_task = if task.is_some() {
+            "task = ?1"
+        } else {
+            "?1 IS NULL"
+        };
+        let of_occurrence = if occurrence.is_some() {
+            "occurrence = ?2"
+        } else {
+            "?2 IS NULL"
+        };
+        let sql = format!(
+            "{} WHERE {of_task} AND {of_occurrence} ORDER BY id DESC LIMIT ?3",
+            HistoryRow::SELECT
+        );
+        let rows = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_map(
+                params![task, occurrence, limit as i64],
+                HistoryRow::from_row,
+            )?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// One history row.
+    pub fn history_entry(&self, id: i64) -> Result<Option<HistoryRow>, StoreError> {
+        let sql = format!("{} WHERE id = ?1", HistoryRow::SELECT);
+        Ok(self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row([id], HistoryRow::from_row)
+            .optional()?)
+    }
+
+    /// Counts for `queue stats`, read from the kept counters and the few points recorded since
+    /// they last counted (recording counts new points in every few hundred): as cheap with a
+    /// million pending points as with ten. The interrupted count adds the start log's points not counted yet
+    /// (one lookup per line; the log holds the starts of the last batch or so).
+    pub fn stats(&self) -> Result<Stats, StoreError> {
+        let starts = self.unfolded_starts()?;
+        // One snapshot for every count: a fold committing between two of them could otherwise
+        // hide a running point from both.
+        let snapshot = self.conn.unchecked_transaction()?;
+        let c = &self.conn;
+        let counts: Vec<(String, String, i64)> = c
+            .prepare_cached(
+                "SELECT kind, name, n FROM queue_counts WHERE n != 0 ORDER BY kind, name",
+            )?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        let of = |kind: &str| -> Vec<(String, i64)> {
+            counts
+                .iter()
+                .filter(|(k, _, _)| k == kind)
+                .map(|(_, name, n)| (name.clone(), *n))
+                .collect()
+        };
+        let pending_by_point = pending_by_point(c)?;
+        let oldest: Option<i64> = c
+            .prepare_cached("SELECT recorded_ms FROM pending_hooks ORDER BY id LIMIT 1")?
+            .query_row([], |r| r.get(0))
+            .optional()?;
+        let interrupted = c
+            .prepare_cached("SELECT COUNT(*) FROM pending_hooks WHERE passes > 0")?
+            .query_row([], |r| r.get::<_, i64>(0))?
+            + self.newly_started(&starts)?;
+        snapshot.commit()?;
+        Ok(Stats {
+            pending: pending_by_point.iter().map(|(_, n)| n).sum(),
+            pending_by_point,
+            interrupted,
+            oldest_recorded_ms: oldest,
+            history_by_outcome: of("history"),
+            tasks: of("tasks").first().map_or(0, |(_, n)| *n),
+        })
+    }
+
+    /// How many pending points with no counted start the start log has started.
+    fn newly_started(&self, starts: &[Start]) -> Result<i64, StoreError> {
+        let mut ids: Vec<i64> = starts.iter().map(|s| s.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut n = 0;
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT passes, last_started_ms FROM pending_hooks WHERE id = ?1")?;
+        for id in ids {
+            let Some((mut passes, mut last)) = st
+                .query_row([id], |r| Ok((r.get::<_, i64>(0)?, r.get(1)?)))
+                .optional()?
+            else {
+                continue;
+            };
+            if passes == 0 {
+                starts::apply(starts, id, &mut passes, &mut last);
+                n += i64::from(passes > 0);
+            }
+        }
+        Ok(n)
+    }
+}
