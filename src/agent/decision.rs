@@ -107,7 +107,7 @@ pub struct HookRun {
 
 /// How a hook ended and what it asked for.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Exit 0, with what its stdout asked for (PreToolUse only; the other events ignore it).
     Replied(Reply),
     /// Exit 2, with its stderr as text (`None` when blank).
@@ -118,7 +118,7 @@ pub enum Outcome {
 
 /// What an exit-0 PreToolUse hook asked for on stdout.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Reply {
+pub(crate) struct Reply {
     /// `permissionDecision: "deny"`.
     pub deny: bool,
     /// `hookSpecificOutput.reason`, else the top-level `reason` (non-blank strings only).
@@ -131,7 +131,7 @@ pub struct Reply {
 
 /// Why a hook counts as failed.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// It ended other than with exit 0 or 2: another exit code, a timeout, a signal, a failure
     /// to start.
     Ended(Ending),
@@ -143,7 +143,7 @@ pub enum Failure {
 
 impl Outcome {
     /// Reads what `run` did, for `event`.
-    pub fn read(event: Event, run: &HookRun) -> Outcome {
+    pub(crate) fn read(event: Event, run: &HookRun) -> Outcome {
         let c = &run.collected;
         match c.ending {
             Ending::Exited(0) if event == Event::PreToolUse => {
@@ -225,7 +225,7 @@ fn read_reply(stdout: &[u8]) -> Outcome {
 
 /// Whether to run the next hook of the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
+pub(crate) enum Flow {
     /// Run the next hook.
     Next,
     /// The event is decided (a deny or a hook error): run no more hooks.
@@ -244,7 +244,7 @@ pub struct StopFacts {
 /// The decision of an event, built one hook at a time: [`Fold::push`] each hook's run in order
 /// while it says [`Flow::Next`], then [`Fold::finish`].
 #[derive(Debug, Clone)]
-pub struct Fold {
+pub(crate) struct Fold {
     event: Event,
     original: Option<Map<String, Value>>,
     input: Option<Map<String, Value>>,
@@ -257,7 +257,7 @@ pub struct Fold {
 
 impl Fold {
     /// A fold for `event`; `tool_input` is the host's (PreToolUse only).
-    pub fn new(event: Event, tool_input: Option<Map<String, Value>>) -> Fold {
+    pub(crate) fn new(event: Event, tool_input: Option<Map<String, Value>>) -> Fold {
         Fold {
             event,
             original: tool_input.clone(),
@@ -271,17 +271,17 @@ impl Fold {
     }
 
     /// The tool input the next hook sees: the host's, as replaced by the hooks so far.
-    pub fn tool_input(&self) -> Option<&Map<String, Value>> {
+    pub(crate) fn tool_input(&self) -> Option<&Map<String, Value>> {
         self.input.as_ref()
     }
 
     /// Whether the event is decided already.
-    pub fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.denied.is_some() || self.failed.is_some()
     }
 
     /// Folds in one hook's run. A run pushed after [`Flow::Done`] is ignored.
-    pub fn push(&mut self, run: &HookRun) -> Flow {
+    pub(crate) fn push(&mut self, run: &HookRun) -> Flow {
         if self.done() {
             return Flow::Done;
         }
@@ -375,7 +375,7 @@ impl Fold {
     }
 
     /// The event's decision. `stop` counts for Stop only.
-    pub fn finish(self, stop: StopFacts) -> Decision {
+    pub(crate) fn finish(self, stop: StopFacts) -> Decision {
         let mut d = Decision {
             event: self.event,
             decision: Verdict::Continue,
@@ -457,7 +457,7 @@ fn default_deny(who: &str) -> String {
 
 /// A hook's bytes as text for the host: invalid UTF-8 and control characters (but newlines and
 /// tabs) become U+FFFD, blank is `None`, and at most [`REASON_CAP`] characters are kept.
-pub fn text(bytes: &[u8]) -> Option<String> {
+pub(crate) fn text(bytes: &[u8]) -> Option<String> {
     let s = String::from_utf8_lossy(bytes);
     let trimmed = s.trim();
     if trimmed.is_empty() {

@@ -101,7 +101,7 @@ pub struct Source {
 /// Everything loaded: the entries in run order (project first, then user), the user's
 /// `intent_stop` switch, what became of each file, and every warning.
 #[derive(Debug, Clone)]
-pub struct Hooks {
+pub(crate) struct Hooks {
     /// Project entries, then user entries, each in file order.
     pub entries: Vec<Entry>,
     /// Whether the built-in intent_stop validator runs on the Stop path.
@@ -113,7 +113,7 @@ pub struct Hooks {
 }
 
 /// Loads both layers: the project file when `trusted`, and the user config at `user_config`.
-pub fn load(workspace: &Path, trusted: bool, user_config: Option<&Path>) -> Hooks {
+pub(crate) fn load(workspace: &Path, trusted: bool, user_config: Option<&Path>) -> Hooks {
     let mut hooks = Hooks {
         entries: Vec::new(),
         intent_stop: true,

@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use crate::cli::error::Error;
 use hookq::agent::{
-    Agent, Event, HookEnv, HostPayload, Layer, Options, Source, SourceState, Turn,
-    default_user_config,
+    Agent, Error as AgentError, Event, HookEnv, HostPayload, Layer, Options, Source, SourceState,
+    Turn, default_user_config,
 };
 
 use super::app::Ctx;
@@ -91,11 +91,14 @@ fn options(ctx: &Ctx, load: &Load) -> Result<Options, Error> {
         Some(dir) => (dir.as_path(), "--workspace"),
         None => (ctx.start(), "the workspace"),
     };
-    if !workspace.is_dir() {
-        return Err(Error::Usage(format!(
-            "{named_by} {}: not a directory",
-            workspace.display()
-        )));
+    let not_usable = |source| AgentError::Workspace {
+        named_by,
+        path: workspace.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(workspace).map_err(not_usable)?;
+    if !meta.is_dir() {
+        return Err(not_usable(std::io::ErrorKind::NotADirectory.into()).into());
     }
     let mut opts = Options::new(workspace);
     opts.trusted = load.trusted;
@@ -108,10 +111,7 @@ fn options(ctx: &Ctx, load: &Load) -> Result<Options, Error> {
 }
 
 fn fire(ctx: &Ctx, args: FireArgs) -> Result<(), Error> {
-    let event: Event = args
-        .event
-        .parse()
-        .map_err(|e: hookq::agent::event::UnknownEvent| Error::Usage(e.to_string()))?;
+    let event: Event = args.event.parse().map_err(AgentError::from)?;
     if event != Event::Stop {
         let stop_only = [
             (args.continuations.is_some(), "--continuations"),
@@ -119,20 +119,18 @@ fn fire(ctx: &Ctx, args: FireArgs) -> Result<(), Error> {
             (args.loop_active, "--loop-active"),
             (args.background_jobs.is_some(), "--background-jobs"),
         ];
-        if let Some((_, flag)) = stop_only.iter().find(|(set, _)| *set) {
-            return Err(Error::Usage(format!(
-                "{flag} is for Stop only, not {event}"
-            )));
+        if let Some(&(_, option)) = stop_only.iter().find(|(set, _)| *set) {
+            return Err(AgentError::StopOnly { option, event }.into());
         }
     }
     let mut opts = options(ctx, &args.load)?;
     if let Some(names) = args.sandbox_env {
-        // A name with `=` is an assignment or a typo, never a variable hookq could pass on:
-        // dropping it silently would leave a hook without a variable its author meant to allow.
         if let Some(bad) = names.iter().find(|n| n.contains('=')) {
-            return Err(Error::Usage(format!(
-                "--sandbox-env {bad:?}: not a variable name (names hold no \"=\")"
-            )));
+            return Err(AgentError::VariableName {
+                option: "--sandbox-env",
+                name: bad.clone(),
+            }
+            .into());
         }
         opts.env = HookEnv::Only(names.into_iter().filter(|n| !n.is_empty()).collect());
     }
@@ -140,15 +138,11 @@ fn fire(ctx: &Ctx, args: FireArgs) -> Result<(), Error> {
     std::io::stdin()
         .lock()
         .read_to_end(&mut input)
-        .map_err(|source| Error::Io {
-            what: "cannot read the payload from",
-            path: "stdin".into(),
+        .map_err(|source| AgentError::ReadPayload {
+            from: "stdin",
             source,
         })?;
-    let value: serde_json::Value = serde_json::from_slice(&input)
-        .map_err(|e| Error::Usage(format!("cannot read the {event} payload on stdin: {e}")))?;
-    let payload = HostPayload::read(event, value)
-        .map_err(|e| Error::Usage(format!("cannot use the {event} payload on stdin: {e}")))?;
+    let payload = HostPayload::from_json(event, &input, "stdin")?;
     let agent = Agent::load(&opts);
     let mut decision = match payload {
         HostPayload::Tool {

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use hookq::Failure as _;
 use hookq::exec::ExecError;
 use hookq::failure::code;
 use hookq::queue::config::ConfigError;
@@ -50,6 +51,9 @@ pub enum Error {
     /// A command could not be run.
     #[error(transparent)]
     Exec(#[from] ExecError),
+    /// An agent tool hook command failed before it could give a decision.
+    #[error(transparent)]
+    Agent(#[from] hookq::agent::Error),
     /// A worktree lifecycle command failed.
     #[error(transparent)]
     Lifecycle(#[from] hookq::lifecycle::Error),
@@ -115,6 +119,7 @@ impl Error {
             Error::Locked { .. } | Error::Stopped(_) => code::LOCKED,
             Error::Lock(_) | Error::Exec(_) | Error::Io { .. } => code::FAILURE,
             Error::Lifecycle(e) => lifecycle_code(e),
+            Error::Agent(e) => e.exit_code(),
         }
     }
 
@@ -123,6 +128,7 @@ impl Error {
         use hookq::lifecycle::Error as L;
         use hookq::lifecycle::workspace::FindError;
         match self {
+            Error::Agent(e) => e.hint(),
             Error::Lifecycle(L::Find(FindError::Missing { .. })) => {
                 Some("run `hookq worktree init` in a workspace folder, or run inside a git repository (standalone mode)".into())
             }
