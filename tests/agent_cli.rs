@@ -948,3 +948,29 @@ fn the_docs_worked_example_blocks_a_protected_host() {
     assert_eq!(d.decision()["hooks"][0]["layer"], "user");
     assert_eq!(fire("make check").verdict(), "continue");
 }
+
+#[test]
+fn a_workspace_that_does_not_exist_is_not_found() {
+    // Exit 4, as for the queue and worktree commands: a script tells a missing directory from
+    // a bad command line.
+    let ws = Ws::new();
+    let file = ws.root().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let file = file.to_str().unwrap();
+    let cases: &[&[&str]] = &[
+        &["-C", "/nonexistent", "agent", "list"],
+        &["-C", "/nonexistent", "agent", "fire", "Stop"],
+        &["agent", "list", "--workspace", "/nonexistent/dir"],
+        &["agent", "fire", "Stop", "--workspace", "/nonexistent/dir"],
+        &["-C", file, "agent", "list"],
+    ];
+    for args in cases {
+        let out = ws.hookq(args, b"{}");
+        let stderr = out.stderr();
+        assert_eq!(out.out.status.code(), Some(4), "{args:?}: {stderr}");
+        assert!(out.out.stdout.is_empty(), "{args:?}");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        assert!(stderr.contains("not a directory"), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
+}

@@ -113,7 +113,10 @@ impl Failure for Error {
             | Error::StopOnly { .. }
             | Error::VariableName { .. } => code::USAGE,
             Error::ReadPayload { .. } => code::FAILURE,
-            Error::Workspace { .. } => code::USAGE,
+            Error::Workspace { source, .. } => match source.kind() {
+                ErrorKind::NotFound | ErrorKind::NotADirectory => code::NOT_FOUND,
+                _ => code::FAILURE,
+            },
             Error::ReadSettings { .. } | Error::ParseSettings { .. } => code::CONFIG,
         }
     }
@@ -144,12 +147,14 @@ mod tests {
             missing.to_string(),
             "the workspace /nonexistent: not a directory: it does not exist"
         );
+        assert_eq!(missing.exit_code(), code::NOT_FOUND);
         let file = Error::Workspace {
             named_by: "--workspace",
             path: "/etc/passwd".into(),
             source: ErrorKind::NotADirectory.into(),
         };
         assert_eq!(file.to_string(), "--workspace /etc/passwd: not a directory");
+        assert_eq!(file.exit_code(), code::NOT_FOUND);
         let stop_only = Error::StopOnly {
             option: "--continuations",
             event: Event::PreToolUse,
