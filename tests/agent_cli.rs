@@ -974,3 +974,35 @@ fn a_workspace_that_does_not_exist_is_not_found() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn a_config_named_on_the_command_line_that_does_not_exist_warns() {
+    let ws = Ws::new();
+    let named = ws.home().join("radian/confg.toml");
+    let named = named.to_str().unwrap();
+    // Named and missing: one warning, on stderr, in the decision and in the listing.
+    let d = ws.fire(
+        "Stop",
+        &stop_payload("All tests pass."),
+        &["--config", named],
+    );
+    assert_eq!(d.verdict(), "end");
+    let warnings = d.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(&format!("{named}: no such file")),
+        "{warnings:?}"
+    );
+    assert!(
+        d.stderr()
+            .contains(&format!("warning: {named}: no such file"))
+    );
+    let list = ws.hookq(&["agent", "list", "--json", "--config", named], b"");
+    let v = list.decision();
+    assert_eq!(v["sources"][1]["state"], "missing");
+    assert_eq!(v["warnings"].as_array().unwrap().len(), 1, "{v}");
+    // The default config, missing, stays quiet.
+    let d = ws.fire("Stop", &stop_payload("All tests pass."), &[]);
+    assert!(d.warnings().is_empty(), "{:?}", d.warnings());
+    assert!(d.stderr().is_empty(), "{}", d.stderr());
+}

@@ -112,8 +112,9 @@ pub(crate) struct Hooks {
     pub warnings: Vec<String>,
 }
 
-/// Loads both layers: the project file when `trusted`, and the user config at `user_config`.
-pub(crate) fn load(workspace: &Path, trusted: bool, user_config: Option<&Path>) -> Hooks {
+/// Loads both layers: the project file when `trusted`, and the user config at `user_config`,
+/// with whether the user named it (then a missing file warns).
+pub(crate) fn load(workspace: &Path, trusted: bool, user_config: Option<(&Path, bool)>) -> Hooks {
     let mut hooks = Hooks {
         entries: Vec::new(),
         intent_stop: true,
@@ -138,12 +139,23 @@ pub(crate) fn load(workspace: &Path, trusted: bool, user_config: Option<&Path>) 
         state,
     });
     let state = match user_config {
-        Some(path) => load_user(path, &mut hooks),
+        Some((path, named)) => {
+            let state = load_user(path, &mut hooks);
+            if named && state == SourceState::Missing {
+                // A path the user typed that is not there is a typo or a wrong directory far
+                // more often than a wish for no hooks.
+                hooks.warnings.push(format!(
+                    "{}: no such file: the user config named does not exist; no user hooks loaded",
+                    path.display()
+                ));
+            }
+            state
+        }
         None => SourceState::NoPath,
     };
     hooks.sources.push(Source {
         layer: Layer::User,
-        path: user_config.map(Path::to_path_buf),
+        path: user_config.map(|(p, _)| p.to_path_buf()),
         state,
     });
     hooks
@@ -547,7 +559,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cfg = dir.path().join("config.toml");
         std::fs::write(&cfg, toml).unwrap();
-        load(dir.path(), false, Some(&cfg))
+        load(dir.path(), false, Some((&cfg, true)))
     }
 
     fn commands(h: &Hooks) -> Vec<(Event, Layer, usize, usize, String)> {
@@ -688,11 +700,21 @@ mod tests {
             assert_eq!(h.sources[0].state, SourceState::Failed);
         }
         let dir = tempfile::tempdir().unwrap();
-        let h = load(dir.path(), true, Some(&dir.path().join("none.toml")));
+        let none = dir.path().join("none.toml");
+        let h = load(dir.path(), true, Some((&none, false)));
         assert!(h.entries.is_empty() && h.warnings.is_empty());
         assert_eq!(h.sources[0].state, SourceState::Missing);
         assert_eq!(h.sources[1].state, SourceState::Missing);
         assert!(h.intent_stop);
+        // The same file, named by the user: the state is the same, and one warning says so.
+        let h = load(dir.path(), true, Some((&none, true)));
+        assert_eq!(h.sources[1].state, SourceState::Missing);
+        assert_eq!(h.warnings.len(), 1, "{:?}", h.warnings);
+        assert!(
+            h.warnings[0].contains("none.toml: no such file"),
+            "{:?}",
+            h.warnings
+        );
         let h = user("[hooks\n");
         assert_eq!(h.warnings.len(), 1);
         assert!(h.warnings[0].contains("cannot parse"), "{:?}", h.warnings);

@@ -104,6 +104,7 @@ fn options(ctx: &Ctx, load: &Load) -> Result<Options, Error> {
     opts.trusted = load.trusted;
     if let Some(config) = &load.config {
         opts.user_config = Some(config.clone());
+        opts.user_config_named = true;
     } else {
         opts.user_config = default_user_config();
     }
