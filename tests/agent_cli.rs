@@ -1006,3 +1006,47 @@ fn a_config_named_on_the_command_line_that_does_not_exist_warns() {
     assert!(d.warnings().is_empty(), "{:?}", d.warnings());
     assert!(d.stderr().is_empty(), "{}", d.stderr());
 }
+
+#[test]
+fn a_hook_error_shows_why_from_the_hooks_stderr() {
+    // The usual first failure of a hook carried over from elsewhere: a path built on a variable
+    // that is not set here, so the shell cannot find the script and exits 127.
+    let ws = Ws::new();
+    ws.project(&pre_entries(&[(
+        Some("shell"),
+        "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/check.sh",
+    )]));
+    let d = ws.pre("shell", &[]);
+    assert_eq!(d.verdict(), "error");
+    let hook = &d.decision()["hooks"][0];
+    assert_eq!(hook["ending"], "exit 127");
+    let stderr = hook["stderr"].as_str().unwrap();
+    assert!(stderr.contains("/.claude/hooks/check.sh"), "{stderr}");
+    assert!(stderr.contains("not found"), "{stderr}");
+    let warning = &d.warnings()[0];
+    assert!(warning.starts_with("hook error: "), "{warning}");
+    assert!(warning.contains("exit 127"), "{warning}");
+    assert!(warning.contains("; its stderr: "), "{warning}");
+    assert!(warning.contains("not found"), "{warning}");
+    let printed = d.stderr();
+    assert!(
+        printed
+            .lines()
+            .any(|l| l.starts_with("warning: hook error: ") && l.contains("not found")),
+        "{printed}"
+    );
+    // The model is told which hook failed and how, not what it printed.
+    let reason = d.decision()["reason"].as_str().unwrap();
+    assert!(reason.contains("exit 127"), "{reason}");
+    assert!(!reason.contains("not found"), "{reason}");
+    // Stdout stays unquoted.
+    let ws = Ws::new();
+    ws.project(&pre_entries(&[(
+        None,
+        "cat >/dev/null; printf 'out%s' put; printf 'err%s' or >&2; exit 3",
+    )]));
+    let d = ws.pre("shell", &[]);
+    assert_eq!(d.decision()["hooks"][0]["stderr"], "error");
+    let all = String::from_utf8_lossy(&d.out.stdout).into_owned() + &d.stderr();
+    assert!(!all.contains("output"), "{all}");
+}

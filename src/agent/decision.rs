@@ -54,6 +54,11 @@ pub struct HookReport {
     pub ending: String,
     /// Wall time from start to reap, in milliseconds.
     pub duration_ms: u64,
+    /// The hook that had a hook error: the end of its stderr (the last [`REASON_CAP`]
+    /// characters, cleaned as reasons are), which usually says why (`not found`, a traceback).
+    /// `None` for every other hook, and when it printed nothing there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
 }
 
 /// The answer to one event: what `hookq agent fire` prints and the library returns.
@@ -302,6 +307,7 @@ impl Fold {
             command: run.command.clone(),
             ending: describe(run.collected.ending),
             duration_ms: u64::try_from(run.collected.duration.as_millis()).unwrap_or(u64::MAX),
+            stderr: None,
         });
         for (truncated, stream) in [
             (run.collected.stdout_truncated, "stdout"),
@@ -336,7 +342,17 @@ impl Fold {
                     Event::Stop => "the turn ends with this warning",
                 };
                 let reason = format!("hook error: {}: {why}; {consequence}", who());
-                self.warnings.push(reason.clone());
+                // The reason goes to the model and names only the hook and how it ended; the
+                // user, who must fix the hook, also sees what it said on stderr.
+                let stderr = tail(&run.collected.stderr);
+                let warning = match &stderr {
+                    Some(stderr) => format!("{reason}; its stderr: {}", one_line(stderr)),
+                    None => reason.clone(),
+                };
+                self.warnings.push(warning);
+                if let Some(report) = self.hooks.last_mut() {
+                    report.stderr = stderr;
+                }
                 self.failed = Some(reason);
                 return Flow::Done;
             }
@@ -463,19 +479,38 @@ pub(crate) fn text(bytes: &[u8]) -> Option<String> {
     if trimmed.is_empty() {
         return None;
     }
-    Some(
-        trimmed
-            .chars()
-            .take(REASON_CAP)
-            .map(|c| {
-                if c.is_control() && !matches!(c, '\n' | '\t' | '\r') {
-                    '\u{FFFD}'
-                } else {
-                    c
-                }
-            })
-            .collect(),
-    )
+    Some(trimmed.chars().take(REASON_CAP).map(clean).collect())
+}
+
+/// The end of a failed hook's stderr for the user: its last [`REASON_CAP`] characters, cleaned
+/// as [`text`] cleans; `None` when blank. The end, because that is where a shell or a
+/// traceback says what went wrong.
+fn tail(bytes: &[u8]) -> Option<String> {
+    let s = String::from_utf8_lossy(bytes);
+    let trimmed = s.trim();
+    if trimmed.is_empty() {
+        return None;
+    }
+    let skip = trimmed.chars().count().saturating_sub(REASON_CAP);
+    Some(trimmed.chars().skip(skip).map(clean).collect())
+}
+
+/// A control character other than newline, tab and carriage return as U+FFFD.
+fn clean(c: char) -> char {
+    if c.is_control() && !matches!(c, '\n' | '\t' | '\r') {
+        '\u{FFFD}'
+    } else {
+        c
+    }
+}
+
+/// Text of several lines as one, for a `warning:` line: its non-blank lines joined by ` | `.
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(|l| l.trim().replace('\t', " "))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 /// A command shortened for a message, on one line: a multi-line script must not break the
@@ -551,6 +586,42 @@ mod tests {
             assert_eq!(d.decision, Verdict::Error, "{e:?}");
             assert!(!d.reason.unwrap().contains("secret"), "stderr never leaks");
         }
+    }
+
+    #[test]
+    fn a_hook_error_shows_the_end_of_its_stderr_to_the_user() {
+        let stderr = format!("{}\nsh: 1: /no/such/hook.sh: not found\n", "x".repeat(3000));
+        let d = pre(&[run(Ending::Exited(127), "stdout words", &stderr)]);
+        assert_eq!(d.decision, Verdict::Error);
+        let reason = d.reason.as_deref().unwrap();
+        assert!(
+            !reason.contains("not found"),
+            "the model gets no stderr: {reason}"
+        );
+        let warning = &d.warnings[0];
+        assert!(warning.starts_with(reason), "{warning}");
+        assert!(warning.contains("; its stderr: xxx"), "{warning}");
+        assert!(
+            warning.ends_with("xxx | sh: 1: /no/such/hook.sh: not found"),
+            "{warning}"
+        );
+        assert!(!warning.contains('\n'), "one line: {warning}");
+        assert!(!warning.contains("stdout words"), "stdout is never quoted");
+        let quoted = d.hooks[0].stderr.as_deref().unwrap();
+        assert_eq!(quoted.chars().count(), REASON_CAP);
+        assert!(
+            quoted.ends_with("xxx\nsh: 1: /no/such/hook.sh: not found"),
+            "whole"
+        );
+        // A hook that ended well, or denied, has no stderr in its entry; a silent failure none.
+        let d = pre(&[
+            run(Ending::Exited(0), "", "chatter"),
+            run(Ending::Exited(2), "", "no"),
+        ]);
+        assert!(d.hooks.iter().all(|h| h.stderr.is_none()), "{d:?}");
+        let d = pre(&[run(Ending::Exited(1), "", " \n")]);
+        assert_eq!(d.hooks[0].stderr, None);
+        assert_eq!(d.warnings[0], d.reason.unwrap());
     }
 
     #[test]
