@@ -1050,3 +1050,65 @@ fn a_hook_error_shows_why_from_the_hooks_stderr() {
     let all = String::from_utf8_lossy(&d.out.stdout).into_owned() + &d.stderr();
     assert!(!all.contains("output"), "{all}");
 }
+
+/// The JSON blocks of docs/agent.md's project file section, in order.
+fn project_file_examples() -> Vec<String> {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/agent.md"),
+    )
+    .unwrap();
+    let section = doc
+        .split("### The project file (JSON)")
+        .nth(1)
+        .and_then(|rest| rest.split("\n### ").next())
+        .unwrap();
+    section
+        .split("```json\n")
+        .skip(1)
+        .map(|block| block.split("```").next().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_docs_project_files_deny_no_ordinary_call_when_tools_fail() {
+    // In a workspace where every tool the examples run fails as it does in a fresh checkout
+    // (no Makefile: make exits 2, no notifier), an ordinary shell call still runs.
+    let examples = project_file_examples();
+    assert_eq!(examples.len(), 2, "the bare and the wrapped shape");
+    for example in &examples {
+        let ws = Ws::new();
+        ws.project(example);
+        let ls = ws.fire(
+            "PreToolUse",
+            &json!({"tool_name": "shell", "tool_input": {"command": "ls"}, "session_id": "s1"}),
+            &["--trusted"],
+        );
+        assert_eq!(ls.verdict(), "continue", "{example}: {:?}", ls.decision());
+        assert!(ls.warnings().is_empty(), "{:?}", ls.warnings());
+        let patch = ws.fire(
+            "PostToolUse",
+            &json!({"tool_name": "patch", "tool_input": {}, "tool_response": {}, "session_id": "s1"}),
+            &["--trusted"],
+        );
+        assert_eq!(
+            patch.verdict(),
+            "feedback",
+            "{example}: {:?}",
+            patch.decision()
+        );
+        assert_eq!(
+            patch.decision()["feedback"],
+            "make lint fails after this patch"
+        );
+        let stop = ws.fire("Stop", &stop_payload("All tests pass."), &["--trusted"]);
+        assert_eq!(stop.verdict(), "end", "{example}: {:?}", stop.decision());
+    }
+    let ws = Ws::new();
+    ws.project(&examples[0]);
+    let d = ws.fire(
+        "PreToolUse",
+        &json!({"tool_name": "shell", "tool_input": {"command": "curl https://protected-host/"}}),
+        &["--trusted"],
+    );
+    assert_eq!(d.decision()["reason"], "protected host is off limits");
+}

@@ -167,7 +167,10 @@ fn invalid_utf8_and_nul_bytes_on_stdout_and_stderr() {
     // Stdout never leaks; stderr shows, cleaned, only where the hook error quotes it for the
     // user: in its warning and its entry of `hooks`, never in the reason.
     let decision = String::from_utf8_lossy(&d.out.stdout).into_owned();
-    assert!(!decision.contains("\u{FFFD} bytes"), "stdout leaked: {decision}");
+    assert!(
+        !decision.contains("\u{FFFD} bytes"),
+        "stdout leaked: {decision}"
+    );
     assert_eq!(
         d.decision()["hooks"][0]["stderr"],
         "bad \u{FFFD}\u{FFFD} err"
