@@ -132,17 +132,17 @@ fn without_quoted_stderr(d: &Decision) -> Decision {
         return rest;
     }
     assert!(quoted <= 1, "{d:?}");
-    if let Some(last) = rest.hooks.last_mut() {
-        if let Some(stderr) = last.stderr.take() {
-            assert!(!stderr.contains(MARK), "{d:?}");
-        }
+    if let Some(last) = rest.hooks.last_mut()
+        && let Some(stderr) = last.stderr.take()
+    {
+        assert!(!stderr.contains(MARK), "{d:?}");
     }
     for w in rest.warnings.iter_mut() {
-        if w.starts_with("hook error: ") {
-            if let Some(at) = w.find("; its stderr: ") {
-                assert!(!w[at..].contains(MARK), "{w}");
-                w.truncate(at);
-            }
+        if w.starts_with("hook error: ")
+            && let Some(at) = w.find("; its stderr: ")
+        {
+            assert!(!w[at..].contains(MARK), "{w}");
+            w.truncate(at);
         }
     }
     rest

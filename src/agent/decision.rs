@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::claude::unread_keys;
 use super::event::Event;
 use super::sources::{Layer, kind};
 use crate::exec::{Collected, Ending, describe};
@@ -158,7 +159,15 @@ impl Outcome {
                     read_reply(&c.stdout)
                 }
             }
-            Ending::Exited(0) => Outcome::Replied(Reply::default()),
+            // Stdout decides nothing here, but a reply written for another agent is named.
+            Ending::Exited(0) => Outcome::Replied(Reply {
+                notes: if c.stdout_truncated {
+                    Vec::new()
+                } else {
+                    unread_keys_of(event, &c.stdout)
+                },
+                ..Reply::default()
+            }),
             Ending::Exited(2) => Outcome::Blocked(text(&c.stderr)),
             other => Outcome::Failed(Failure::Ended(other)),
         }
@@ -172,7 +181,10 @@ fn read_reply(stdout: &[u8]) -> Outcome {
         return Outcome::Replied(reply);
     }
     let obj = match serde_json::from_slice::<Value>(stdout) {
-        Ok(Value::Object(obj)) => obj,
+        Ok(Value::Object(obj)) => {
+            reply.notes = unread_keys(Event::PreToolUse, &obj);
+            obj
+        }
         Ok(_) => {
             reply
                 .notes
@@ -226,6 +238,19 @@ fn read_reply(stdout: &[u8]) -> Outcome {
         }
     }
     Outcome::Replied(reply)
+}
+
+/// The notes on an exit-0 PostToolUse or Stop hook's stdout, which is read only for them: when
+/// it is a JSON object, one per reply key another agent reads and this one does not.
+fn unread_keys_of(event: Event, stdout: &[u8]) -> Vec<String> {
+    let first = stdout.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'{') {
+        return Vec::new();
+    }
+    match serde_json::from_slice::<Value>(stdout) {
+        Ok(Value::Object(obj)) => unread_keys(event, &obj),
+        _ => Vec::new(),
+    }
 }
 
 /// Whether to run the next hook of the event.

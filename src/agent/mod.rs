@@ -22,6 +22,7 @@
 //! [`crate::Failure`] for its exit code. See `docs/agent.md` for the configuration, the decision
 //! table and the intent_stop rule.
 
+pub mod claude;
 mod decision;
 mod error;
 mod event;
@@ -31,13 +32,14 @@ mod matcher;
 mod payload;
 mod sources;
 
+pub use claude::{Import, ImportedEntry, ImportedHandler, ProjectFile, import};
 pub use decision::{
     Decision, HookReport, HookRun, REASON_CAP, StopFacts, Verdict, WAKE_BUDGET, fold,
 };
 pub use error::Error;
 pub use event::{Event, UnknownEvent};
 pub use fire::{Agent, HookEnv, KILL_GRACE, MAX_OUTPUT, Options, default_user_config};
-pub use matcher::Matcher;
+pub use matcher::{Matcher, RADIAN_TOOLS};
 pub use payload::{BadPayload, HostPayload, ToolCall, Turn};
 pub use sources::{DEFAULT_TIMEOUT, Entry, Handler, Layer, MAX_TIMEOUT_SECS, Source, SourceState};
 

@@ -21,7 +21,7 @@ pub const MAX_TIMEOUT_SECS: u64 = 86_400;
 /// Handler keys that ask for behaviour outside the command subset (run in the background, run
 /// conditionally, call a URL, ask a model): a handler holding one is skipped rather than run
 /// without it.
-const OUTSIDE_SUBSET: [&str; 5] = ["async", "if", "http", "prompt", "agent"];
+pub(crate) const OUTSIDE_SUBSET: [&str; 5] = ["async", "if", "http", "prompt", "agent"];
 
 /// Where an entry came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -391,6 +391,12 @@ impl Reader<'_> {
                 "{at}: the matcher {:?} does not compile ({error}); {effect}",
                 matcher.source().unwrap_or_default()
             ));
+        } else if event != Event::Stop
+            && let Matcher::Pattern { source, .. } = &matcher
+            && let Some(why) = super::claude::unknown_tool_names(source)
+        {
+            // The first reason a hook never fires: a tool name from another agent or a typo.
+            self.warn(format!("{at}: {why}"));
         }
         let handlers: Vec<Handler> = list
             .iter()
@@ -500,7 +506,7 @@ impl Reader<'_> {
 }
 
 /// A handler's timeout: whole seconds from 0 to a day, 0 or none meaning the default.
-fn timeout(value: Option<&Value>) -> Result<Duration, String> {
+pub(crate) fn timeout(value: Option<&Value>) -> Result<Duration, String> {
     let Some(value) = value else {
         return Ok(DEFAULT_TIMEOUT);
     };
@@ -533,7 +539,7 @@ fn timeout(value: Option<&Value>) -> Result<Duration, String> {
 }
 
 /// What kind of JSON value this is, for messages.
-pub(super) fn kind(v: &Value) -> &'static str {
+pub(crate) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

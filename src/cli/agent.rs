@@ -25,6 +25,9 @@ pub(super) enum Command {
     /// Show every loaded entry by event and layer, its matcher and whether it compiles, its
     /// commands and timeouts, and every warning from loading.
     List(ListArgs),
+    /// Translate a Claude Code settings file (.claude/settings.json) into a project file: the
+    /// equivalent .radian/hooks.json on stdout, one line on stderr for each change.
+    Import(ImportArgs),
 }
 
 /// Where the hooks come from.
@@ -79,11 +82,28 @@ pub(super) struct ListArgs {
     json: bool,
 }
 
+/// `hookq agent import PATH`.
+#[derive(Debug, clap::Args)]
+pub(super) struct ImportArgs {
+    /// The Claude Code settings file (its "hooks" object is read; the rest is not).
+    #[arg(value_name = "PATH")]
+    path: PathBuf,
+}
+
 pub(super) fn run(ctx: &Ctx, command: Command) -> Result<(), Error> {
     match command {
         Command::Fire(a) => fire(ctx, a),
         Command::List(a) => list(ctx, a),
+        Command::Import(a) => import(a),
     }
+}
+
+fn import(args: ImportArgs) -> Result<(), Error> {
+    let import = hookq::agent::import(&args.path)?;
+    for note in &import.notes {
+        errln!("warning: {}: {note}", args.path.display());
+    }
+    output::json(&import.hooks)
 }
 
 fn options(ctx: &Ctx, load: &Load) -> Result<Options, Error> {
