@@ -52,7 +52,7 @@ pub struct ReplyKey {
 
 impl ReplyKey {
     /// What is read instead on `event`.
-    pub fn instead(&self, event: Event) -> &'static str {
+    pub fn instead_on(&self, event: Event) -> &'static str {
         match event {
             Event::PreToolUse => self.instead[0],
             Event::PostToolUse => self.instead[1],
@@ -128,7 +128,7 @@ pub(crate) fn unread_keys(event: Event, reply: &Map<String, Value>) -> Vec<Strin
             format!(
                 "{} is not read here; {}",
                 k.path.join("."),
-                k.instead(event)
+                k.instead_on(event)
             )
         })
         .collect()
