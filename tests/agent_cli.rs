@@ -145,7 +145,13 @@ fn exit_zero_json_on_pre_tool_use() {
             Some("stdout is not JSON"),
         ),
         ("[1, 2]", "continue", None, Some("not an object")),
-        (r#"{"continue": true}"#, "continue", None, None),
+        // Another agent's reply key: named, never obeyed, never quoted.
+        (
+            r#"{"continue": true}"#,
+            "continue",
+            None,
+            Some("continue is not read here"),
+        ),
     ];
     for (stdout, verdict, reason, warning) in cases {
         let ws = Ws::new();
@@ -947,4 +953,376 @@ fn the_docs_worked_example_blocks_a_protected_host() {
     assert_eq!(d.decision()["reason"], "protected host is off limits");
     assert_eq!(d.decision()["hooks"][0]["layer"], "user");
     assert_eq!(fire("make check").verdict(), "continue");
+}
+
+#[test]
+fn a_workspace_that_does_not_exist_is_not_found() {
+    // Exit 4, as for the queue and worktree commands: a script tells a missing directory from
+    // a bad command line.
+    let ws = Ws::new();
+    let file = ws.root().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let file = file.to_str().unwrap();
+    let cases: &[&[&str]] = &[
+        &["-C", "/nonexistent", "agent", "list"],
+        &["-C", "/nonexistent", "agent", "fire", "Stop"],
+        &["agent", "list", "--workspace", "/nonexistent/dir"],
+        &["agent", "fire", "Stop", "--workspace", "/nonexistent/dir"],
+        &["-C", file, "agent", "list"],
+    ];
+    for args in cases {
+        let out = ws.hookq(args, b"{}");
+        let stderr = out.stderr();
+        assert_eq!(out.out.status.code(), Some(4), "{args:?}: {stderr}");
+        assert!(out.out.stdout.is_empty(), "{args:?}");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        assert!(stderr.contains("not a directory"), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_config_named_on_the_command_line_that_does_not_exist_warns() {
+    let ws = Ws::new();
+    let named = ws.home().join("radian/confg.toml");
+    let named = named.to_str().unwrap();
+    // Named and missing: one warning, on stderr, in the decision and in the listing.
+    let d = ws.fire(
+        "Stop",
+        &stop_payload("All tests pass."),
+        &["--config", named],
+    );
+    assert_eq!(d.verdict(), "end");
+    let warnings = d.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(&format!("{named}: no such file")),
+        "{warnings:?}"
+    );
+    assert!(
+        d.stderr()
+            .contains(&format!("warning: {named}: no such file"))
+    );
+    let list = ws.hookq(&["agent", "list", "--json", "--config", named], b"");
+    let v = list.decision();
+    assert_eq!(v["sources"][1]["state"], "missing");
+    assert_eq!(v["warnings"].as_array().unwrap().len(), 1, "{v}");
+    // The default config, missing, stays quiet.
+    let d = ws.fire("Stop", &stop_payload("All tests pass."), &[]);
+    assert!(d.warnings().is_empty(), "{:?}", d.warnings());
+    assert!(d.stderr().is_empty(), "{}", d.stderr());
+}
+
+#[test]
+fn a_hook_error_shows_why_from_the_hooks_stderr() {
+    // The usual first failure of a hook carried over from elsewhere: a path built on a variable
+    // that is not set here, so the shell cannot find the script and exits 127.
+    let ws = Ws::new();
+    ws.project(&pre_entries(&[(
+        Some("shell"),
+        "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/check.sh",
+    )]));
+    let d = ws.pre("shell", &[]);
+    assert_eq!(d.verdict(), "error");
+    let hook = &d.decision()["hooks"][0];
+    assert_eq!(hook["ending"], "exit 127");
+    let stderr = hook["stderr"].as_str().unwrap();
+    assert!(stderr.contains("/.claude/hooks/check.sh"), "{stderr}");
+    assert!(stderr.contains("not found"), "{stderr}");
+    let warning = &d.warnings()[0];
+    assert!(warning.starts_with("hook error: "), "{warning}");
+    assert!(warning.contains("exit 127"), "{warning}");
+    assert!(warning.contains("; its stderr: "), "{warning}");
+    assert!(warning.contains("not found"), "{warning}");
+    let printed = d.stderr();
+    assert!(
+        printed
+            .lines()
+            .any(|l| l.starts_with("warning: hook error: ") && l.contains("not found")),
+        "{printed}"
+    );
+    // The model is told which hook failed and how, not what it printed.
+    let reason = d.decision()["reason"].as_str().unwrap();
+    assert!(reason.contains("exit 127"), "{reason}");
+    assert!(!reason.contains("not found"), "{reason}");
+    // Stdout stays unquoted.
+    let ws = Ws::new();
+    ws.project(&pre_entries(&[(
+        None,
+        "cat >/dev/null; printf 'out%s' put; printf 'err%s' or >&2; exit 3",
+    )]));
+    let d = ws.pre("shell", &[]);
+    assert_eq!(d.decision()["hooks"][0]["stderr"], "error");
+    let all = String::from_utf8_lossy(&d.out.stdout).into_owned() + &d.stderr();
+    assert!(!all.contains("output"), "{all}");
+}
+
+/// The JSON blocks of docs/agent.md's project file section, in order.
+fn project_file_examples() -> Vec<String> {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/agent.md"),
+    )
+    .unwrap();
+    let section = doc
+        .split("### The project file (JSON)")
+        .nth(1)
+        .and_then(|rest| rest.split("\n### ").next())
+        .unwrap();
+    section
+        .split("```json\n")
+        .skip(1)
+        .map(|block| block.split("```").next().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_docs_project_files_deny_no_ordinary_call_when_tools_fail() {
+    // In a workspace where every tool the examples run fails as it does in a fresh checkout
+    // (no Makefile: make exits 2, no notifier), an ordinary shell call still runs.
+    let examples = project_file_examples();
+    assert_eq!(examples.len(), 2, "the bare and the wrapped shape");
+    for example in &examples {
+        let ws = Ws::new();
+        ws.project(example);
+        let ls = ws.fire(
+            "PreToolUse",
+            &json!({"tool_name": "shell", "tool_input": {"command": "ls"}, "session_id": "s1"}),
+            &["--trusted"],
+        );
+        assert_eq!(ls.verdict(), "continue", "{example}: {:?}", ls.decision());
+        assert!(ls.warnings().is_empty(), "{:?}", ls.warnings());
+        let patch = ws.fire(
+            "PostToolUse",
+            &json!({"tool_name": "patch", "tool_input": {}, "tool_response": {}, "session_id": "s1"}),
+            &["--trusted"],
+        );
+        assert_eq!(
+            patch.verdict(),
+            "feedback",
+            "{example}: {:?}",
+            patch.decision()
+        );
+        assert_eq!(
+            patch.decision()["feedback"],
+            "make lint fails after this patch"
+        );
+        let stop = ws.fire("Stop", &stop_payload("All tests pass."), &["--trusted"]);
+        assert_eq!(stop.verdict(), "end", "{example}: {:?}", stop.decision());
+    }
+    let ws = Ws::new();
+    ws.project(&examples[0]);
+    let d = ws.fire(
+        "PreToolUse",
+        &json!({"tool_name": "shell", "tool_input": {"command": "curl https://protected-host/"}}),
+        &["--trusted"],
+    );
+    assert_eq!(d.decision()["reason"], "protected host is off limits");
+}
+
+#[test]
+fn a_matcher_naming_no_tool_here_warns_once_per_entry_in_list_and_fire() {
+    let ws = Ws::new();
+    ws.project(
+        &json!({
+            "PreToolUse": [
+                {"matcher": "Bash|Edit|shell", "hooks": [{"type": "command", "command": "exit 0"}]},
+                {"matcher": "shel", "hooks": [{"type": "command", "command": "exit 0"}]},
+                {"matcher": "mcp__github__create_issue", "hooks": [{"type": "command", "command": "exit 0"}]},
+                {"matcher": "shell|write|github__create_issue|github__.*", "hooks": [{"type": "command", "command": "true"}]},
+                {"matcher": "Notebook.*", "hooks": [{"type": "command", "command": "true"}]}
+            ],
+            "PostToolUse": [{"matcher": "Write", "hooks": [{"type": "command", "command": "exit 0"}]}],
+            "Stop": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "exit 0"}]}]
+        })
+        .to_string(),
+    );
+    let expect = [
+        // Events in file order: the project file here lists PostToolUse first.
+        "PostToolUse entry 0: the matcher \"Write\" never fires for \"Write\" (Claude Code's name; here it is \"write\")",
+        "PreToolUse entry 0: the matcher \"Bash|Edit|shell\" never fires for \"Bash\" (Claude Code's name; here it is \"shell\"), \"Edit\" (Claude Code's name; here it is \"patch\"): no tool has that name here",
+        "PreToolUse entry 1: the matcher \"shel\" never fires for \"shel\" (did you mean \"shell\"?)",
+        "PreToolUse entry 2: the matcher \"mcp__github__create_issue\" never fires for \"mcp__github__create_issue\" (Claude Code's name; here it is \"github__create_issue\")",
+    ];
+    let check = |warnings: &[String]| {
+        assert_eq!(warnings.len(), expect.len(), "{warnings:#?}");
+        for (w, want) in warnings.iter().zip(expect) {
+            assert!(w.contains(want), "{w:?} lacks {want:?}");
+            assert!(w.contains("hooks.json: "), "names the file: {w}");
+        }
+    };
+    let list = ws.hookq(&["agent", "list", "--trusted", "--json"], b"");
+    let warnings: Vec<String> = list.decision()["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap().to_owned())
+        .collect();
+    check(&warnings);
+    let d = ws.pre("shell", &[]);
+    check(&d.warnings());
+    assert_eq!(d.verdict(), "continue", "no decision rule changed");
+    let fired: Vec<&str> = d.decision()["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(fired.len(), 2, "shell matches entries 0 and 3 only");
+    for want in expect {
+        assert!(d.stderr().contains(want), "{}", d.stderr());
+    }
+}
+
+#[test]
+fn reply_keys_of_another_agent_warn_and_change_no_decision() {
+    // A Claude Code hook's usual replies, on exit 0: each key that is not read is named with
+    // what is read instead, and the decision is what it was without the warning.
+    let claude_block =
+        r#"{"decision": "block", "reason": "BLOCKWORD", "systemMessage": "SYSWORD"}"#;
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "PreToolUse",
+            "continue",
+            &[
+                "decision is not read here; a hook denies by exiting 2",
+                "systemMessage is not read here",
+            ],
+        ),
+        (
+            "PostToolUse",
+            "continue",
+            &[
+                "decision is not read here; a hook sends feedback to the model by exiting 2",
+                "systemMessage is not read here",
+            ],
+        ),
+        (
+            "Stop",
+            "end",
+            &[
+                "decision is not read here; a hook asks for another turn by exiting 2",
+                "systemMessage is not read here",
+            ],
+        ),
+    ];
+    for (event, verdict, notes) in cases {
+        let ws = Ws::new();
+        ws.project(&hooks_json(event, &[(None, &reply(claude_block))]));
+        let payload = match *event {
+            "Stop" => stop_payload("All tests pass."),
+            "PostToolUse" => post_payload(),
+            _ => json!({"tool_name": "shell", "tool_input": {"command": "ls"}}),
+        };
+        let d = ws.fire(event, &payload, &["--trusted"]);
+        assert_eq!(d.verdict(), *verdict, "{event}: {:?}", d.decision());
+        let warnings = d.warnings();
+        assert_eq!(warnings.len(), notes.len(), "{event}: {warnings:?}");
+        for (w, note) in warnings.iter().zip(*notes) {
+            assert!(w.contains(note), "{event}: {w:?} lacks {note:?}");
+        }
+        let all = String::from_utf8_lossy(&d.out.stdout).into_owned() + &d.stderr();
+        let all = all.replace(&reply(claude_block), "");
+        let command = serde_json::to_string(&reply(claude_block)).unwrap();
+        let all = all.replace(&command[1..command.len() - 1], "");
+        for word in ["BLOCKWORD", "SYSWORD"] {
+            assert!(!all.contains(word), "{event}: stdout quoted: {all}");
+        }
+    }
+    // Claude Code's deny reason key: the deny stands, with the default reason and a warning.
+    let ws = Ws::new();
+    ws.project(&pre_entries(&[(
+        None,
+        &reply(r#"{"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "RWORD"}}"#),
+    )]));
+    let d = ws.pre("shell", &[]);
+    assert_eq!(d.verdict(), "deny");
+    assert!(
+        d.decision()["reason"]
+            .as_str()
+            .unwrap()
+            .contains("gave no reason")
+    );
+    assert!(
+        d.warnings()[0].contains("hookSpecificOutput.permissionDecisionReason is not read here; the deny reason is hookSpecificOutput.reason"),
+        "{:?}",
+        d.warnings()
+    );
+}
+
+fn claude_settings() -> std::path::PathBuf {
+    agent_support::fixtures().join("claude/settings.json")
+}
+
+#[test]
+fn import_translates_a_claude_code_settings_file() {
+    let ws = Ws::new();
+    let path = claude_settings();
+    let out = ws.hookq(&["agent", "import", path.to_str().unwrap()], b"");
+    assert_eq!(out.out.status.code(), Some(0), "{}", out.stderr());
+    let got = out.decision().clone();
+    let settings: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let command =
+        |event: &str, entry: usize| settings["hooks"][event][entry]["hooks"][0]["command"].clone();
+    assert_eq!(
+        got,
+        json!({
+            "PreToolUse": [
+                {"matcher": "shell", "hooks": [{"type": "command", "command": command("PreToolUse", 0), "timeout": 10}]},
+                {"matcher": "patch|write", "hooks": [{"type": "command", "command": command("PreToolUse", 1)}]},
+                {"matcher": "memory__create_entities", "hooks": [{"type": "command", "command": command("PreToolUse", 4)}]}
+            ],
+            "PostToolUse": [
+                {"matcher": "write|patch", "hooks": [{"type": "command", "command": command("PostToolUse", 0)}]}
+            ],
+            "Stop": [
+                {"hooks": [{"type": "command", "command": command("Stop", 0), "timeout": 300}]}
+            ]
+        })
+    );
+    let stderr = out.stderr();
+    let at = format!("warning: {}: ", path.display());
+    for line in stderr.lines() {
+        assert!(line.starts_with(&at), "{line}");
+    }
+    for note in [
+        "PreToolUse entry 0 handler 0: its command reads $CLAUDE_PROJECT_DIR",
+        "PreToolUse entry 0: matcher \"Bash\" is \"shell\" here",
+        "PreToolUse entry 1 handler 1: left out: its type is \"prompt\"",
+        "PreToolUse entry 2: matcher \"WebFetch\" left out",
+        "PreToolUse entry 3 handler 0: left out: it uses \"async\"",
+        "PreToolUse entry 3: left out: none of its handlers can run here",
+        "PostToolUse entry 0 handler 0: \"statusMessage\" left out",
+        "UserPromptSubmit: left out: no such event here",
+        "Notification: left out: no such event here",
+    ] {
+        assert!(
+            stderr.contains(&format!("{at}{note}")),
+            "{note:?} not in\n{stderr}"
+        );
+    }
+    // What it prints is a project file that loads with no warning.
+    ws.project(&String::from_utf8(out.out.stdout.clone()).unwrap());
+    let list = ws.hookq(&["agent", "list", "--trusted", "--json"], b"");
+    assert_eq!(list.decision()["warnings"], json!([]), "{}", list.stderr());
+    assert_eq!(list.decision()["entries"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn import_refuses_a_file_it_cannot_read() {
+    let ws = Ws::new();
+    std::fs::write(ws.root().join("broken.json"), "{\"hooks\": ").unwrap();
+    std::fs::write(ws.root().join("list.json"), "[]").unwrap();
+    for (file, says) in [
+        ("missing.json", "cannot read"),
+        ("broken.json", "cannot parse"),
+        ("list.json", "the top level is a list, not an object"),
+    ] {
+        let out = ws.hookq(&["agent", "import", file], b"");
+        let stderr = out.stderr();
+        assert_eq!(out.out.status.code(), Some(3), "{file}: {stderr}");
+        assert!(out.out.stdout.is_empty());
+        assert!(stderr.starts_with("error: "), "{stderr}");
+        assert!(stderr.contains(says), "{file}: {stderr}");
+        assert!(stderr.contains("hint: "), "{stderr}");
+    }
 }

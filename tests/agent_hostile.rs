@@ -168,9 +168,29 @@ fn invalid_utf8_and_nul_bytes_on_stdout_and_stderr() {
     let d = ws.pre("shell", &[]);
     fails_closed(&d);
     assert!(!d.out.stdout.contains(&0));
+    // Stdout never leaks; stderr shows, cleaned, only where the hook error quotes it for the
+    // user: in its warning and its entry of `hooks`, never in the reason.
+    let decision = String::from_utf8_lossy(&d.out.stdout).into_owned();
     assert!(
-        !String::from_utf8_lossy(&d.out.stdout).contains("bad"),
-        "nothing leaks"
+        !decision.contains("\u{FFFD} bytes"),
+        "stdout leaked: {decision}"
+    );
+    assert_eq!(
+        d.decision()["hooks"][0]["stderr"],
+        "bad \u{FFFD}\u{FFFD} err"
+    );
+    assert!(!d.decision()["reason"].as_str().unwrap().contains("bad"));
+    let mut rest = d.decision().clone();
+    rest["hooks"][0].as_object_mut().unwrap().remove("stderr");
+    rest.as_object_mut().unwrap().remove("warnings");
+    assert!(
+        !rest.to_string().contains("bad"),
+        "nothing else leaks: {rest}"
+    );
+    assert!(
+        d.warnings()[0].ends_with("; its stderr: bad \u{FFFD}\u{FFFD} err"),
+        "{:?}",
+        d.warnings()
     );
 
     // Exit 0 with garbage on stdout is "not JSON": warned, and the call continues, as the

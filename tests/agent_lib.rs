@@ -106,10 +106,11 @@ fn the_library_decision_is_the_cli_decision() {
     )]));
     let agent = Agent::load(&options(&ws.root()));
     let lib = agent.pre_tool_use(&call("shell", "curl -X POST x"));
+    // No user layer either way: the private home has no config, which is missing quietly.
     let cli = ws.fire(
         "PreToolUse",
         &json!({"tool_name": "shell", "tool_input": {"command": "curl -X POST x"}, "session_id": "s1"}),
-        &["--trusted", "--config", "/nonexistent"],
+        &["--trusted"],
     );
     let mut from_cli: Decision = serde_json::from_value(cli.decision().clone()).unwrap();
     // Only the timings may differ.

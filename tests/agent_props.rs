@@ -1,7 +1,9 @@
 //! Property tests of the decision: arbitrary bytes as hook stdout and stderr, arbitrary endings
 //! and arbitrary JSON as the tool input never panic, never give `continue` (PreToolUse,
 //! PostToolUse) after a hook that exited other than 0, and never leak what a hook printed
-//! where the decision table does not name it. First on the pure fold, then on real hooks.
+//! where the decision table does not name it: stdout only as a PreToolUse reason, stderr only
+//! as an exit-2 hook's text or, for the user, where a hook error quotes the failed hook's
+//! stderr (its warning and its entry of `hooks`). First on the pure fold, then on real hooks.
 
 mod agent_support;
 
@@ -119,6 +121,33 @@ fn event() -> impl Strategy<Value = Event> {
     ]
 }
 
+/// `d` without the failed hook's stderr where a hook error quotes it for the user: the `stderr`
+/// of the last hook's entry and the end of the hook error's warning. Asserts that only a hook
+/// error quotes stderr, only there, and never quotes stdout.
+fn without_quoted_stderr(d: &Decision) -> Decision {
+    let mut rest = d.clone();
+    let quoted = rest.hooks.iter().filter(|h| h.stderr.is_some()).count();
+    if d.decision != Verdict::Error {
+        assert_eq!(quoted, 0, "{d:?}");
+        return rest;
+    }
+    assert!(quoted <= 1, "{d:?}");
+    if let Some(last) = rest.hooks.last_mut()
+        && let Some(stderr) = last.stderr.take()
+    {
+        assert!(!stderr.contains(MARK), "{d:?}");
+    }
+    for w in rest.warnings.iter_mut() {
+        if w.starts_with("hook error: ")
+            && let Some(at) = w.find("; its stderr: ")
+        {
+            assert!(!w[at..].contains(MARK), "{w}");
+            w.truncate(at);
+        }
+    }
+    rest
+}
+
 /// What must hold of any decision over `runs`.
 fn holds(event: Event, runs: &[HookRun], d: &Decision) {
     let ran = &runs[..d.hooks.len()];
@@ -164,10 +193,23 @@ fn holds(event: Event, runs: &[HookRun], d: &Decision) {
     );
     rest.feedback = None;
     rest.message = None;
+    let rest = without_quoted_stderr(&rest);
     assert!(
         !serde_json::to_string(&rest).unwrap().contains(ERR_MARK),
         "{rest:?}"
     );
+    // Every hook error quotes the failed hook's stderr, which always holds the marker here.
+    if d.decision == Verdict::Error {
+        let quoted = d.hooks.last().and_then(|h| h.stderr.as_deref());
+        assert!(quoted.is_some_and(|q| q.contains(ERR_MARK)), "{d:?}");
+        assert!(
+            d.warnings.iter().any(|w| w.starts_with("hook error: ")
+                && w.contains("; its stderr: ")
+                && w.contains(ERR_MARK)
+                && !w.contains('\n')),
+            "{d:?}"
+        );
+    }
     let text = serde_json::to_string(d).unwrap();
     let back: Decision = serde_json::from_str(&text).unwrap();
     assert_eq!(&back, d);
@@ -225,7 +267,11 @@ proptest! {
         // Stderr reaches the decision only as an exit-2 hook's text.
         let mut rest = d.clone();
         let text = [rest.reason.take(), rest.feedback.take(), rest.message.take()];
+        let rest = without_quoted_stderr(&rest);
         prop_assert!(!serde_json::to_string(&rest).unwrap().contains(ERR_MARK));
+        if d.decision == Verdict::Error {
+            prop_assert!(d.hooks[0].stderr.as_deref().is_some_and(|q| q.contains(ERR_MARK)));
+        }
         if code != 2 {
             prop_assert!(!text.iter().flatten().any(|t| t.contains(ERR_MARK)));
         }

@@ -117,7 +117,7 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> Measured {
     };
     let never: Vec<_> = (0..ENTRIES)
         .map(|i| {
-            json!({"matcher": format!("write_{i}|mcp{i}__.*"),
+            json!({"matcher": format!("server{i}__write|mcp{i}__.*"),
                    "hooks": [{"type": "command", "command": format!("echo {i}")}]})
         })
         .collect();

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::claude::unread_keys;
 use super::event::Event;
 use super::sources::{Layer, kind};
 use crate::exec::{Collected, Ending, describe};
@@ -54,6 +55,11 @@ pub struct HookReport {
     pub ending: String,
     /// Wall time from start to reap, in milliseconds.
     pub duration_ms: u64,
+    /// The hook that had a hook error: the end of its stderr (the last [`REASON_CAP`]
+    /// characters, cleaned as reasons are), which usually says why (`not found`, a traceback).
+    /// `None` for every other hook, and when it printed nothing there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
 }
 
 /// The answer to one event: what `hookq agent fire` prints and the library returns.
@@ -107,7 +113,7 @@ pub struct HookRun {
 
 /// How a hook ended and what it asked for.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Exit 0, with what its stdout asked for (PreToolUse only; the other events ignore it).
     Replied(Reply),
     /// Exit 2, with its stderr as text (`None` when blank).
@@ -118,7 +124,7 @@ pub enum Outcome {
 
 /// What an exit-0 PreToolUse hook asked for on stdout.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Reply {
+pub(crate) struct Reply {
     /// `permissionDecision: "deny"`.
     pub deny: bool,
     /// `hookSpecificOutput.reason`, else the top-level `reason` (non-blank strings only).
@@ -131,7 +137,7 @@ pub struct Reply {
 
 /// Why a hook counts as failed.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// It ended other than with exit 0 or 2: another exit code, a timeout, a signal, a failure
     /// to start.
     Ended(Ending),
@@ -143,7 +149,7 @@ pub enum Failure {
 
 impl Outcome {
     /// Reads what `run` did, for `event`.
-    pub fn read(event: Event, run: &HookRun) -> Outcome {
+    pub(crate) fn read(event: Event, run: &HookRun) -> Outcome {
         let c = &run.collected;
         match c.ending {
             Ending::Exited(0) if event == Event::PreToolUse => {
@@ -153,7 +159,15 @@ impl Outcome {
                     read_reply(&c.stdout)
                 }
             }
-            Ending::Exited(0) => Outcome::Replied(Reply::default()),
+            // Stdout decides nothing here, but a reply written for another agent is named.
+            Ending::Exited(0) => Outcome::Replied(Reply {
+                notes: if c.stdout_truncated {
+                    Vec::new()
+                } else {
+                    unread_keys_of(event, &c.stdout)
+                },
+                ..Reply::default()
+            }),
             Ending::Exited(2) => Outcome::Blocked(text(&c.stderr)),
             other => Outcome::Failed(Failure::Ended(other)),
         }
@@ -167,7 +181,10 @@ fn read_reply(stdout: &[u8]) -> Outcome {
         return Outcome::Replied(reply);
     }
     let obj = match serde_json::from_slice::<Value>(stdout) {
-        Ok(Value::Object(obj)) => obj,
+        Ok(Value::Object(obj)) => {
+            reply.notes = unread_keys(Event::PreToolUse, &obj);
+            obj
+        }
         Ok(_) => {
             reply
                 .notes
@@ -223,9 +240,22 @@ fn read_reply(stdout: &[u8]) -> Outcome {
     Outcome::Replied(reply)
 }
 
+/// The notes on an exit-0 PostToolUse or Stop hook's stdout, which is read only for them: when
+/// it is a JSON object, one per reply key another agent reads and this one does not.
+fn unread_keys_of(event: Event, stdout: &[u8]) -> Vec<String> {
+    let first = stdout.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'{') {
+        return Vec::new();
+    }
+    match serde_json::from_slice::<Value>(stdout) {
+        Ok(Value::Object(obj)) => unread_keys(event, &obj),
+        _ => Vec::new(),
+    }
+}
+
 /// Whether to run the next hook of the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
+pub(crate) enum Flow {
     /// Run the next hook.
     Next,
     /// The event is decided (a deny or a hook error): run no more hooks.
@@ -244,7 +274,7 @@ pub struct StopFacts {
 /// The decision of an event, built one hook at a time: [`Fold::push`] each hook's run in order
 /// while it says [`Flow::Next`], then [`Fold::finish`].
 #[derive(Debug, Clone)]
-pub struct Fold {
+pub(crate) struct Fold {
     event: Event,
     original: Option<Map<String, Value>>,
     input: Option<Map<String, Value>>,
@@ -257,7 +287,7 @@ pub struct Fold {
 
 impl Fold {
     /// A fold for `event`; `tool_input` is the host's (PreToolUse only).
-    pub fn new(event: Event, tool_input: Option<Map<String, Value>>) -> Fold {
+    pub(crate) fn new(event: Event, tool_input: Option<Map<String, Value>>) -> Fold {
         Fold {
             event,
             original: tool_input.clone(),
@@ -271,17 +301,17 @@ impl Fold {
     }
 
     /// The tool input the next hook sees: the host's, as replaced by the hooks so far.
-    pub fn tool_input(&self) -> Option<&Map<String, Value>> {
+    pub(crate) fn tool_input(&self) -> Option<&Map<String, Value>> {
         self.input.as_ref()
     }
 
     /// Whether the event is decided already.
-    pub fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.denied.is_some() || self.failed.is_some()
     }
 
     /// Folds in one hook's run. A run pushed after [`Flow::Done`] is ignored.
-    pub fn push(&mut self, run: &HookRun) -> Flow {
+    pub(crate) fn push(&mut self, run: &HookRun) -> Flow {
         if self.done() {
             return Flow::Done;
         }
@@ -302,6 +332,7 @@ impl Fold {
             command: run.command.clone(),
             ending: describe(run.collected.ending),
             duration_ms: u64::try_from(run.collected.duration.as_millis()).unwrap_or(u64::MAX),
+            stderr: None,
         });
         for (truncated, stream) in [
             (run.collected.stdout_truncated, "stdout"),
@@ -336,7 +367,17 @@ impl Fold {
                     Event::Stop => "the turn ends with this warning",
                 };
                 let reason = format!("hook error: {}: {why}; {consequence}", who());
-                self.warnings.push(reason.clone());
+                // The reason goes to the model and names only the hook and how it ended; the
+                // user, who must fix the hook, also sees what it said on stderr.
+                let stderr = tail(&run.collected.stderr);
+                let warning = match &stderr {
+                    Some(stderr) => format!("{reason}; its stderr: {}", one_line(stderr)),
+                    None => reason.clone(),
+                };
+                self.warnings.push(warning);
+                if let Some(report) = self.hooks.last_mut() {
+                    report.stderr = stderr;
+                }
                 self.failed = Some(reason);
                 return Flow::Done;
             }
@@ -375,7 +416,7 @@ impl Fold {
     }
 
     /// The event's decision. `stop` counts for Stop only.
-    pub fn finish(self, stop: StopFacts) -> Decision {
+    pub(crate) fn finish(self, stop: StopFacts) -> Decision {
         let mut d = Decision {
             event: self.event,
             decision: Verdict::Continue,
@@ -457,25 +498,44 @@ fn default_deny(who: &str) -> String {
 
 /// A hook's bytes as text for the host: invalid UTF-8 and control characters (but newlines and
 /// tabs) become U+FFFD, blank is `None`, and at most [`REASON_CAP`] characters are kept.
-pub fn text(bytes: &[u8]) -> Option<String> {
+pub(crate) fn text(bytes: &[u8]) -> Option<String> {
     let s = String::from_utf8_lossy(bytes);
     let trimmed = s.trim();
     if trimmed.is_empty() {
         return None;
     }
-    Some(
-        trimmed
-            .chars()
-            .take(REASON_CAP)
-            .map(|c| {
-                if c.is_control() && !matches!(c, '\n' | '\t' | '\r') {
-                    '\u{FFFD}'
-                } else {
-                    c
-                }
-            })
-            .collect(),
-    )
+    Some(trimmed.chars().take(REASON_CAP).map(clean).collect())
+}
+
+/// The end of a failed hook's stderr for the user: its last [`REASON_CAP`] characters, cleaned
+/// as [`text`] cleans; `None` when blank. The end, because that is where a shell or a
+/// traceback says what went wrong.
+fn tail(bytes: &[u8]) -> Option<String> {
+    let s = String::from_utf8_lossy(bytes);
+    let trimmed = s.trim();
+    if trimmed.is_empty() {
+        return None;
+    }
+    let skip = trimmed.chars().count().saturating_sub(REASON_CAP);
+    Some(trimmed.chars().skip(skip).map(clean).collect())
+}
+
+/// A control character other than newline, tab and carriage return as U+FFFD.
+fn clean(c: char) -> char {
+    if c.is_control() && !matches!(c, '\n' | '\t' | '\r') {
+        '\u{FFFD}'
+    } else {
+        c
+    }
+}
+
+/// Text of several lines as one, for a `warning:` line: its non-blank lines joined by ` | `.
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(|l| l.trim().replace('\t', " "))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 /// A command shortened for a message, on one line: a multi-line script must not break the
@@ -551,6 +611,42 @@ mod tests {
             assert_eq!(d.decision, Verdict::Error, "{e:?}");
             assert!(!d.reason.unwrap().contains("secret"), "stderr never leaks");
         }
+    }
+
+    #[test]
+    fn a_hook_error_shows_the_end_of_its_stderr_to_the_user() {
+        let stderr = format!("{}\nsh: 1: /no/such/hook.sh: not found\n", "x".repeat(3000));
+        let d = pre(&[run(Ending::Exited(127), "stdout words", &stderr)]);
+        assert_eq!(d.decision, Verdict::Error);
+        let reason = d.reason.as_deref().unwrap();
+        assert!(
+            !reason.contains("not found"),
+            "the model gets no stderr: {reason}"
+        );
+        let warning = &d.warnings[0];
+        assert!(warning.starts_with(reason), "{warning}");
+        assert!(warning.contains("; its stderr: xxx"), "{warning}");
+        assert!(
+            warning.ends_with("xxx | sh: 1: /no/such/hook.sh: not found"),
+            "{warning}"
+        );
+        assert!(!warning.contains('\n'), "one line: {warning}");
+        assert!(!warning.contains("stdout words"), "stdout is never quoted");
+        let quoted = d.hooks[0].stderr.as_deref().unwrap();
+        assert_eq!(quoted.chars().count(), REASON_CAP);
+        assert!(
+            quoted.ends_with("xxx\nsh: 1: /no/such/hook.sh: not found"),
+            "whole"
+        );
+        // A hook that ended well, or denied, has no stderr in its entry; a silent failure none.
+        let d = pre(&[
+            run(Ending::Exited(0), "", "chatter"),
+            run(Ending::Exited(2), "", "no"),
+        ]);
+        assert!(d.hooks.iter().all(|h| h.stderr.is_none()), "{d:?}");
+        let d = pre(&[run(Ending::Exited(1), "", " \n")]);
+        assert_eq!(d.hooks[0].stderr, None);
+        assert_eq!(d.warnings[0], d.reason.unwrap());
     }
 
     #[test]

@@ -38,6 +38,9 @@ pub struct Options {
     /// The user config file (TOML, its `[hooks]` table); `None` for no user layer. See
     /// [`default_user_config`].
     pub user_config: Option<PathBuf>,
+    /// Whether the user named `user_config` themselves (`--config`): a file they named that does
+    /// not exist is a warning, where the default one may be missing quietly.
+    pub user_config_named: bool,
     /// Whether the workspace is trusted: only then is its project file read.
     pub trusted: bool,
     /// What hooks see of the environment.
@@ -54,6 +57,7 @@ impl Options {
         Options {
             workspace: std::path::absolute(&workspace).unwrap_or(workspace),
             user_config: default_user_config(),
+            user_config_named: false,
             trusted: false,
             env: HookEnv::Inherit,
             kill_grace: KILL_GRACE,
@@ -87,7 +91,11 @@ pub struct Agent {
 impl Agent {
     /// Loads both layers. Never fails: what cannot be loaded is in [`Agent::warnings`].
     pub fn load(opts: &Options) -> Agent {
-        let hooks = sources::load(&opts.workspace, opts.trusted, opts.user_config.as_deref());
+        let user = opts
+            .user_config
+            .as_deref()
+            .map(|path| (path, opts.user_config_named));
+        let hooks = sources::load(&opts.workspace, opts.trusted, user);
         let env = match &opts.env {
             HookEnv::Inherit => std::env::vars_os().collect(),
             HookEnv::Only(names) => {

@@ -3,6 +3,22 @@
 
 use regex::Regex;
 
+/// Radian's tool names (MCP tools come as `server__tool` besides). hookq matches any string;
+/// these are what a matcher is checked against for names that never fire.
+pub const RADIAN_TOOLS: [&str; 11] = [
+    "shell",
+    "write",
+    "patch",
+    "read",
+    "grep",
+    "glob",
+    "job",
+    "memory_search",
+    "ask_user",
+    "skill",
+    "subagent",
+];
+
 /// An entry's matcher, compiled once at load.
 #[derive(Debug, Clone)]
 pub enum Matcher {

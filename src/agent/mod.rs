@@ -18,22 +18,30 @@
 //! }
 //! ```
 //!
-//! See `docs/agent.md` for the configuration, the decision table and the intent_stop rule.
+//! What stops a command before any decision is an [`Error`], which implements
+//! [`crate::Failure`] for its exit code. See `docs/agent.md` for the configuration, the decision
+//! table and the intent_stop rule.
 
-pub mod decision;
-pub mod event;
-pub mod fire;
+pub mod claude;
+mod decision;
+mod error;
+mod event;
+mod fire;
 pub mod intent_stop;
-pub mod matcher;
-pub mod payload;
-pub mod sources;
+mod matcher;
+mod payload;
+mod sources;
 
-pub use decision::{Decision, HookReport, HookRun, Outcome, StopFacts, Verdict, fold};
-pub use event::Event;
-pub use fire::{Agent, HookEnv, Options, default_user_config};
-pub use matcher::Matcher;
-pub use payload::{HostPayload, ToolCall, Turn};
-pub use sources::{Entry, Handler, Layer, Source, SourceState};
+pub use claude::{Import, ImportedEntry, ImportedHandler, ProjectFile, import};
+pub use decision::{
+    Decision, HookReport, HookRun, REASON_CAP, StopFacts, Verdict, WAKE_BUDGET, fold,
+};
+pub use error::Error;
+pub use event::{Event, UnknownEvent};
+pub use fire::{Agent, HookEnv, KILL_GRACE, MAX_OUTPUT, Options, default_user_config};
+pub use matcher::{Matcher, RADIAN_TOOLS};
+pub use payload::{BadPayload, HostPayload, ToolCall, Turn};
+pub use sources::{DEFAULT_TIMEOUT, Entry, Handler, Layer, MAX_TIMEOUT_SECS, Source, SourceState};
 
 /// The library example of `docs/agent.md` runs as a doctest of this item.
 #[cfg(doctest)]

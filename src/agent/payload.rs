@@ -4,6 +4,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::error::Error;
 use super::event::Event;
 
 /// A tool call, before or after it ran.
@@ -58,8 +59,31 @@ pub(crate) struct StopPayload<'a> {
 
 /// A payload the host gave that hookq cannot use.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct BadPayload(pub String);
+#[non_exhaustive]
+pub enum BadPayload {
+    /// The payload is not a JSON object.
+    #[error("the payload is not a JSON object")]
+    NotAnObject,
+    /// A field the event needs is missing.
+    #[error("{0} is missing")]
+    Missing(&'static str),
+    /// A field holds another kind of value than the event needs.
+    #[error("{field} is not {expected}")]
+    WrongKind {
+        /// The field.
+        field: &'static str,
+        /// What it must be (`a string`, `an object`).
+        expected: &'static str,
+    },
+    /// `hook_event_name` names another event than the one fired.
+    #[error("hook_event_name is {given}, but the event fired is {event}")]
+    OtherEvent {
+        /// The host's value when it is a short string (quoted), else the kind of value it is.
+        given: String,
+        /// The event fired.
+        event: Event,
+    },
+}
 
 /// A host's payload for `event`, read from one JSON value (what `hookq agent fire` reads on
 /// stdin): a tool event needs `tool_name` (a string) and `tool_input` (an object), PostToolUse
@@ -85,10 +109,26 @@ pub enum HostPayload {
 }
 
 impl HostPayload {
+    /// Reads `bytes`, which came from `from` (`stdin`), as the JSON payload of `event`: what
+    /// `hookq agent fire` does with its stdin.
+    pub fn from_json(event: Event, bytes: &[u8], from: &'static str) -> Result<HostPayload, Error> {
+        let value: Value =
+            serde_json::from_slice(bytes).map_err(|source| Error::PayloadNotJson {
+                event,
+                from,
+                source,
+            })?;
+        HostPayload::read(event, value).map_err(|source| Error::BadPayload {
+            event,
+            from,
+            source,
+        })
+    }
+
     /// Reads `value` as the payload of `event`.
     pub fn read(event: Event, value: Value) -> Result<HostPayload, BadPayload> {
         let Value::Object(mut obj) = value else {
-            return Err(BadPayload("the payload is not a JSON object".into()));
+            return Err(BadPayload::NotAnObject);
         };
         match obj.get("hook_event_name") {
             None => {}
@@ -99,15 +139,18 @@ impl HostPayload {
                     Value::String(s) if s.chars().count() <= 40 => format!("{s:?}"),
                     other => super::sources::kind(other).to_owned(),
                 };
-                return Err(BadPayload(format!(
-                    "hook_event_name is {what}, but the event fired is {event}"
-                )));
+                return Err(BadPayload::OtherEvent { given: what, event });
             }
         }
         let session_id = match obj.remove("session_id") {
             None | Some(Value::Null) => String::new(),
             Some(Value::String(s)) => s,
-            Some(_) => return Err(BadPayload("session_id is not a string".into())),
+            Some(_) => {
+                return Err(BadPayload::WrongKind {
+                    field: "session_id",
+                    expected: "a string",
+                });
+            }
         };
         match event {
             Event::Stop => {
@@ -115,7 +158,10 @@ impl HostPayload {
                     None | Some(Value::Null) => String::new(),
                     Some(Value::String(s)) => s,
                     Some(_) => {
-                        return Err(BadPayload("last_assistant_message is not a string".into()));
+                        return Err(BadPayload::WrongKind {
+                            field: "last_assistant_message",
+                            expected: "a string",
+                        });
                     }
                 };
                 Ok(HostPayload::Stop {
@@ -126,13 +172,23 @@ impl HostPayload {
             Event::PreToolUse | Event::PostToolUse => {
                 let tool_name = match obj.remove("tool_name") {
                     Some(Value::String(s)) => s,
-                    None => return Err(BadPayload("tool_name is missing".into())),
-                    Some(_) => return Err(BadPayload("tool_name is not a string".into())),
+                    None => return Err(BadPayload::Missing("tool_name")),
+                    Some(_) => {
+                        return Err(BadPayload::WrongKind {
+                            field: "tool_name",
+                            expected: "a string",
+                        });
+                    }
                 };
                 let tool_input = match obj.remove("tool_input") {
                     Some(Value::Object(m)) => m,
-                    None => return Err(BadPayload("tool_input is missing".into())),
-                    Some(_) => return Err(BadPayload("tool_input is not an object".into())),
+                    None => return Err(BadPayload::Missing("tool_input")),
+                    Some(_) => {
+                        return Err(BadPayload::WrongKind {
+                            field: "tool_input",
+                            expected: "an object",
+                        });
+                    }
                 };
                 let tool_response = (event == Event::PostToolUse)
                     .then(|| obj.remove("tool_response").unwrap_or(Value::Null));
@@ -202,7 +258,7 @@ mod tests {
             ),
         ] {
             let e = HostPayload::read(Event::PreToolUse, bad).err().unwrap();
-            assert!(e.0.contains(why), "{e} lacks {why}");
+            assert!(e.to_string().contains(why), "{e} lacks {why}");
         }
     }
 

@@ -21,7 +21,7 @@ pub const MAX_TIMEOUT_SECS: u64 = 86_400;
 /// Handler keys that ask for behaviour outside the command subset (run in the background, run
 /// conditionally, call a URL, ask a model): a handler holding one is skipped rather than run
 /// without it.
-const OUTSIDE_SUBSET: [&str; 5] = ["async", "if", "http", "prompt", "agent"];
+pub(crate) const OUTSIDE_SUBSET: [&str; 5] = ["async", "if", "http", "prompt", "agent"];
 
 /// Where an entry came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,7 +101,7 @@ pub struct Source {
 /// Everything loaded: the entries in run order (project first, then user), the user's
 /// `intent_stop` switch, what became of each file, and every warning.
 #[derive(Debug, Clone)]
-pub struct Hooks {
+pub(crate) struct Hooks {
     /// Project entries, then user entries, each in file order.
     pub entries: Vec<Entry>,
     /// Whether the built-in intent_stop validator runs on the Stop path.
@@ -112,8 +112,9 @@ pub struct Hooks {
     pub warnings: Vec<String>,
 }
 
-/// Loads both layers: the project file when `trusted`, and the user config at `user_config`.
-pub fn load(workspace: &Path, trusted: bool, user_config: Option<&Path>) -> Hooks {
+/// Loads both layers: the project file when `trusted`, and the user config at `user_config`,
+/// with whether the user named it (then a missing file warns).
+pub(crate) fn load(workspace: &Path, trusted: bool, user_config: Option<(&Path, bool)>) -> Hooks {
     let mut hooks = Hooks {
         entries: Vec::new(),
         intent_stop: true,
@@ -138,12 +139,23 @@ pub fn load(workspace: &Path, trusted: bool, user_config: Option<&Path>) -> Hook
         state,
     });
     let state = match user_config {
-        Some(path) => load_user(path, &mut hooks),
+        Some((path, named)) => {
+            let state = load_user(path, &mut hooks);
+            if named && state == SourceState::Missing {
+                // A path the user typed that is not there is a typo or a wrong directory far
+                // more often than a wish for no hooks.
+                hooks.warnings.push(format!(
+                    "{}: no such file: the user config named does not exist; no user hooks loaded",
+                    path.display()
+                ));
+            }
+            state
+        }
         None => SourceState::NoPath,
     };
     hooks.sources.push(Source {
         layer: Layer::User,
-        path: user_config.map(Path::to_path_buf),
+        path: user_config.map(|(p, _)| p.to_path_buf()),
         state,
     });
     hooks
@@ -379,6 +391,12 @@ impl Reader<'_> {
                 "{at}: the matcher {:?} does not compile ({error}); {effect}",
                 matcher.source().unwrap_or_default()
             ));
+        } else if event != Event::Stop
+            && let Matcher::Pattern { source, .. } = &matcher
+            && let Some(why) = super::claude::unknown_tool_names(source)
+        {
+            // The first reason a hook never fires: a tool name from another agent or a typo.
+            self.warn(format!("{at}: {why}"));
         }
         let handlers: Vec<Handler> = list
             .iter()
@@ -488,7 +506,7 @@ impl Reader<'_> {
 }
 
 /// A handler's timeout: whole seconds from 0 to a day, 0 or none meaning the default.
-fn timeout(value: Option<&Value>) -> Result<Duration, String> {
+pub(crate) fn timeout(value: Option<&Value>) -> Result<Duration, String> {
     let Some(value) = value else {
         return Ok(DEFAULT_TIMEOUT);
     };
@@ -521,7 +539,7 @@ fn timeout(value: Option<&Value>) -> Result<Duration, String> {
 }
 
 /// What kind of JSON value this is, for messages.
-pub(super) fn kind(v: &Value) -> &'static str {
+pub(crate) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -547,7 +565,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cfg = dir.path().join("config.toml");
         std::fs::write(&cfg, toml).unwrap();
-        load(dir.path(), false, Some(&cfg))
+        load(dir.path(), false, Some((&cfg, true)))
     }
 
     fn commands(h: &Hooks) -> Vec<(Event, Layer, usize, usize, String)> {
@@ -688,11 +706,21 @@ mod tests {
             assert_eq!(h.sources[0].state, SourceState::Failed);
         }
         let dir = tempfile::tempdir().unwrap();
-        let h = load(dir.path(), true, Some(&dir.path().join("none.toml")));
+        let none = dir.path().join("none.toml");
+        let h = load(dir.path(), true, Some((&none, false)));
         assert!(h.entries.is_empty() && h.warnings.is_empty());
         assert_eq!(h.sources[0].state, SourceState::Missing);
         assert_eq!(h.sources[1].state, SourceState::Missing);
         assert!(h.intent_stop);
+        // The same file, named by the user: the state is the same, and one warning says so.
+        let h = load(dir.path(), true, Some((&none, true)));
+        assert_eq!(h.sources[1].state, SourceState::Missing);
+        assert_eq!(h.warnings.len(), 1, "{:?}", h.warnings);
+        assert!(
+            h.warnings[0].contains("none.toml: no such file"),
+            "{:?}",
+            h.warnings
+        );
         let h = user("[hooks\n");
         assert_eq!(h.warnings.len(), 1);
         assert!(h.warnings[0].contains("cannot parse"), "{:?}", h.warnings);

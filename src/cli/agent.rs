@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use crate::cli::error::Error;
 use hookq::agent::{
-    Agent, Event, HookEnv, HostPayload, Layer, Options, Source, SourceState, Turn,
-    default_user_config,
+    Agent, Error as AgentError, Event, HookEnv, HostPayload, Layer, Options, Source, SourceState,
+    Turn, default_user_config,
 };
 
 use super::app::Ctx;
@@ -25,6 +25,9 @@ pub(super) enum Command {
     /// Show every loaded entry by event and layer, its matcher and whether it compiles, its
     /// commands and timeouts, and every warning from loading.
     List(ListArgs),
+    /// Translate a Claude Code settings file (.claude/settings.json) into a project file: the
+    /// equivalent .radian/hooks.json on stdout, one line on stderr for each change.
+    Import(ImportArgs),
 }
 
 /// Where the hooks come from.
@@ -79,11 +82,28 @@ pub(super) struct ListArgs {
     json: bool,
 }
 
+/// `hookq agent import PATH`.
+#[derive(Debug, clap::Args)]
+pub(super) struct ImportArgs {
+    /// The Claude Code settings file (its "hooks" object is read; the rest is not).
+    #[arg(value_name = "PATH")]
+    path: PathBuf,
+}
+
 pub(super) fn run(ctx: &Ctx, command: Command) -> Result<(), Error> {
     match command {
         Command::Fire(a) => fire(ctx, a),
         Command::List(a) => list(ctx, a),
+        Command::Import(a) => import(a),
     }
+}
+
+fn import(args: ImportArgs) -> Result<(), Error> {
+    let import = hookq::agent::import(&args.path)?;
+    for note in &import.notes {
+        errln!("warning: {}: {note}", args.path.display());
+    }
+    output::json(&import.hooks)
 }
 
 fn options(ctx: &Ctx, load: &Load) -> Result<Options, Error> {
@@ -91,16 +111,20 @@ fn options(ctx: &Ctx, load: &Load) -> Result<Options, Error> {
         Some(dir) => (dir.as_path(), "--workspace"),
         None => (ctx.start(), "the workspace"),
     };
-    if !workspace.is_dir() {
-        return Err(Error::Usage(format!(
-            "{named_by} {}: not a directory",
-            workspace.display()
-        )));
+    let not_usable = |source| AgentError::Workspace {
+        named_by,
+        path: workspace.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(workspace).map_err(not_usable)?;
+    if !meta.is_dir() {
+        return Err(not_usable(std::io::ErrorKind::NotADirectory.into()).into());
     }
     let mut opts = Options::new(workspace);
     opts.trusted = load.trusted;
     if let Some(config) = &load.config {
         opts.user_config = Some(config.clone());
+        opts.user_config_named = true;
     } else {
         opts.user_config = default_user_config();
     }
@@ -108,10 +132,7 @@ fn options(ctx: &Ctx, load: &Load) -> Result<Options, Error> {
 }
 
 fn fire(ctx: &Ctx, args: FireArgs) -> Result<(), Error> {
-    let event: Event = args
-        .event
-        .parse()
-        .map_err(|e: hookq::agent::event::UnknownEvent| Error::Usage(e.to_string()))?;
+    let event: Event = args.event.parse().map_err(AgentError::from)?;
     if event != Event::Stop {
         let stop_only = [
             (args.continuations.is_some(), "--continuations"),
@@ -119,20 +140,18 @@ fn fire(ctx: &Ctx, args: FireArgs) -> Result<(), Error> {
             (args.loop_active, "--loop-active"),
             (args.background_jobs.is_some(), "--background-jobs"),
         ];
-        if let Some((_, flag)) = stop_only.iter().find(|(set, _)| *set) {
-            return Err(Error::Usage(format!(
-                "{flag} is for Stop only, not {event}"
-            )));
+        if let Some(&(_, option)) = stop_only.iter().find(|(set, _)| *set) {
+            return Err(AgentError::StopOnly { option, event }.into());
         }
     }
     let mut opts = options(ctx, &args.load)?;
     if let Some(names) = args.sandbox_env {
-        // A name with `=` is an assignment or a typo, never a variable hookq could pass on:
-        // dropping it silently would leave a hook without a variable its author meant to allow.
         if let Some(bad) = names.iter().find(|n| n.contains('=')) {
-            return Err(Error::Usage(format!(
-                "--sandbox-env {bad:?}: not a variable name (names hold no \"=\")"
-            )));
+            return Err(AgentError::VariableName {
+                option: "--sandbox-env",
+                name: bad.clone(),
+            }
+            .into());
         }
         opts.env = HookEnv::Only(names.into_iter().filter(|n| !n.is_empty()).collect());
     }
@@ -140,15 +159,11 @@ fn fire(ctx: &Ctx, args: FireArgs) -> Result<(), Error> {
     std::io::stdin()
         .lock()
         .read_to_end(&mut input)
-        .map_err(|source| Error::Io {
-            what: "cannot read the payload from",
-            path: "stdin".into(),
+        .map_err(|source| AgentError::ReadPayload {
+            from: "stdin",
             source,
         })?;
-    let value: serde_json::Value = serde_json::from_slice(&input)
-        .map_err(|e| Error::Usage(format!("cannot read the {event} payload on stdin: {e}")))?;
-    let payload = HostPayload::read(event, value)
-        .map_err(|e| Error::Usage(format!("cannot use the {event} payload on stdin: {e}")))?;
+    let payload = HostPayload::from_json(event, &input, "stdin")?;
     let agent = Agent::load(&opts);
     let mut decision = match payload {
         HostPayload::Tool {

@@ -22,6 +22,9 @@ pub enum Error {
     /// The durable hook queue failed.
     #[error(transparent)]
     Queue(#[from] hookq::queue::Error),
+    /// An agent tool hook command failed before it could give a decision.
+    #[error(transparent)]
+    Agent(#[from] hookq::agent::Error),
     /// A worktree lifecycle command failed.
     #[error(transparent)]
     Lifecycle(#[from] hookq::lifecycle::Error),
@@ -52,6 +55,7 @@ impl Error {
             Error::Queue(e) => e.exit_code(),
             Error::Io { .. } => code::FAILURE,
             Error::Lifecycle(e) => lifecycle_code(e),
+            Error::Agent(e) => e.exit_code(),
         }
     }
 
@@ -60,6 +64,7 @@ impl Error {
         use hookq::lifecycle::Error as L;
         use hookq::lifecycle::workspace::FindError;
         match self {
+            Error::Agent(e) => e.hint(),
             Error::Lifecycle(L::Find(FindError::Missing { .. })) => {
                 Some("run `hookq worktree init` in a workspace folder, or run inside a git repository (standalone mode)".into())
             }

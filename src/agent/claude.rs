@@ -1,0 +1,602 @@
+//! Carrying hooks over from Claude Code, whose hook files have the same shape but name tools,
+//! reply keys and features differently. Nothing here changes a decision: it names the
+//! differences (a matcher that names a Claude Code tool never fires; a reply key that is not
+//! read) and translates a Claude Code settings file into a project file ([`import`]).
+//!
+//! Each difference is read from one table: [`TOOLS`] for tool names, [`REPLY_KEYS`] for the
+//! keys of a hook's reply.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::error::Error;
+use super::event::Event;
+use super::matcher::RADIAN_TOOLS;
+use super::sources::{OUTSIDE_SUBSET, kind, timeout};
+
+/// Claude Code's tool names and the Radian tool each one is here (`None`: there is none).
+pub const TOOLS: &[(&str, Option<&str>)] = &[
+    ("Bash", Some("shell")),
+    ("Edit", Some("patch")),
+    ("MultiEdit", Some("patch")),
+    ("Write", Some("write")),
+    ("Read", Some("read")),
+    ("Grep", Some("grep")),
+    ("Glob", Some("glob")),
+    ("Task", Some("subagent")),
+    ("LS", None),
+    ("WebFetch", None),
+    ("WebSearch", None),
+    ("TodoWrite", None),
+    ("NotebookEdit", None),
+    ("NotebookRead", None),
+    ("BashOutput", None),
+    ("KillShell", None),
+    ("ExitPlanMode", None),
+    ("SlashCommand", None),
+];
+
+/// Claude Code's prefix of an MCP tool's name: its `mcp__server__tool` is `server__tool` here.
+const MCP_PREFIX: &str = "mcp__";
+
+/// One reply key Claude Code reads and this agent does not.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplyKey {
+    /// Where the key sits in the reply (`["hookSpecificOutput", "additionalContext"]`).
+    pub path: &'static [&'static str],
+    /// What is read here instead: on PreToolUse, PostToolUse and Stop.
+    pub instead: [&'static str; 3],
+}
+
+impl ReplyKey {
+    /// What is read instead on `event`.
+    pub fn instead_on(&self, event: Event) -> &'static str {
+        match event {
+            Event::PreToolUse => self.instead[0],
+            Event::PostToolUse => self.instead[1],
+            Event::Stop => self.instead[2],
+        }
+    }
+}
+
+/// The reply keys of Claude Code that this agent does not read, with what it reads instead. A
+/// reply holding one is warned about; the decision is what it would be without the warning.
+pub const REPLY_KEYS: &[ReplyKey] = &[
+    ReplyKey {
+        path: &["decision"],
+        instead: [
+            "a hook denies by exiting 2 with the reason on stderr, or with hookSpecificOutput.permissionDecision \"deny\"",
+            "a hook sends feedback to the model by exiting 2 with the text on stderr",
+            "a hook asks for another turn by exiting 2 with the reason on stderr",
+        ],
+    },
+    ReplyKey {
+        path: &["hookSpecificOutput", "permissionDecisionReason"],
+        instead: [
+            "the deny reason is hookSpecificOutput.reason, else reason",
+            "the feedback is the stderr of a hook that exits 2",
+            "the message is the stderr of a hook that exits 2",
+        ],
+    },
+    ReplyKey {
+        path: &["permissionDecisionReason"],
+        instead: [
+            "the deny reason is hookSpecificOutput.reason, else reason",
+            "the feedback is the stderr of a hook that exits 2",
+            "the message is the stderr of a hook that exits 2",
+        ],
+    },
+    ReplyKey {
+        path: &["continue"],
+        instead: [WHAT_ENDS_THE_TURN; 3],
+    },
+    ReplyKey {
+        path: &["stopReason"],
+        instead: [WHAT_ENDS_THE_TURN; 3],
+    },
+    ReplyKey {
+        path: &["systemMessage"],
+        instead: ["a hook's stdout is never shown to the user; hookq's warnings are, with the stderr of a hook that failed";
+            3],
+    },
+    ReplyKey {
+        path: &["suppressOutput"],
+        instead: ["a hook's stdout is never shown, so there is nothing to suppress"; 3],
+    },
+    ReplyKey {
+        path: &["hookSpecificOutput", "additionalContext"],
+        instead: [
+            "text reaches the model as the deny reason: stderr with exit 2",
+            "text reaches the model as feedback: stderr with exit 2",
+            "text reaches the model as the next turn's message: stderr with exit 2",
+        ],
+    },
+];
+
+const WHAT_ENDS_THE_TURN: &str =
+    "no reply stops the agent; a hook error (an exit other than 0 and 2, a timeout) ends the turn";
+
+/// One note per key of [`REPLY_KEYS`] that `reply` holds, for `event`. Only the key is named,
+/// never its value: what a hook prints on stdout reaches no warning.
+pub(crate) fn unread_keys(event: Event, reply: &Map<String, Value>) -> Vec<String> {
+    REPLY_KEYS
+        .iter()
+        .filter(|k| holds(reply, k.path))
+        .map(|k| {
+            format!(
+                "{} is not read here; {}",
+                k.path.join("."),
+                k.instead_on(event)
+            )
+        })
+        .collect()
+}
+
+fn holds(reply: &Map<String, Value>, path: &[&str]) -> bool {
+    match path {
+        [] => false,
+        [key] => reply.contains_key(*key),
+        [key, rest @ ..] => match reply.get(*key) {
+            Some(Value::Object(inner)) => holds(inner, rest),
+            _ => false,
+        },
+    }
+}
+
+/// Whether a matcher alternative is a plain name: no character a regular expression treats
+/// specially, so it matches exactly that tool name.
+fn plain(alternative: &str) -> bool {
+    !alternative.is_empty()
+        && alternative
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// An MCP tool's name as the host gives it: `server__tool`, Claude Code's `mcp__` prefix aside.
+fn mcp_name(name: &str) -> bool {
+    !name.starts_with(MCP_PREFIX)
+        && name
+            .split_once("__")
+            .is_some_and(|(server, tool)| !server.is_empty() && !tool.is_empty())
+}
+
+/// What a plain name that no tool here has is, for a message: Claude Code's name of a tool,
+/// Claude Code's name of an MCP tool, or close to a Radian tool's name.
+fn what_name_is(name: &str) -> String {
+    if let Some(&(_, radian)) = TOOLS.iter().find(|(claude, _)| *claude == name) {
+        return match radian {
+            Some(r) => format!("{name:?} (Claude Code's name; here it is {r:?})"),
+            None => format!("{name:?} (a Claude Code tool with no counterpart here)"),
+        };
+    }
+    if let Some(server_tool) = name.strip_prefix(MCP_PREFIX)
+        && mcp_name(server_tool)
+    {
+        return format!("{name:?} (Claude Code's name; here it is {server_tool:?})");
+    }
+    match nearest(name) {
+        Some(near) => format!("{name:?} (did you mean {near:?}?)"),
+        None => format!("{name:?}"),
+    }
+}
+
+/// The Radian tool name closest to `name`, when one is close: at most two edits, and fewer than
+/// half its length, ignoring case.
+fn nearest(name: &str) -> Option<&'static str> {
+    let lower = name.to_ascii_lowercase();
+    RADIAN_TOOLS
+        .iter()
+        .map(|t| (distance(&lower, t), *t))
+        .filter(|(d, t)| *d <= 2 && d * 2 < t.len())
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, t)| t)
+}
+
+/// Levenshtein distance, by characters.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != *cb))
+                .min(above + 1)
+                .min(row[j] + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// The alternatives of a matcher split at `|`, or the whole matcher when it groups (a `|` in a
+/// group or class is not a top-level alternative).
+fn alternatives(matcher: &str) -> Vec<&str> {
+    if matcher.contains(['(', '[', '{', '\\']) {
+        vec![matcher]
+    } else {
+        matcher.split('|').collect()
+    }
+}
+
+/// Why a tool event's matcher never fires for some of what it names: each plain alternative
+/// that is neither a Radian tool nor an MCP tool's `server__tool`. `None` when there is none.
+pub(crate) fn unknown_tool_names(matcher: &str) -> Option<String> {
+    let unknown: Vec<String> = alternatives(matcher)
+        .into_iter()
+        .filter(|a| plain(a) && !RADIAN_TOOLS.contains(a) && !mcp_name(a))
+        .map(what_name_is)
+        .collect();
+    if unknown.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "the matcher {matcher:?} never fires for {}: no tool has that name here (Radian's are {}, and MCP tools' server__tool)",
+        unknown.join(", "),
+        RADIAN_TOOLS.join(", ")
+    ))
+}
+
+/// A Claude Code settings file as a project file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Import {
+    /// The events object to write as `.radian/hooks.json` (serialise it).
+    pub hooks: ProjectFile,
+    /// One line per handler, entry or event left out, per matcher changed and per command that
+    /// reads `$CLAUDE_PROJECT_DIR`, each naming where it is in the settings file.
+    pub notes: Vec<String>,
+}
+
+/// A project file's events object (the bare shape), in the order the events happen.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProjectFile {
+    /// The PreToolUse entries.
+    #[serde(rename = "PreToolUse", default, skip_serializing_if = "Vec::is_empty")]
+    pub pre_tool_use: Vec<ImportedEntry>,
+    /// The PostToolUse entries.
+    #[serde(rename = "PostToolUse", default, skip_serializing_if = "Vec::is_empty")]
+    pub post_tool_use: Vec<ImportedEntry>,
+    /// The Stop entries.
+    #[serde(rename = "Stop", default, skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<ImportedEntry>,
+}
+
+impl ProjectFile {
+    fn event(&mut self, event: Event) -> &mut Vec<ImportedEntry> {
+        match event {
+            Event::PreToolUse => &mut self.pre_tool_use,
+            Event::PostToolUse => &mut self.post_tool_use,
+            Event::Stop => &mut self.stop,
+        }
+    }
+}
+
+/// One entry of a project file: a matcher and its handlers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportedEntry {
+    /// The matcher, with tool names as the host calls them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+    /// The handlers the agent can run.
+    pub hooks: Vec<ImportedHandler>,
+}
+
+/// One handler of a project file: a command the agent runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportedHandler {
+    /// Always `command`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The command line, byte for byte as the settings file had it.
+    pub command: String,
+    /// The timeout in seconds, as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Value>,
+}
+
+/// Reads a Claude Code settings file (`.claude/settings.json`: a top-level `hooks` object, or
+/// the bare events object) and translates its hooks: matchers' tool names mapped by [`TOOLS`]
+/// (and `mcp__server__tool` to `server__tool`), handlers the agent cannot run left out,
+/// commands kept byte for byte. Every change is a note.
+pub fn import(path: &Path) -> Result<Import, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::ReadSettings {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let parse_error = |why: String| Error::ParseSettings {
+        path: path.to_path_buf(),
+        why,
+    };
+    let top = match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(top)) => top,
+        Ok(other) => {
+            return Err(parse_error(format!(
+                "the top level is {}, not an object",
+                kind(&other)
+            )));
+        }
+        Err(e) => return Err(parse_error(e.to_string())),
+    };
+    let mut import = Import {
+        hooks: ProjectFile::default(),
+        notes: Vec::new(),
+    };
+    let events = match top.get("hooks") {
+        Some(Value::Object(events)) => events,
+        Some(other) => {
+            return Err(parse_error(format!(
+                "\"hooks\" is {}, not an object",
+                kind(other)
+            )));
+        }
+        None if top.keys().any(|k| k.parse::<Event>().is_ok()) => &top,
+        None => {
+            import
+                .notes
+                .push("no \"hooks\" object: nothing to import".into());
+            return Ok(import);
+        }
+    };
+    for (name, entries) in events {
+        let Ok(event) = name.parse::<Event>() else {
+            import.notes.push(format!(
+                "{name}: left out: no such event here (only PreToolUse, PostToolUse and Stop)"
+            ));
+            continue;
+        };
+        let Value::Array(entries) = entries else {
+            import.notes.push(format!(
+                "{event}: left out: it is {}, not a list of entries",
+                kind(entries)
+            ));
+            continue;
+        };
+        for (i, entry) in entries.iter().enumerate() {
+            if let Some(entry) = import_entry(event, i, entry, &mut import.notes) {
+                import.hooks.event(event).push(entry);
+            }
+        }
+    }
+    Ok(import)
+}
+
+fn import_entry(
+    event: Event,
+    index: usize,
+    entry: &Value,
+    notes: &mut Vec<String>,
+) -> Option<ImportedEntry> {
+    let at = format!("{event} entry {index}");
+    let Value::Object(entry) = entry else {
+        notes.push(format!(
+            "{at}: left out: it is {}, not an object",
+            kind(entry)
+        ));
+        return None;
+    };
+    let matcher = match entry.get("matcher") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(m)) => Some(m),
+        Some(other) => {
+            notes.push(format!(
+                "{at}: left out: its matcher is {}, not a string",
+                kind(other)
+            ));
+            return None;
+        }
+    };
+    let Some(Value::Array(handlers)) = entry.get("hooks") else {
+        notes.push(format!("{at}: left out: it has no hooks list"));
+        return None;
+    };
+    let hooks: Vec<ImportedHandler> = handlers
+        .iter()
+        .enumerate()
+        .filter_map(|(j, h)| import_handler(&format!("{at} handler {j}"), h, notes))
+        .collect();
+    if hooks.is_empty() {
+        notes.push(format!("{at}: left out: none of its handlers can run here"));
+        return None;
+    }
+    let matcher = match matcher {
+        // Stop runs every entry whatever its matcher: nothing to map.
+        Some(m) if event == Event::Stop => Some(m.clone()),
+        Some(m) => Some(import_matcher(&at, m, notes)?),
+        None => None,
+    };
+    Some(ImportedEntry { matcher, hooks })
+}
+
+/// A tool event's matcher with Claude Code's tool names mapped; `None` (with a note) when
+/// nothing it names exists here.
+fn import_matcher(at: &str, matcher: &str, notes: &mut Vec<String>) -> Option<String> {
+    if matcher == "*" || matcher.trim().is_empty() {
+        return Some(matcher.to_owned());
+    }
+    let mut mapped: Vec<String> = Vec::new();
+    for alternative in alternatives(matcher) {
+        let name = if let Some(&(_, radian)) = TOOLS.iter().find(|(c, _)| *c == alternative) {
+            match radian {
+                Some(r) => r.to_owned(),
+                None => {
+                    notes.push(format!(
+                        "{at}: matcher {alternative:?} left out: a Claude Code tool with no counterpart here"
+                    ));
+                    continue;
+                }
+            }
+        } else if let Some(rest) = alternative.strip_prefix(MCP_PREFIX) {
+            rest.to_owned()
+        } else {
+            if !plain(alternative) && alternative.chars().any(|c| c.is_ascii_uppercase()) {
+                notes.push(format!(
+                    "{at}: matcher {alternative:?} kept as written: a pattern over Claude Code's tool names; check it against Radian's ({})",
+                    RADIAN_TOOLS.join(", ")
+                ));
+            } else if plain(alternative)
+                && !RADIAN_TOOLS.contains(&alternative)
+                && !mcp_name(alternative)
+            {
+                notes.push(format!(
+                    "{at}: matcher {} kept as written, though no tool has that name here",
+                    what_name_is(alternative)
+                ));
+            }
+            alternative.to_owned()
+        };
+        if !mapped.contains(&name) {
+            mapped.push(name);
+        }
+    }
+    if mapped.is_empty() {
+        notes.push(format!(
+            "{at}: left out: its matcher {matcher:?} names no tool that exists here"
+        ));
+        return None;
+    }
+    let joined = mapped.join("|");
+    if joined != matcher {
+        notes.push(format!("{at}: matcher {matcher:?} is {joined:?} here"));
+    }
+    Some(joined)
+}
+
+/// A handler as the project file holds it; `None` (with a note) when the agent cannot run it.
+fn import_handler(at: &str, handler: &Value, notes: &mut Vec<String>) -> Option<ImportedHandler> {
+    let Value::Object(handler) = handler else {
+        notes.push(format!(
+            "{at}: left out: it is {}, not an object",
+            kind(handler)
+        ));
+        return None;
+    };
+    match handler.get("type") {
+        Some(Value::String(t)) if t == "command" => {}
+        Some(Value::String(t)) => {
+            notes.push(format!(
+                "{at}: left out: its type is {t:?}; only \"command\" runs here"
+            ));
+            return None;
+        }
+        _ => {
+            notes.push(format!("{at}: left out: it has no type \"command\""));
+            return None;
+        }
+    }
+    let outside: Vec<String> = OUTSIDE_SUBSET
+        .iter()
+        .filter(|k| handler.contains_key(**k))
+        .map(|k| format!("{k:?}"))
+        .collect();
+    if !outside.is_empty() {
+        notes.push(format!(
+            "{at}: left out: it uses {}, which the agent cannot do (only type, command and timeout)",
+            outside.join(", ")
+        ));
+        return None;
+    }
+    let command = match handler.get("command") {
+        Some(Value::String(c)) if !c.trim().is_empty() => c,
+        _ => {
+            notes.push(format!("{at}: left out: it has no command"));
+            return None;
+        }
+    };
+    let timeout = match handler.get("timeout") {
+        Some(t) => match timeout(Some(t)) {
+            Ok(_) => Some(t.clone()),
+            Err(why) => {
+                notes.push(format!("{at}: left out: bad timeout: {why}"));
+                return None;
+            }
+        },
+        None => None,
+    };
+    for key in handler.keys() {
+        if !["type", "command", "timeout"].contains(&key.as_str()) {
+            notes.push(format!(
+                "{at}: {key:?} left out: the agent does not read it"
+            ));
+        }
+    }
+    if command.contains("CLAUDE_PROJECT_DIR") {
+        notes.push(format!(
+            "{at}: its command reads $CLAUDE_PROJECT_DIR, which is not set here: a hook runs in the workspace, so a path relative to it (or \"$PWD\") does the same; kept as written"
+        ));
+    }
+    Some(ImportedHandler {
+        kind: "command".into(),
+        command: command.clone(),
+        timeout,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_that_never_fire() {
+        assert_eq!(unknown_tool_names("shell|write"), None);
+        assert_eq!(unknown_tool_names("github__create_issue"), None);
+        assert_eq!(
+            unknown_tool_names("github__.*|Notebook.*"),
+            None,
+            "patterns pass"
+        );
+        assert_eq!(
+            unknown_tool_names("(Edit|Write)"),
+            None,
+            "a group is a pattern"
+        );
+        let w = unknown_tool_names("Bash|shell|Edit").unwrap();
+        assert!(
+            w.contains("\"Bash\" (Claude Code's name; here it is \"shell\"), \"Edit\" (Claude Code's name; here it is \"patch\")"),
+            "{w}"
+        );
+        let w = unknown_tool_names("mcp__github__create_issue").unwrap();
+        assert!(w.contains("here it is \"github__create_issue\""), "{w}");
+        assert!(
+            unknown_tool_names("shel")
+                .unwrap()
+                .contains("did you mean \"shell\"?")
+        );
+        assert!(
+            unknown_tool_names("Shell")
+                .unwrap()
+                .contains("did you mean \"shell\"?")
+        );
+        assert!(
+            unknown_tool_names("WebFetch")
+                .unwrap()
+                .contains("no counterpart")
+        );
+        let far = unknown_tool_names("deploy").unwrap();
+        assert!(far.contains("for \"deploy\":"), "{far}");
+        assert!(!far.contains("did you mean"), "{far}");
+        assert_eq!(nearest("job"), Some("job"));
+        assert_eq!(nearest("ab"), None, "too far to guess");
+        assert_eq!(distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn reply_keys_are_named_never_their_values() {
+        let reply = json!({"decision": "block", "reason": "r", "continue": false,
+            "hookSpecificOutput": {"additionalContext": "SECRET", "permissionDecision": "deny"}});
+        let notes = unread_keys(Event::PostToolUse, reply.as_object().unwrap());
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(notes[0].starts_with("decision is not read here; a hook sends feedback"));
+        assert!(notes[1].starts_with("continue is not read here"));
+        assert!(notes[2].starts_with("hookSpecificOutput.additionalContext is not read here"));
+        assert!(
+            notes
+                .iter()
+                .all(|n| !n.contains("SECRET") && !n.contains("block"))
+        );
+        assert!(unread_keys(Event::Stop, &Map::new()).is_empty());
+    }
+}
