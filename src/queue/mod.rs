@@ -7,6 +7,8 @@ pub mod env;
 pub mod hub;
 pub mod ids;
 pub mod lock;
+#[cfg(feature = "postgres")]
+pub mod pg;
 pub mod phase;
 pub mod record;
 pub mod starts;
