@@ -338,6 +338,26 @@ fn the_runner_lock_is_one_per_queue_and_goes_with_its_connection() {
         h.to_string()
             .starts_with(&format!("pid {} on ", std::process::id()))
     );
+    // The query docs/postgres.md gives for reading the holder by hand names it too.
+    let by_hand: (String, i64, i32) = {
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/postgres.md"),
+        )
+        .unwrap();
+        let start = doc.find("```sql\n").expect("a sql block") + "```sql\n".len();
+        let sql = doc[start..][..doc[start..].find("```").unwrap()]
+            .replace("'github.com/acme/app'", "$1");
+        let row = s.client().query_one(&sql, &[&q.as_str()]).unwrap();
+        (row.get("host"), row.get("pid"), row.get("backend"))
+    };
+    assert_eq!(
+        by_hand,
+        (
+            pg::lock::host_name(),
+            i64::from(std::process::id()),
+            h.backend_pid
+        )
+    );
 
     // Closed with its connection.
     drop(first);

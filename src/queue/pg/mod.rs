@@ -22,3 +22,8 @@ pub use name::QueueName;
 pub use record::CHANNEL;
 pub use store::PgStore;
 pub use target::{RootCerts, SslMode, Target, mask};
+
+/// The example of docs/postgres.md is compiled as a doctest of this item.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/postgres.md")]
+pub struct PostgresDoctests;
