@@ -187,7 +187,7 @@ impl Failure for PgError {
                 ConnectFailure::Other => return None,
             },
             PgError::NoSchema { .. } => {
-                "open the queue with a hookq that may create its schema (a hub, a pass or `hookq init --database`), or check that the connection names the right database and search_path"
+                "the schema is created when a queue is first opened for writing (PgStore::open); check that the connection names the right database and search_path"
             }
             PgError::NewerSchema { .. } => {
                 "a newer hookq migrated this database; use that version here too"
