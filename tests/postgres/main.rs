@@ -344,7 +344,7 @@ fn the_runner_lock_is_one_per_queue_and_goes_with_its_connection() {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/postgres.md"),
         )
         .unwrap();
-        let start = doc.find("```sql\n").expect("a sql block") + "```sql\n".len();
+        let start = doc.find("SELECT r.host").expect("the holder query");
         let sql = doc[start..][..doc[start..].find("```").unwrap()]
             .replace("'github.com/acme/app'", "$1");
         let row = s.client().query_one(&sql, &[&q.as_str()]).unwrap();

@@ -66,25 +66,19 @@ fn classify(e: &postgres::Error) -> (ConnectFailure, String) {
         return (kind, db.message().to_owned());
     }
     let text = error_chain(e);
+    // rustls's errors reach here wrapped in an I/O error: look through the whole chain.
     let mut source = std::error::Error::source(e);
+    let (mut tls, mut io) = (false, false);
     while let Some(s) = source {
-        if s.downcast_ref::<rustls::Error>().is_some() {
-            return (ConnectFailure::Tls, text);
-        }
-        if s.downcast_ref::<std::io::Error>().is_some() {
-            // rustls reports through an I/O error too.
-            let kind =
-                if text.contains("certificate") || text.contains("TLS") || text.contains("tls") {
-                    ConnectFailure::Tls
-                } else {
-                    ConnectFailure::Unreachable
-                };
-            return (kind, text);
-        }
+        tls |= s.downcast_ref::<rustls::Error>().is_some();
+        io |= s.downcast_ref::<std::io::Error>().is_some();
         source = s.source();
     }
-    let kind = if text.contains("server does not support TLS") {
+    // "error performing TLS handshake", "server does not support TLS".
+    let kind = if tls || text.contains("TLS") {
         ConnectFailure::Tls
+    } else if io {
+        ConnectFailure::Unreachable
     } else {
         ConnectFailure::Other
     };

@@ -373,11 +373,12 @@ pub fn drop_entry(client: &mut Client, queue: &QueueName, id: i64) -> Result<Pen
             &[&queue.as_str(), &id],
         )?
         .is_some();
-    let entry = match locked {
-        true => pending_entry(&mut tx, queue, id)?,
-        false => None,
-    }
-    .ok_or(PgError::NoEntry(id))?;
+    let entry = if locked {
+        pending_entry(&mut tx, queue, id)?
+    } else {
+        None
+    };
+    let entry = entry.ok_or(PgError::NoEntry(id))?;
     clear_in(
         &mut tx,
         queue,
