@@ -14,6 +14,8 @@ pub mod hub;
 pub mod ids;
 pub mod lock;
 pub mod logs;
+#[cfg(feature = "postgres")]
+pub mod pg;
 pub mod phase;
 pub mod record;
 pub(crate) mod starts;

@@ -9,7 +9,7 @@ use super::StoreError;
 pub const COUNT_EVERY: i64 = 256;
 
 /// Where point ids and the pending counters stand (see table `queue_counts` in
-/// `migrations/V1__initial.sql`).
+/// `migrations/sqlite/V1__initial.sql`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IdMarks {
     /// The highest pending id (0: none).

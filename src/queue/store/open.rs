@@ -13,7 +13,7 @@ use super::StoreError;
 use super::error::classify;
 
 mod embedded {
-    refinery::embed_migrations!("migrations");
+    refinery::embed_migrations!("migrations/sqlite");
 }
 
 /// WAL pages between automatic checkpoints while a drain runs (SQLite's default is 1,000).

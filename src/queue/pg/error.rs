@@ -1,0 +1,203 @@
+//! What can go wrong with the queue on PostgreSQL, as a user reads it: one line, a hint, and
+//! never a password (every connection string shown is masked first).
+
+use crate::failure::{Failure, code};
+
+/// Why a connection attempt failed, as far as a user can act on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectFailure {
+    /// The server refused the user or password.
+    Auth,
+    /// The database named does not exist.
+    NoDatabase,
+    /// The host name does not resolve, or nothing answers at that address and port.
+    Unreachable,
+    /// TLS could not be set up or the server's certificate was refused.
+    Tls,
+    /// Anything else the server or the network said.
+    Other,
+}
+
+/// A failure of the queue on PostgreSQL.
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    /// The connection string cannot be used.
+    #[error("invalid PostgreSQL connection string {target}: {reason}")]
+    BadTarget {
+        /// The connection string, password masked.
+        target: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Connecting failed.
+    #[error("cannot connect to {target}: {reason}")]
+    Connect {
+        /// The connection string, password masked.
+        target: String,
+        /// What kind of failure.
+        kind: ConnectFailure,
+        /// What the server or the network said.
+        reason: String,
+    },
+    /// The database has no hookq schema.
+    #[error("database has no hookq queue schema (table {table} is missing)")]
+    NoSchema {
+        /// The table found missing.
+        table: String,
+    },
+    /// The schema was migrated by a newer hookq.
+    #[error(
+        "database schema is version {found}, newer than this hookq supports ({supported}); upgrade hookq"
+    )]
+    NewerSchema {
+        /// The schema version found.
+        found: i64,
+        /// The newest version this hookq knows.
+        supported: i64,
+    },
+    /// The schema is older than this hookq and was not migrated (a read-only open).
+    #[error("database schema is version {found}, older than this hookq ({supported})")]
+    OlderSchema {
+        /// The schema version found.
+        found: i64,
+        /// The newest version this hookq knows.
+        supported: i64,
+    },
+    /// A migration failed.
+    #[error("migration failed: {0}")]
+    Migrate(String),
+    /// The queue name is not valid.
+    #[error(
+        "invalid queue name {0:?}: expected 1 to 200 of A-Z a-z 0-9 . _ - / : @ +, starting with a letter or digit"
+    )]
+    BadQueueName(String),
+    /// The connection holding the runner lock was lost (and with it the lock).
+    #[error("lost the connection that held the runner lock of queue {queue}: {reason}")]
+    LockLost {
+        /// The queue.
+        queue: String,
+        /// What the client said.
+        reason: String,
+    },
+    /// Any other error from the server or the connection.
+    #[error("postgres: {0}")]
+    Postgres(String),
+    /// No such task.
+    #[error("no task {0}")]
+    NoTask(String),
+    /// The task exists already.
+    #[error("task {0} exists already")]
+    TaskExists(String),
+    /// No pending entry with this id.
+    #[error("no pending entry {0}")]
+    NoEntry(i64),
+    /// No history row with this id.
+    #[error("no history row {0}")]
+    NoHistory(i64),
+    /// A stored value that should have been validated on the way in is not valid.
+    #[error("stored value is not valid: {0}")]
+    BadRow(String),
+    /// A value given by the caller is not valid.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl PgError {
+    /// Wraps an error of the client or the server, telling a missing schema apart. Its text
+    /// holds no connection string, so no password.
+    pub fn from_client(e: &postgres::Error) -> Self {
+        if let Some(db) = e.as_db_error() {
+            // undefined_table: a database without the schema (or with part of it dropped).
+            if db.code() == &postgres::error::SqlState::UNDEFINED_TABLE
+                && let Some(table) = missing_hookq_table(db.message())
+            {
+                return PgError::NoSchema { table };
+            }
+            return PgError::Postgres(format!("{}: {}", db.severity(), db.message()));
+        }
+        PgError::Postgres(error_chain(e))
+    }
+}
+
+impl From<postgres::Error> for PgError {
+    fn from(e: postgres::Error) -> Self {
+        PgError::from_client(&e)
+    }
+}
+
+/// The hookq table a "relation does not exist" message names, if it names one.
+fn missing_hookq_table(message: &str) -> Option<String> {
+    let start = message.find("\"hookq_")? + 1;
+    let len = message[start..].find('"')?;
+    Some(message[start..start + len].to_owned())
+}
+
+/// An error and its sources, joined by `: `, each said once.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    text
+}
+
+impl Failure for PgError {
+    fn exit_code(&self) -> u8 {
+        match self {
+            PgError::BadTarget { .. } | PgError::BadQueueName(_) | PgError::Invalid(_) => {
+                code::USAGE
+            }
+            PgError::TaskExists(_) => code::USAGE,
+            PgError::NoTask(_) | PgError::NoEntry(_) | PgError::NoHistory(_) => code::NOT_FOUND,
+            PgError::Connect { .. }
+            | PgError::NoSchema { .. }
+            | PgError::NewerSchema { .. }
+            | PgError::OlderSchema { .. }
+            | PgError::Migrate(_)
+            | PgError::LockLost { .. }
+            | PgError::Postgres(_)
+            | PgError::BadRow(_) => code::DATABASE,
+        }
+    }
+
+    fn hint(&self) -> Option<String> {
+        let hint = match self {
+            PgError::BadTarget { .. } => {
+                "use a libpq URL (postgres://user@host:5432/db?sslmode=require) or key=value pairs (host=... dbname=...)"
+            }
+            PgError::Connect { kind, .. } => match kind {
+                ConnectFailure::Auth => {
+                    "check the user and password of the connection string (or of HOOKQ_DATABASE_URL, which wins over the config)"
+                }
+                ConnectFailure::NoDatabase => {
+                    "create the database first (createdb), or name an existing one"
+                }
+                ConnectFailure::Unreachable => {
+                    "check the host and port, and that the server runs and accepts connections from this host"
+                }
+                ConnectFailure::Tls => {
+                    "check sslmode and sslrootcert: verify-ca and verify-full need the CA that signed the server's certificate, and verify-full a certificate that names the host connected to"
+                }
+                ConnectFailure::Other => return None,
+            },
+            PgError::NoSchema { .. } => {
+                "the schema is created when a queue is first opened for writing (PgStore::open); check that the connection names the right database and search_path"
+            }
+            PgError::NewerSchema { .. } => {
+                "a newer hookq migrated this database; use that version here too"
+            }
+            PgError::OlderSchema { .. } => "open the queue once with migration allowed",
+            PgError::LockLost { .. } => {
+                "another runner may have taken the queue over; points this runner had not cleared run again there"
+            }
+            _ => return None,
+        };
+        Some(hint.to_owned())
+    }
+}

@@ -1,0 +1,29 @@
+//! The queue on PostgreSQL: one queue shared by many hosts, many queues in one database.
+//!
+//! [`Target`] reads a connection string (libpq's URL or key/value form, TLS over rustls);
+//! [`PgStore::open`] connects and creates or upgrades the schema; [`record`] writes transitions
+//! and their points inside the host's own [`postgres::Transaction`], with the same rules as
+//! the SQLite queue; [`PgRunnerLock`] is the one-runner-per-queue advisory lock; the functions
+//! of [`store`] are the reads and the drain's writes.
+
+pub mod connect;
+pub mod error;
+pub mod lock;
+pub mod name;
+pub mod record;
+pub mod schema;
+pub mod store;
+pub mod target;
+
+pub use connect::connect;
+pub use error::{ConnectFailure, PgError};
+pub use lock::{PgHolder, PgRunnerLock, holder};
+pub use name::QueueName;
+pub use record::CHANNEL;
+pub use store::PgStore;
+pub use target::{RootCerts, SslMode, Target, mask};
+
+/// The example of docs/postgres.md is compiled as a doctest of this item.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/postgres.md")]
+pub struct PostgresDoctests;

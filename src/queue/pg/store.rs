@@ -1,0 +1,453 @@
+//! The queue's rows on PostgreSQL: opening a queue (connect, migrate), the reads `queue` and
+//! the drain make, and the drain's writes, which go through the runner lock's own connection.
+//!
+//! Every statement names its queue. Rows are the SQLite store's ([`PendingRow`],
+//! [`HistoryRow`], [`TaskRow`], [`Stats`]), so that both stores look alike to their callers.
+
+use postgres::{Client, GenericClient, Row, Transaction};
+
+use crate::queue::lock::Wait;
+use crate::queue::pg::connect::connect;
+use crate::queue::pg::error::PgError;
+use crate::queue::pg::lock::{PgRunnerLock, host_name, queue_number};
+use crate::queue::pg::name::QueueName;
+use crate::queue::pg::schema;
+use crate::queue::pg::target::Target;
+use crate::queue::store::{
+    Cleared, HistoryRow, NewHistory, Outcome, PendingRow, Stats, TaskRow, now_ms,
+};
+
+/// A connection to one queue in a PostgreSQL database.
+pub struct PgStore {
+    client: Client,
+    queue: QueueName,
+    target: Target,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("queue", &self.queue)
+            .field("target", &self.target)
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// Connects to `target` and opens `queue`: creates or upgrades the schema (refusing one
+    /// from a newer hookq) and the queue's row.
+    pub fn open(target: &Target, queue: QueueName) -> Result<Self, PgError> {
+        let mut client = connect(target, &application_name())?;
+        schema::migrate(&mut client)?;
+        queue_number(&mut client, &queue)?;
+        Ok(Self {
+            client,
+            queue,
+            target: target.clone(),
+        })
+    }
+
+    /// Connects to `target` and opens `queue` without changing the schema: a database without
+    /// it, or with an older or newer one, is refused.
+    pub fn open_existing(target: &Target, queue: QueueName) -> Result<Self, PgError> {
+        let mut client = connect(target, &application_name())?;
+        schema::check(&mut client)?;
+        Ok(Self {
+            client,
+            queue,
+            target: target.clone(),
+        })
+    }
+
+    /// The queue.
+    pub fn queue(&self) -> &QueueName {
+        &self.queue
+    }
+
+    /// Where it connects (the password masked when shown).
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The connection, for reads and for a host's own statements.
+    pub fn client(&mut self) -> &mut Client {
+        &mut self.client
+    }
+
+    /// Takes the queue's runner lock on a connection of its own (see [`PgRunnerLock`]).
+    pub fn lock(&self, wait: Wait) -> Result<Option<PgRunnerLock>, PgError> {
+        PgRunnerLock::acquire(&self.target, &self.queue, wait)
+    }
+
+    /// Runs `f` in a transaction and commits it when `f` succeeds: record transitions in it
+    /// with [`crate::queue::pg::record`], passing [`PgStore::queue`].
+    pub fn write<T>(
+        &mut self,
+        f: impl FnOnce(&mut Transaction<'_>, &QueueName) -> Result<T, PgError>,
+    ) -> Result<T, PgError> {
+        let mut tx = self.client.transaction()?;
+        let out = f(&mut tx, &self.queue)?;
+        tx.commit()?;
+        Ok(out)
+    }
+}
+
+fn application_name() -> String {
+    format!("hookq pid {} on {}", std::process::id(), host_name())
+}
+
+/// The highest occurrence id `queue` has given (0 for none): it changes with every committed
+/// recording, so a hub compares it with the one it saw last to tell whether to drain.
+pub fn last_recorded(client: &mut impl GenericClient, queue: &QueueName) -> Result<i64, PgError> {
+    Ok(client
+        .query_opt(
+            "SELECT last_id FROM hookq_queues WHERE queue = $1",
+            &[&queue.as_str()],
+        )?
+        .map_or(0, |r| r.get(0)))
+}
+
+const TASK_COLUMNS: &str = "id, plan, phase, attempt, merged_sha, created_ms, updated_ms";
+
+fn task_row(r: &Row) -> TaskRow {
+    TaskRow {
+        id: r.get(0),
+        plan: r.get(1),
+        phase: r.get(2),
+        attempt: r.get(3),
+        merged_sha: r.get(4),
+        created_ms: r.get(5),
+        updated_ms: r.get(6),
+    }
+}
+
+/// One task of `queue`.
+pub fn task(
+    client: &mut impl GenericClient,
+    queue: &QueueName,
+    id: &str,
+) -> Result<Option<TaskRow>, PgError> {
+    let sql = format!("SELECT {TASK_COLUMNS} FROM hookq_tasks WHERE queue = $1 AND id = $2");
+    Ok(client
+        .query_opt(&sql, &[&queue.as_str(), &id])?
+        .map(|r| task_row(&r)))
+}
+
+/// Tasks of `queue`, optionally of one plan, by id (byte order).
+pub fn tasks(
+    client: &mut impl GenericClient,
+    queue: &QueueName,
+    plan: Option<&str>,
+) -> Result<Vec<TaskRow>, PgError> {
+    let rows = match plan {
+        Some(plan) => client.query(
+            &format!(
+                r#"SELECT {TASK_COLUMNS} FROM hookq_tasks WHERE queue = $1 AND plan = $2 ORDER BY id COLLATE "C""#
+            ),
+            &[&queue.as_str(), &plan],
+        )?,
+        None => client.query(
+            &format!(
+                r#"SELECT {TASK_COLUMNS} FROM hookq_tasks WHERE queue = $1 ORDER BY id COLLATE "C""#
+            ),
+            &[&queue.as_str()],
+        )?,
+    };
+    Ok(rows.iter().map(task_row).collect())
+}
+
+const PENDING_SELECT: &str = r#"
+    SELECT h.id, h.task, t.plan, h.point, s.state, h.recorded_ms, h.passes, h.last_started_ms,
+           t.attempt, t.merged_sha
+    FROM hookq_pending_hooks h
+    LEFT JOIN hookq_tasks t ON t.queue = h.queue AND t.id = h.task
+    LEFT JOIN hookq_pending_hook_states s ON s.queue = h.queue AND s.hook_id = h.id"#;
+
+fn pending_row(r: &Row) -> PendingRow {
+    PendingRow {
+        id: r.get(0),
+        task: r.get(1),
+        plan: r.get(2),
+        point: r.get(3),
+        state: r.get(4),
+        recorded_ms: r.get(5),
+        passes: r.get(6),
+        last_started_ms: r.get(7),
+        attempt: r.get(8),
+        merged_sha: r.get(9),
+    }
+}
+
+/// Pending points of `queue` in the order they run, from occurrence `after` (exclusive), at
+/// most `limit`, optionally of one task: the drain's next batch.
+pub fn pending(
+    client: &mut impl GenericClient,
+    queue: &QueueName,
+    after: i64,
+    limit: usize,
+    task: Option<&str>,
+) -> Result<Vec<PendingRow>, PgError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = match task {
+        Some(task) => client.query(
+            &format!(
+                "{PENDING_SELECT} WHERE h.queue = $1 AND h.id > $2 AND h.task = $4 ORDER BY h.id LIMIT $3"
+            ),
+            &[&queue.as_str(), &after, &limit, &task],
+        )?,
+        None => client.query(
+            &format!("{PENDING_SELECT} WHERE h.queue = $1 AND h.id > $2 ORDER BY h.id LIMIT $3"),
+            &[&queue.as_str(), &after, &limit],
+        )?,
+    };
+    Ok(rows.iter().map(pending_row).collect())
+}
+
+/// One pending point of `queue`.
+pub fn pending_entry(
+    client: &mut impl GenericClient,
+    queue: &QueueName,
+    id: i64,
+) -> Result<Option<PendingRow>, PgError> {
+    Ok(client
+        .query_opt(
+            &format!("{PENDING_SELECT} WHERE h.queue = $1 AND h.id = $2"),
+            &[&queue.as_str(), &id],
+        )?
+        .map(|r| pending_row(&r)))
+}
+
+const HISTORY_SELECT: &str = r#"
+    SELECT id, occurrence, task, point, state, recorded_ms, passes, command_index, command,
+           outcome, exit_code, signal, started_ms, duration_ms, log_path, finished_ms
+    FROM hookq_hook_history"#;
+
+fn history_row(r: &Row) -> HistoryRow {
+    HistoryRow {
+        id: r.get(0),
+        occurrence: r.get(1),
+        task: r.get(2),
+        point: r.get(3),
+        state: r.get(4),
+        recorded_ms: r.get(5),
+        passes: r.get(6),
+        command_index: r.get(7),
+        command: r.get(8),
+        outcome: r.get(9),
+        exit_code: r.get(10),
+        signal: r.get(11),
+        started_ms: r.get(12),
+        duration_ms: r.get(13),
+        log_path: r.get(14),
+        finished_ms: r.get(15),
+    }
+}
+
+/// History of `queue`, newest first, optionally of one task or one occurrence.
+pub fn history(
+    client: &mut impl GenericClient,
+    queue: &QueueName,
+    task: Option<&str>,
+    occurrence: Option<i64>,
+    limit: usize,
+) -> Result<Vec<HistoryRow>, PgError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    // Plain equalities where a filter is given, so each reaches its index.
+    let mut sql = format!("{HISTORY_SELECT} WHERE queue = $1");
+    let q = queue.as_str();
+    let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&q, &limit];
+    if let Some(task) = &task {
+        params.push(task);
+        sql.push_str(&format!(" AND task = ${}", params.len()));
+    }
+    if let Some(occurrence) = &occurrence {
+        params.push(occurrence);
+        sql.push_str(&format!(" AND occurrence = ${}", params.len()));
+    }
+    sql.push_str(" ORDER BY id DESC LIMIT $2");
+    Ok(client
+        .query(&sql, &params)?
+        .iter()
+        .map(history_row)
+        .collect())
+}
+
+/// One history row of `queue`.
+pub fn history_entry(
+    client: &mut impl GenericClient,
+    queue: &QueueName,
+    id: i64,
+) -> Result<Option<HistoryRow>, PgError> {
+    Ok(client
+        .query_opt(
+            &format!("{HISTORY_SELECT} WHERE queue = $1 AND id = $2"),
+            &[&queue.as_str(), &id],
+        )?
+        .map(|r| history_row(&r)))
+}
+
+/// Counts for `queue stats`, in one snapshot. They count rows, so they cost more as the queue
+/// and its history grow.
+pub fn stats(client: &mut Client, queue: &QueueName) -> Result<Stats, PgError> {
+    let mut tx = client
+        .build_transaction()
+        .isolation_level(postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()?;
+    let q = queue.as_str();
+    let by = |rows: Vec<Row>| -> Vec<(String, i64)> {
+        rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+    };
+    let pending_by_point = by(tx.query(
+        "SELECT point, COUNT(*) FROM hookq_pending_hooks WHERE queue = $1 GROUP BY point ORDER BY point",
+        &[&q],
+    )?);
+    let history_by_outcome = by(tx.query(
+        "SELECT outcome, COUNT(*) FROM hookq_hook_history WHERE queue = $1 GROUP BY outcome ORDER BY outcome",
+        &[&q],
+    )?);
+    let row = tx.query_one(
+        "SELECT (SELECT COUNT(*) FROM hookq_pending_hooks WHERE queue = $1 AND passes > 0),
+                (SELECT recorded_ms FROM hookq_pending_hooks WHERE queue = $1 ORDER BY id LIMIT 1),
+                (SELECT COUNT(*) FROM hookq_tasks WHERE queue = $1)",
+        &[&q],
+    )?;
+    tx.commit()?;
+    Ok(Stats {
+        pending: pending_by_point.iter().map(|(_, n)| n).sum(),
+        pending_by_point,
+        interrupted: row.get(0),
+        oldest_recorded_ms: row.get(1),
+        history_by_outcome,
+        tasks: row.get(2),
+    })
+}
+
+/// Counts that this pass starts `entry` now: one more pass, started later than any counted
+/// before. Returns false when the point is no longer pending (dropped since it was read).
+pub fn mark_started(lock: &mut PgRunnerLock, entry: &PendingRow) -> Result<bool, PgError> {
+    let queue = lock.queue().clone();
+    let n = lock.client().execute(
+        "UPDATE hookq_pending_hooks
+         SET passes = passes + 1, last_started_ms = GREATEST($3, COALESCE(last_started_ms, 0) + 1)
+         WHERE queue = $1 AND id = $2",
+        &[&queue.as_str(), &entry.id, &now_ms()],
+    )?;
+    Ok(n == 1)
+}
+
+/// Clears points, each with its history rows, in one transaction on the lock's connection.
+pub fn clear_all(lock: &mut PgRunnerLock, points: &[Cleared]) -> Result<(), PgError> {
+    if points.is_empty() {
+        return Ok(());
+    }
+    let queue = lock.queue().clone();
+    let mut tx = lock.client().transaction()?;
+    for p in points {
+        clear_in(&mut tx, &queue, &p.entry, &p.rows)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Parks points to history as `abandoned` (passes started them too often without clearing
+/// them, or they cannot run), in one transaction on the lock's connection.
+pub fn park(lock: &mut PgRunnerLock, entries: &[PendingRow]) -> Result<(), PgError> {
+    let points: Vec<Cleared> = entries
+        .iter()
+        .map(|entry| Cleared {
+            entry: entry.clone(),
+            rows: vec![NewHistory::bare(Outcome::Abandoned)],
+        })
+        .collect();
+    clear_all(lock, &points)
+}
+
+/// Drops a pending point of `queue` to history as `dropped` (`hookq queue drop`).
+pub fn drop_entry(client: &mut Client, queue: &QueueName, id: i64) -> Result<PendingRow, PgError> {
+    let mut tx = client.transaction()?;
+    // Locked, so that a pass clearing it meanwhile and this drop do not both write history.
+    let locked = tx
+        .query_opt(
+            "SELECT 1 FROM hookq_pending_hooks WHERE queue = $1 AND id = $2 FOR UPDATE",
+            &[&queue.as_str(), &id],
+        )?
+        .is_some();
+    let entry = if locked {
+        pending_entry(&mut tx, queue, id)?
+    } else {
+        None
+    };
+    let entry = entry.ok_or(PgError::NoEntry(id))?;
+    clear_in(
+        &mut tx,
+        queue,
+        &entry,
+        &[NewHistory::bare(Outcome::Dropped)],
+    )?;
+    tx.commit()?;
+    Ok(entry)
+}
+
+/// Deletes `queue`'s history rows that finished before `cutoff_ms`, at most `limit`, oldest
+/// first; how many went.
+pub fn prune_history(
+    lock: &mut PgRunnerLock,
+    cutoff_ms: i64,
+    limit: usize,
+) -> Result<usize, PgError> {
+    let queue = lock.queue().clone();
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let n = lock.client().execute(
+        "DELETE FROM hookq_hook_history WHERE id IN (
+             SELECT id FROM hookq_hook_history WHERE queue = $1 AND finished_ms < $2
+             ORDER BY finished_ms LIMIT $3)",
+        &[&queue.as_str(), &cutoff_ms, &limit],
+    )?;
+    Ok(n as usize)
+}
+
+fn clear_in(
+    tx: &mut Transaction<'_>,
+    queue: &QueueName,
+    entry: &PendingRow,
+    rows: &[NewHistory],
+) -> Result<(), PgError> {
+    // The state row goes with it (ON DELETE CASCADE).
+    tx.execute(
+        "DELETE FROM hookq_pending_hooks WHERE queue = $1 AND id = $2",
+        &[&queue.as_str(), &entry.id],
+    )?;
+    let now = now_ms();
+    let state = entry.state.as_deref().unwrap_or("");
+    let insert = tx.prepare(
+        "INSERT INTO hookq_hook_history (queue, occurrence, task, point, state, recorded_ms,
+             passes, command_index, command, outcome, exit_code, signal, started_ms, duration_ms,
+             log_path, finished_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+    )?;
+    for h in rows {
+        tx.execute(
+            &insert,
+            &[
+                &queue.as_str(),
+                &entry.id,
+                &entry.task,
+                &entry.point,
+                &state,
+                &entry.recorded_ms,
+                &entry.passes,
+                &h.command_index.map(|i| i as i64),
+                &h.command,
+                &h.outcome.as_str(),
+                &h.exit_code.map(i64::from),
+                &h.signal.map(i64::from),
+                &h.started_ms,
+                &h.duration_ms,
+                &h.log_path,
+                &now,
+            ],
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,368 @@
+//! A throwaway PostgreSQL cluster for this test binary: made once with `initdb` in a temp dir,
+//! listening on a unix socket in that dir and on a free loopback port, with TLS on (a CA and a
+//! server certificate made here with the `openssl` CLI), and stopped and removed when the
+//! binary's process ends, however it ends.
+//!
+//! The server runs under a small `sh` watchdog that reads its stdin, a pipe whose write end
+//! only this process holds: when the process exits (or is killed), the kernel closes the pipe,
+//! the watchdog's `read` returns, and it stops the server and removes the dir. A static with a
+//! `Drop` would not do: statics are never dropped at exit.
+//!
+//! PostgreSQL refuses to run as root: run as root (as CI does), the cluster belongs to the
+//! `postgres` user and every server command runs through `setpriv`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The password of the `hookq` role the tests connect as.
+pub const PASSWORD: &str = "s3cret-Pa55word";
+
+/// The running cluster.
+pub struct Cluster {
+    /// The temp dir: data, socket, certificates, log.
+    pub dir: PathBuf,
+    /// The loopback TCP port.
+    pub port: u16,
+    /// The CA that signed the server's certificate (PEM).
+    pub ca: PathBuf,
+    /// Another CA, which signed nothing the server has.
+    pub other_ca: PathBuf,
+    watchdog: Mutex<(Child, ChildStdin)>,
+    databases: Mutex<u32>,
+}
+
+static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+
+/// The cluster, started on first use.
+pub fn cluster() -> &'static Cluster {
+    CLUSTER.get_or_init(Cluster::start)
+}
+
+/// `(uid, gid)` of the `postgres` user when this process runs as root, else `None`.
+fn server_user() -> Option<(u32, u32)> {
+    if rustix::process::geteuid().as_raw() != 0 {
+        return None;
+    }
+    let id = |flag: &str| -> u32 {
+        let out = Command::new("id")
+            .args([flag, "postgres"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "running as root needs a `postgres` user (Debian's postgresql package makes one)"
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    Some((id("-u"), id("-g")))
+}
+
+/// The newest `/usr/lib/postgresql/<version>/bin`.
+fn bin_dir() -> PathBuf {
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .expect("PostgreSQL is not installed (apt-get install postgresql)")
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let version = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            bin.join("initdb").exists().then_some((version, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().expect("no /usr/lib/postgresql/*/bin/initdb").1
+}
+
+/// A command that runs `program` as the server's user.
+fn as_server(program: &Path, user: Option<(u32, u32)>) -> Command {
+    match user {
+        Some(_) => {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=postgres", "--regid=postgres", "--init-groups"])
+                .arg(program);
+            c
+        }
+        None => Command::new(program),
+    }
+}
+
+fn run(mut c: Command, what: &str) {
+    let out = c.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let mut c = Command::new("openssl");
+    c.current_dir(dir).args(args);
+    run(c, &format!("openssl {}", args.join(" ")));
+}
+
+/// A CA named `name` in `dir`: `<name>.pem` and `<name>.key`.
+fn make_ca(dir: &Path, name: &str) {
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-keyout",
+            &format!("{name}.key"),
+            "-out",
+            &format!("{name}.pem"),
+            "-subj",
+            &format!("/CN={name}"),
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+    );
+}
+
+/// The server's key and certificate, signed by `ca`, for `localhost` and 127.0.0.1.
+fn make_server_cert(dir: &Path) {
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=localhost",
+        ],
+    );
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            "server.pem",
+            "-extfile",
+            "server.ext",
+        ],
+    );
+}
+
+fn chown_tree(path: &Path, user: Option<(u32, u32)>) {
+    if let Some((uid, gid)) = user {
+        std::os::unix::fs::chown(path, Some(uid), Some(gid)).unwrap();
+        if path.is_dir() {
+            for e in std::fs::read_dir(path).unwrap() {
+                chown_tree(&e.unwrap().path(), user);
+            }
+        }
+    }
+}
+
+impl Cluster {
+    fn start() -> Self {
+        let user = server_user();
+        let bin = bin_dir();
+        let dir = tempfile::Builder::new()
+            .prefix("hookq-pg-")
+            .tempdir()
+            .unwrap()
+            .keep();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        make_ca(&dir, "ca");
+        make_ca(&dir, "other_ca");
+        make_server_cert(&dir);
+        std::fs::set_permissions(
+            dir.join("server.key"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        chown_tree(&dir, user);
+        // The certificates stay readable by this process (root, or the same user).
+        let data = dir.join("data");
+        let mut initdb = as_server(&bin.join("initdb"), user);
+        initdb.args([
+            "-D",
+            data.to_str().unwrap(),
+            "-U",
+            "postgres",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "--no-sync",
+            "--no-instructions",
+            "-E",
+            "UTF8",
+            "--locale=C",
+        ]);
+        run(initdb, "initdb");
+
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = as_server(&bin.join("postgres"), user);
+        let mut argv: Vec<String> = std::iter::once(server.get_program())
+            .chain(server.get_args())
+            .map(|a| a.to_str().unwrap().to_owned())
+            .collect();
+        let d = dir.to_str().unwrap();
+        argv.extend(
+            [
+                "-D",
+                &format!("{d}/data"),
+                "-k",
+                d,
+                "-p",
+                &port.to_string(),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "ssl=on",
+                "-c",
+                &format!("ssl_cert_file={d}/server.pem"),
+                "-c",
+                &format!("ssl_key_file={d}/server.key"),
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                "max_connections=200",
+                "-c",
+                "log_min_messages=warning",
+            ]
+            .map(str::to_owned),
+        );
+        // The server in the background; the watchdog waits for this process's end (its stdin
+        // closing), then stops the server (fast shutdown) and removes the dir.
+        let mut watchdog = Command::new("/bin/sh")
+            .args([
+                "-c",
+                r#"dir=$1; shift; "$@" </dev/null >"$dir/server.log" 2>&1 & pid=$!
+                   read -r _; kill -INT "$pid"; wait "$pid"; rm -rf "$dir""#,
+                "watchdog",
+                d,
+            ])
+            .args(&argv)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = watchdog.stdin.take().unwrap();
+        let cluster = Cluster {
+            ca: dir.join("ca.pem"),
+            other_ca: dir.join("other_ca.pem"),
+            dir,
+            port,
+            watchdog: Mutex::new((watchdog, stdin)),
+            databases: Mutex::new(0),
+        };
+        cluster.wait_ready();
+        let mut admin = cluster.admin("postgres");
+        admin
+            .batch_execute(&format!(
+                "CREATE ROLE hookq LOGIN CREATEDB PASSWORD '{PASSWORD}'"
+            ))
+            .unwrap();
+        cluster
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match self.admin_config("postgres").connect(postgres::NoTls) {
+                Ok(_) => return,
+                Err(e) => {
+                    let exited = self.watchdog.lock().unwrap().0.try_wait().unwrap();
+                    let log =
+                        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+                    if exited.is_some() || Instant::now() > deadline {
+                        panic!("PostgreSQL did not start ({e}):\n{log}");
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+
+    fn admin_config(&self, db: &str) -> postgres::Config {
+        let mut c = postgres::Config::new();
+        c.host_path(&self.dir)
+            .port(self.port)
+            .user("postgres")
+            .dbname(db);
+        c
+    }
+
+    /// A superuser connection over the unix socket.
+    pub fn admin(&self, db: &str) -> postgres::Client {
+        self.admin_config(db).connect(postgres::NoTls).unwrap()
+    }
+
+    /// A new empty database owned by `hookq`: its name.
+    pub fn database(&self) -> String {
+        let name = {
+            let mut n = self.databases.lock().unwrap();
+            *n += 1;
+            format!("t{n}")
+        };
+        self.admin("postgres")
+            .batch_execute(&format!("CREATE DATABASE {name} OWNER hookq"))
+            .unwrap();
+        name
+    }
+
+    /// A URL for `db` as `hookq` over loopback TCP, with `params` (`sslmode=disable` unless
+    /// they say otherwise).
+    pub fn url(&self, db: &str, params: &str) -> String {
+        let params = if params.contains("sslmode") {
+            params.to_owned()
+        } else if params.is_empty() {
+            "sslmode=disable".to_owned()
+        } else {
+            format!("sslmode=disable&{params}")
+        };
+        format!(
+            "postgres://hookq:{PASSWORD}@127.0.0.1:{}/{db}?{params}",
+            self.port
+        )
+    }
+}

@@ -1,0 +1,825 @@
+//! The queue on PostgreSQL against a real server, which this binary starts itself (see
+//! `cluster.rs`): recording and its rules inside the host's transaction, queues kept apart in
+//! one database, the runner lock, the errors a user meets, concurrent writers, TLS.
+
+mod cluster;
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::{Duration, Instant};
+
+use cluster::{PASSWORD, cluster};
+use hookq::failure::{Failure, code};
+use hookq::queue::pg::{
+    self, ConnectFailure, PgError, PgRunnerLock, PgStore, QueueName, Target, record, store,
+};
+use hookq::queue::store::{Cleared, NewHistory, Outcome};
+use hookq::queue::{MoveFacts, Phase, PlanId, TaskId, Wait};
+use postgres::fallible_iterator::FallibleIterator;
+
+fn ph(s: &str) -> Phase {
+    Phase::new(s).unwrap()
+}
+fn task(s: &str) -> TaskId {
+    TaskId::new(s).unwrap()
+}
+fn plan(s: &str) -> PlanId {
+    PlanId::new(s).unwrap()
+}
+fn queue(s: &str) -> QueueName {
+    QueueName::new(s).unwrap()
+}
+
+/// A fresh database and `name`'s queue in it.
+fn fresh(name: &str) -> (String, PgStore) {
+    let db = cluster().database();
+    let s = open(&db, name);
+    (db, s)
+}
+
+fn open(db: &str, name: &str) -> PgStore {
+    let target = Target::parse(&cluster().url(db, "")).unwrap();
+    PgStore::open(&target, queue(name)).unwrap()
+}
+
+/// `(id, task, point, state)` of every pending point, in order.
+fn pending(s: &mut PgStore) -> Vec<(i64, String, String, Option<String>)> {
+    let q = s.queue().clone();
+    store::pending(s.client(), &q, 0, 1_000_000, None)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.id, r.task, r.point, r.state))
+        .collect()
+}
+
+#[test]
+fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
+    let (_db, mut s) = fresh("q");
+    let none = MoveFacts::default();
+    let (r1, r2) = s
+        .write(|tx, q| {
+            let t1 = task("t1");
+            let a = record::add_task(tx, q, &t1, &plan("p"), &ph("todo.proposed"))?;
+            assert_eq!(a.occurrence.unwrap().point.as_str(), "after_proposed");
+            let ready = record::move_task(tx, q, &t1, &ph("todo.ready"), &none)?;
+            assert!(ready.occurrence.is_none() && ready.changed());
+            let r1 = record::move_task(tx, q, &t1, &ph("review.rework_pending"), &none)?;
+            let same = record::move_task(tx, q, &t1, &ph("review.rework_pending"), &none)?;
+            assert!(same.occurrence.is_none() && !same.changed());
+            record::move_task(tx, q, &t1, &ph("todo.ready"), &none)?;
+            let r2 = record::move_task(tx, q, &t1, &ph("review.rework_pending"), &none)?;
+            Ok((r1.occurrence.unwrap().id, r2.occurrence.unwrap().id))
+        })
+        .unwrap();
+    assert!(r2 > r1);
+    let rows = pending(&mut s);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!(
+        rows.iter()
+            .map(|r| (r.2.as_str(), r.3.as_deref()))
+            .collect::<Vec<_>>(),
+        [
+            ("after_proposed", Some("todo.proposed")),
+            ("after_rework", Some("review.rework_pending")),
+            ("after_rework", Some("review.rework_pending")),
+        ]
+    );
+
+    // A rolled-back transaction leaves nothing: no task, no point, no phase change.
+    let q = s.queue().clone();
+    {
+        let mut tx = s.client().transaction().unwrap();
+        record::add_task(&mut tx, &q, &task("t9"), &plan("p"), &ph("failed.x")).unwrap();
+        let facts = MoveFacts {
+            merged_sha: Some("abc123".into()),
+            attempt: Some(2),
+        };
+        record::move_task(&mut tx, &q, &task("t1"), &ph("done.merged"), &facts).unwrap();
+        tx.rollback().unwrap();
+    }
+    assert_eq!(pending(&mut s), rows);
+    assert!(store::task(s.client(), &q, "t9").unwrap().is_none());
+    let t1 = store::task(s.client(), &q, "t1").unwrap().unwrap();
+    assert_eq!(
+        (t1.phase.as_str(), t1.attempt),
+        ("review.rework_pending", 1)
+    );
+
+    // The facts of a move are kept; a bad one is refused before anything is written.
+    let facts = MoveFacts {
+        merged_sha: Some("abc123".into()),
+        attempt: Some(2),
+    };
+    s.write(|tx, q| record::move_task(tx, q, &task("t1"), &ph("done.merged"), &facts))
+        .unwrap();
+    let t1 = store::task(s.client(), &q, "t1").unwrap().unwrap();
+    assert_eq!((t1.merged_sha.as_deref(), t1.attempt), (Some("abc123"), 2));
+    let bad = MoveFacts {
+        merged_sha: Some("not a sha".into()),
+        attempt: None,
+    };
+    let err = s
+        .write(|tx, q| record::move_task(tx, q, &task("t1"), &ph("failed.x"), &bad))
+        .unwrap_err();
+    assert!(matches!(err, PgError::Invalid(_)), "{err}");
+    let err = s
+        .write(|tx, q| record::move_task(tx, q, &task("nope"), &ph("failed.x"), &none))
+        .unwrap_err();
+    assert!(matches!(err, PgError::NoTask(_)), "{err}");
+    assert_eq!(err.exit_code(), code::NOT_FOUND);
+    let err = s
+        .write(|tx, q| record::add_task(tx, q, &task("t1"), &plan("p"), &ph("todo.ready")))
+        .unwrap_err();
+    assert!(matches!(err, PgError::TaskExists(_)), "{err}");
+    assert_eq!(pending(&mut s).len(), 4);
+
+    // A plan cancel ends every unfinished task of the plan, one point per task, in one go.
+    let cancelled = s
+        .write(|tx, q| {
+            for (t, phase) in [
+                ("c", "todo.ready"),
+                ("a", "review.awaiting_human"),
+                ("b", "failed.before"),
+                ("d", "done.merged"),
+            ] {
+                record::add_task(tx, q, &task(t), &plan("big"), &ph(phase))?;
+            }
+            record::add_task(tx, q, &task("e"), &plan("other"), &ph("todo.ready"))?;
+            record::cancel_plan(tx, q, &plan("big"))
+        })
+        .unwrap();
+    let ids: Vec<i64> = cancelled
+        .iter()
+        .map(|t| t.occurrence.as_ref().unwrap().id)
+        .collect();
+    assert_eq!(
+        cancelled
+            .iter()
+            .map(|t| (t.task.as_str(), t.from.as_deref().unwrap()))
+            .collect::<Vec<_>>(),
+        [("a", "review.awaiting_human"), ("c", "todo.ready")]
+    );
+    assert_eq!(ids[1], ids[0] + 1);
+    let rows = pending(&mut s);
+    for (id, t) in ids.iter().zip(["a", "c"]) {
+        let row = rows.iter().find(|r| r.0 == *id).unwrap();
+        assert_eq!(
+            (row.1.as_str(), row.2.as_str(), row.3.as_deref()),
+            (t, "after_fail", Some("failed.cancelled"))
+        );
+    }
+    for (t, phase) in [
+        ("a", "failed.cancelled"),
+        ("c", "failed.cancelled"),
+        ("b", "failed.before"),
+        ("d", "done.merged"),
+        ("e", "todo.ready"),
+    ] {
+        assert_eq!(
+            store::task(s.client(), &q, t).unwrap().unwrap().phase,
+            phase
+        );
+    }
+    // Cancelling it again finds nothing unfinished.
+    assert!(
+        s.write(|tx, q| record::cancel_plan(tx, q, &plan("big")))
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_notification_wakes_listeners_only_on_commit() {
+    let (db, mut s) = fresh("notified");
+    let mut listener = open(&db, "notified");
+    listener
+        .client()
+        .batch_execute(&format!("LISTEN {}", pg::CHANNEL))
+        .unwrap();
+    let q = s.queue().clone();
+    let next = |l: &mut PgStore| {
+        l.client()
+            .notifications()
+            .timeout_iter(Duration::from_millis(300))
+            .next()
+            .unwrap()
+    };
+    {
+        let mut tx = s.client().transaction().unwrap();
+        record::add_task(&mut tx, &q, &task("t"), &plan("p"), &ph("failed.x")).unwrap();
+        tx.rollback().unwrap();
+    }
+    assert!(next(&mut listener).is_none(), "a rollback notified");
+    s.write(|tx, q| record::add_task(tx, q, &task("t"), &plan("p"), &ph("todo.ready")))
+        .unwrap();
+    assert!(
+        next(&mut listener).is_none(),
+        "a write with no point notified"
+    );
+    s.write(|tx, q| {
+        record::move_task(tx, q, &task("t"), &ph("failed.x"), &MoveFacts::default())?;
+        record::add_task(tx, q, &task("u"), &plan("p"), &ph("failed.y"))
+    })
+    .unwrap();
+    let n = next(&mut listener).expect("a commit notifies");
+    assert_eq!((n.channel(), n.payload()), (pg::CHANNEL, "notified"));
+    assert!(
+        next(&mut listener).is_none(),
+        "one notification per transaction"
+    );
+}
+
+#[test]
+fn queues_in_one_database_never_see_each_other() {
+    let (db, mut a) = fresh("repo-a");
+    let mut b = open(&db, "github.com/org/repo-b");
+    for (s, phase) in [(&mut a, "failed.a"), (&mut b, "review.awaiting_human")] {
+        s.write(|tx, q| {
+            record::add_task(tx, q, &task("t1"), &plan("p"), &ph("todo.ready"))?;
+            record::add_task(tx, q, &task("t2"), &plan("p"), &ph("todo.ready"))?;
+            record::move_task(tx, q, &task("t1"), &ph(phase), &MoveFacts::default())
+        })
+        .unwrap();
+    }
+    // Each queue numbers its own points.
+    let (pa, pb) = (pending(&mut a), pending(&mut b));
+    assert_eq!(
+        pa,
+        [(1, "t1".into(), "after_fail".into(), Some("failed.a".into()))]
+    );
+    assert_eq!(
+        pb,
+        [(
+            1,
+            "t1".into(),
+            "after_awaiting_human".into(),
+            Some("review.awaiting_human".into())
+        )]
+    );
+    // A plan cancel in one leaves the other's tasks of the same plan alone.
+    a.write(|tx, q| record::cancel_plan(tx, q, &plan("p")))
+        .unwrap();
+    let qb = b.queue().clone();
+    let tasks_b = store::tasks(b.client(), &qb, Some("p")).unwrap();
+    assert_eq!(
+        tasks_b.iter().map(|t| t.phase.as_str()).collect::<Vec<_>>(),
+        ["review.awaiting_human", "todo.ready"]
+    );
+    assert_eq!(pending(&mut b), pb);
+    let qa = a.queue().clone();
+    assert_eq!(store::stats(a.client(), &qa).unwrap().pending, 2);
+    assert_eq!(store::stats(b.client(), &qb).unwrap().pending, 1);
+    assert_eq!(store::last_recorded(b.client(), &qb).unwrap(), 1);
+    // One runner per queue: holding a's lock does not keep b's.
+    let _la = a.lock(Wait::No).unwrap().expect("a's lock");
+    let mut lb = b.lock(Wait::No).unwrap().expect("b's lock is its own");
+    // Clearing in b, even by id, never touches a's point of the same id.
+    let entry = store::pending_entry(lb.client(), &qb, 1).unwrap().unwrap();
+    store::clear_all(
+        &mut lb,
+        &[Cleared {
+            entry,
+            rows: vec![NewHistory::bare(Outcome::Empty)],
+        }],
+    )
+    .unwrap();
+    assert!(pending(&mut b).is_empty());
+    assert_eq!(pending(&mut a).len(), 2);
+    assert!(
+        store::history(a.client(), &qa, None, None, 10)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store::history(b.client(), &qb, None, None, 10)
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+/// Waits up to ten seconds for `queue`'s lock.
+fn lock_soon(s: &PgStore) -> PgRunnerLock {
+    s.lock(Wait::For(Duration::from_secs(10)))
+        .unwrap()
+        .expect("the lock was freed")
+}
+
+#[test]
+fn the_runner_lock_is_one_per_queue_and_goes_with_its_connection() {
+    let (db, mut s) = fresh("locked");
+    let q = s.queue().clone();
+    assert!(pg::holder(s.client(), &q).unwrap().is_none());
+    let first = s.lock(Wait::No).unwrap().expect("free");
+    assert!(
+        s.lock(Wait::No).unwrap().is_none(),
+        "a second connection took it"
+    );
+    let t0 = Instant::now();
+    assert!(
+        s.lock(Wait::For(Duration::from_millis(300)))
+            .unwrap()
+            .is_none()
+    );
+    assert!(t0.elapsed() >= Duration::from_millis(300));
+
+    // The holder is named: host, pid, since when, and its backend.
+    let h = pg::holder(s.client(), &q).unwrap().expect("a holder");
+    assert_eq!(h.pid, Some(std::process::id()));
+    assert_eq!(h.host.as_deref(), Some(pg::lock::host_name().as_str()));
+    assert!(h.since.is_some());
+    assert!(
+        h.application_name
+            .as_deref()
+            .unwrap()
+            .starts_with("hookq runner pid"),
+        "{h:?}"
+    );
+    assert!(
+        h.to_string()
+            .starts_with(&format!("pid {} on ", std::process::id()))
+    );
+    // The query docs/postgres.md gives for reading the holder by hand names it too.
+    let by_hand: (String, i64, i32) = {
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/postgres.md"),
+        )
+        .unwrap();
+        let start = doc.find("SELECT r.host").expect("the holder query");
+        let sql = doc[start..][..doc[start..].find("```").unwrap()]
+            .replace("'github.com/acme/app'", "$1");
+        let row = s.client().query_one(&sql, &[&q.as_str()]).unwrap();
+        (row.get("host"), row.get("pid"), row.get("backend"))
+    };
+    assert_eq!(
+        by_hand,
+        (
+            pg::lock::host_name(),
+            i64::from(std::process::id()),
+            h.backend_pid
+        )
+    );
+
+    // Closed with its connection.
+    drop(first);
+    let mut second = lock_soon(&s);
+    let h2 = pg::holder(s.client(), &q).unwrap().unwrap();
+    assert_ne!(h2.backend_pid, h.backend_pid);
+    second.check().unwrap();
+
+    // Terminated by the server: the lock goes, the next runner takes over, and the old
+    // holder's writes fail instead of clearing anything.
+    s.write(|tx, q| record::add_task(tx, q, &task("t"), &plan("p"), &ph("failed.x")))
+        .unwrap();
+    let entry = store::pending(s.client(), &q, 0, 1, None)
+        .unwrap()
+        .remove(0);
+    cluster()
+        .admin(&db)
+        .execute("SELECT pg_terminate_backend($1)", &[&h2.backend_pid])
+        .unwrap();
+    let mut third = lock_soon(&s);
+    let err = second.check().unwrap_err();
+    assert!(matches!(err, PgError::LockLost { .. }), "{err}");
+    assert!(err.hint().is_some());
+    let cleared = Cleared {
+        entry: entry.clone(),
+        rows: vec![NewHistory::bare(Outcome::Ok)],
+    };
+    assert!(store::clear_all(&mut second, std::slice::from_ref(&cleared)).is_err());
+    assert_eq!(pending(&mut s).len(), 1, "the lost holder cleared nothing");
+    assert_eq!(
+        pg::holder(s.client(), &q).unwrap().unwrap().backend_pid,
+        third
+            .client()
+            .query_one("SELECT pg_backend_pid()", &[])
+            .unwrap()
+            .get::<_, i32>(0)
+    );
+    store::clear_all(&mut third, &[cleared]).unwrap();
+    assert!(pending(&mut s).is_empty());
+
+    // Released: free at once, and no one is named.
+    third.release().unwrap();
+    assert!(pg::holder(s.client(), &q).unwrap().is_none());
+    let waited = Instant::now();
+    let _fourth = s.lock(Wait::Forever).unwrap().unwrap();
+    assert!(waited.elapsed() < Duration::from_secs(5));
+}
+
+fn connect_error(text: &str) -> PgError {
+    let target = Target::parse(text).unwrap();
+    PgStore::open(&target, queue("q")).unwrap_err()
+}
+
+#[test]
+fn a_wrong_password_is_refused_in_one_line_without_the_password() {
+    let c = cluster();
+    let wrong = "wrong-Pa55word";
+    for text in [
+        format!(
+            "postgres://hookq:{wrong}@127.0.0.1:{}/postgres?sslmode=disable",
+            c.port
+        ),
+        format!(
+            "host=127.0.0.1 port={} user=hookq password='{wrong}' dbname=postgres sslmode=require",
+            c.port
+        ),
+    ] {
+        let err = connect_error(&text);
+        let shown = format!("{err}\n{:?}\n{}", err, err.hint().unwrap());
+        assert!(
+            matches!(
+                err,
+                PgError::Connect {
+                    kind: ConnectFailure::Auth,
+                    ..
+                }
+            ),
+            "{shown}"
+        );
+        assert!(shown.contains("password authentication failed"), "{shown}");
+        assert!(shown.contains("***"), "{shown}");
+        assert!(!shown.contains(wrong), "{shown}");
+        assert!(!err.to_string().contains('\n'), "one line: {err}");
+        assert_eq!(err.exit_code(), code::DATABASE);
+    }
+    // The right one works, and no message ever needed it.
+    let target = Target::parse(&c.url("postgres", "")).unwrap();
+    assert!(!format!("{target} {target:?}").contains(PASSWORD));
+}
+
+#[test]
+fn an_unknown_host_or_a_closed_port_is_refused_with_a_hint() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for text in [
+        "postgres://hookq:s3cret@no-such-host.invalid/db".to_owned(),
+        format!("host=127.0.0.1 port={closed} user=hookq password=s3cret sslmode=disable"),
+    ] {
+        let err = connect_error(&text);
+        assert!(
+            matches!(
+                err,
+                PgError::Connect {
+                    kind: ConnectFailure::Unreachable,
+                    ..
+                }
+            ),
+            "{text}: {err:?}"
+        );
+        let shown = format!("{err} {}", err.hint().unwrap());
+        assert!(shown.contains("check the host and port"), "{shown}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+    }
+}
+
+#[test]
+fn a_database_without_the_schema_or_with_a_newer_one_is_refused() {
+    let c = cluster();
+    let db = c.database();
+    let target = Target::parse(&c.url(&db, "")).unwrap();
+    let err = PgStore::open_existing(&target, queue("q")).unwrap_err();
+    assert!(matches!(err, PgError::NoSchema { .. }), "{err}");
+    assert!(err.to_string().contains("no hookq queue schema"), "{err}");
+    assert!(err.hint().is_some());
+    // A host recording into it without opening the queue first gets the same answer.
+    let mut client = pg::connect(&target, "host").unwrap();
+    let mut tx = client.transaction().unwrap();
+    let err = record::add_task(
+        &mut tx,
+        &queue("q"),
+        &task("t"),
+        &plan("p"),
+        &ph("failed.x"),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, PgError::NoSchema { table } if table == "hookq_tasks"),
+        "{err}"
+    );
+    drop(tx);
+
+    // Opened once, it has the schema; then a newer hookq migrates it.
+    drop(PgStore::open(&target, queue("q")).unwrap());
+    PgStore::open_existing(&target, queue("q")).unwrap();
+    client
+        .execute(
+            &format!(
+                "INSERT INTO {} (version, name, applied_on, checksum) VALUES (999, 'future', '', '0')",
+                pg::schema::HISTORY_TABLE
+            ),
+            &[],
+        )
+        .unwrap();
+    for err in [
+        PgStore::open(&target, queue("q")).unwrap_err(),
+        PgStore::open_existing(&target, queue("q")).unwrap_err(),
+    ] {
+        assert!(
+            matches!(err, PgError::NewerSchema { found: 999, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("upgrade hookq"), "{err}");
+        assert_eq!(err.exit_code(), code::DATABASE);
+    }
+}
+
+#[test]
+fn opening_one_new_database_from_many_connections_at_once_migrates_it_once() {
+    let c = cluster();
+    let db = c.database();
+    let target = Target::parse(&c.url(&db, "")).unwrap();
+    let barrier = std::sync::Barrier::new(6);
+    std::thread::scope(|scope| {
+        let opened: Vec<_> = (0..6)
+            .map(|i| {
+                let (target, barrier) = (&target, &barrier);
+                scope.spawn(move || {
+                    barrier.wait();
+                    PgStore::open(target, queue(&format!("q{}", i % 2))).map(drop)
+                })
+            })
+            .collect();
+        for o in opened {
+            o.join().unwrap().unwrap();
+        }
+    });
+    let mut client = pg::connect(&target, "check").unwrap();
+    assert_eq!(
+        pg::schema::applied_version(&mut client).unwrap(),
+        Some(pg::schema::schema_version())
+    );
+}
+
+#[test]
+fn four_writers_each_recording_two_thousand_transitions_record_every_point_once() {
+    const WRITERS: usize = 4;
+    const TRANSITIONS: usize = 2_000;
+    const TASKS: usize = 16;
+    let (db, mut s) = fresh("busy");
+    s.write(|tx, q| {
+        for w in 0..WRITERS {
+            for t in 0..TASKS {
+                record::add_task(
+                    tx,
+                    q,
+                    &task(&format!("w{w}-t{t}")),
+                    &plan("p"),
+                    &ph("todo.ready"),
+                )?;
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+    let barrier = std::sync::Barrier::new(WRITERS);
+    let recorded: Vec<(i64, String, String)> = std::thread::scope(|scope| {
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (db, barrier) = (&db, &barrier);
+                scope.spawn(move || {
+                    let mut s = open(db, "busy");
+                    barrier.wait();
+                    let mut mine = Vec::with_capacity(TRANSITIONS);
+                    for n in 0..TRANSITIONS {
+                        let t = format!("w{w}-t{}", n % TASKS);
+                        // Every move changes the phase, so every one records a point.
+                        let to = if (n / TASKS).is_multiple_of(2) {
+                            "failed.a"
+                        } else {
+                            "failed.b"
+                        };
+                        let moved = s
+                            .write(|tx, q| {
+                                record::move_task(tx, q, &task(&t), &ph(to), &MoveFacts::default())
+                            })
+                            .unwrap();
+                        mine.push((moved.occurrence.unwrap().id, t, to.to_owned()));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        writers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    let total = WRITERS * TRANSITIONS;
+    assert_eq!(recorded.len(), total);
+    let rows = pending(&mut s);
+    assert_eq!(rows.len(), total, "every point recorded");
+    let ids: HashSet<i64> = rows.iter().map(|r| r.0).collect();
+    assert_eq!(ids.len(), total, "no id twice");
+    assert_eq!(
+        ids,
+        (1..=total as i64).collect::<HashSet<_>>(),
+        "ids without gaps"
+    );
+    let by_id: BTreeMap<i64, (String, Option<String>)> = rows
+        .into_iter()
+        .map(|(id, t, point, state)| {
+            assert_eq!(point, "after_fail");
+            (id, (t, state))
+        })
+        .collect();
+    for (id, t, to) in &recorded {
+        assert_eq!(by_id[id], (t.clone(), Some(to.clone())), "occurrence {id}");
+    }
+    let q = s.queue().clone();
+    assert_eq!(store::last_recorded(s.client(), &q).unwrap(), total as i64);
+    assert_eq!(store::stats(s.client(), &q).unwrap().pending, total as i64);
+}
+
+/// Whether `s`'s connection is encrypted, as the server sees it.
+fn encrypted(s: &mut PgStore) -> bool {
+    s.client()
+        .query_one(
+            "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+}
+
+#[test]
+fn tls_require_and_verify_full_against_the_test_server() {
+    let c = cluster();
+    let db = c.database();
+    let ca = c.ca.display().to_string();
+    let other = c.other_ca.display().to_string();
+    let open_with = |text: &str| Target::parse(text).and_then(|t| PgStore::open(&t, queue("tls")));
+    let url = |params: &str| c.url(&db, params);
+    let kv = |host: &str, params: &str| {
+        format!(
+            "host={host} port={} user=hookq password={PASSWORD} dbname={db} {params}",
+            c.port
+        )
+    };
+    for text in [
+        url("sslmode=require"),
+        url(&format!("sslmode=verify-full&sslrootcert={ca}")),
+        url(&format!("sslmode=verify-ca&sslrootcert={ca}")),
+        kv(
+            "localhost",
+            &format!("sslmode=verify-full sslrootcert='{ca}'"),
+        ),
+        kv("127.0.0.1", "sslmode=prefer"),
+    ] {
+        let mut s = open_with(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert!(encrypted(&mut s), "{text}");
+    }
+    let mut plain = open_with(&url("sslmode=disable")).unwrap();
+    assert!(!encrypted(&mut plain));
+
+    // A certificate its CA did not sign is refused by the verifying modes.
+    for text in [
+        url(&format!("sslmode=verify-full&sslrootcert={other}")),
+        url(&format!("sslmode=verify-ca&sslrootcert={other}")),
+        url(&format!("sslmode=require&sslrootcert={other}")),
+    ] {
+        let err = open_with(&text).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                PgError::Connect {
+                    kind: ConnectFailure::Tls,
+                    ..
+                }
+            ),
+            "{text}: {err:?}"
+        );
+        let shown = format!("{err} {:?} {}", err, err.hint().unwrap());
+        assert!(!shown.contains(PASSWORD), "{shown}");
+        assert!(shown.contains("sslrootcert"), "{shown}");
+    }
+    // A CA file that is missing is named.
+    let err = open_with(&url("sslmode=verify-full&sslrootcert=/nonexistent/ca.pem")).unwrap_err();
+    assert!(err.to_string().contains("/nonexistent/ca.pem"), "{err}");
+}
+
+#[test]
+fn the_drains_reads_and_writes() {
+    let (_db, mut s) = fresh("drained");
+    let q = s.queue().clone();
+    s.write(|tx, q| {
+        record::add_task(tx, q, &task("t1"), &plan("p"), &ph("failed.x"))?;
+        record::add_task(tx, q, &task("t2"), &plan("p"), &ph("review.awaiting_human"))?;
+        record::move_task(
+            tx,
+            q,
+            &task("t1"),
+            &ph("review.rework_pending"),
+            &MoveFacts::default(),
+        )
+    })
+    .unwrap();
+    let seen = store::last_recorded(s.client(), &q).unwrap();
+    assert_eq!(seen, 3);
+    // The next batch, in order, from a cursor; one task's points.
+    let first = store::pending(s.client(), &q, 0, 2, None).unwrap();
+    assert_eq!(first.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(first[0].plan.as_deref(), Some("p"));
+    assert_eq!(first[0].attempt, Some(1));
+    let rest = store::pending(s.client(), &q, 2, 10, None).unwrap();
+    assert_eq!(rest.iter().map(|r| r.id).collect::<Vec<_>>(), [3]);
+    let t1 = store::pending(s.client(), &q, 0, 10, Some("t1")).unwrap();
+    assert_eq!(t1.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 3]);
+
+    let mut lock = s.lock(Wait::No).unwrap().unwrap();
+    // Starts are counted, each later than the last.
+    assert!(store::mark_started(&mut lock, &first[0]).unwrap());
+    assert!(store::mark_started(&mut lock, &first[0]).unwrap());
+    let e1 = store::pending_entry(s.client(), &q, 1).unwrap().unwrap();
+    assert_eq!(e1.passes, 2);
+    assert!(e1.last_started_ms.is_some());
+    assert_eq!(store::stats(s.client(), &q).unwrap().interrupted, 1);
+
+    // Cleared with a history row per command.
+    let ran = |i: usize, outcome| NewHistory {
+        command_index: Some(i),
+        command: Some(format!("echo {i}")),
+        outcome,
+        exit_code: Some(if outcome == Outcome::Ok { 0 } else { 3 }),
+        signal: None,
+        started_ms: Some(1),
+        duration_ms: Some(2),
+        log_path: Some(format!("after_fail-0{i}.log")),
+    };
+    store::clear_all(
+        &mut lock,
+        &[Cleared {
+            entry: e1.clone(),
+            rows: vec![ran(1, Outcome::Ok), ran(2, Outcome::Failed)],
+        }],
+    )
+    .unwrap();
+    let h = store::history(s.client(), &q, Some("t1"), None, 10).unwrap();
+    assert_eq!(
+        h.iter()
+            .map(|r| (r.occurrence, r.command_index, r.outcome.as_str(), r.passes))
+            .collect::<Vec<_>>(),
+        [(1, Some(2), "failed", 2), (1, Some(1), "ok", 2)]
+    );
+    assert_eq!(h[0].state, "failed.x");
+    assert_eq!(h[0].exit_code, Some(3));
+    assert_eq!(
+        store::history_entry(s.client(), &q, h[1].id)
+            .unwrap()
+            .unwrap(),
+        h[1]
+    );
+    assert_eq!(
+        store::history(s.client(), &q, None, Some(1), 10)
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // Parked, dropped.
+    store::park(&mut lock, &first[1..2]).unwrap();
+    let parked = store::history(s.client(), &q, Some("t2"), None, 10).unwrap();
+    assert_eq!(parked[0].outcome, "abandoned");
+    let dropped = store::drop_entry(s.client(), &q, 3).unwrap();
+    assert_eq!(dropped.task, "t1");
+    let err = store::drop_entry(s.client(), &q, 3).unwrap_err();
+    assert!(matches!(err, PgError::NoEntry(3)), "{err}");
+    assert!(!store::mark_started(&mut lock, &dropped).unwrap());
+    assert!(pending(&mut s).is_empty());
+    assert_eq!(
+        store::last_recorded(s.client(), &q).unwrap(),
+        seen,
+        "clears record nothing"
+    );
+
+    // Re-queued as a new occurrence, which changes what a hub compares.
+    let again = s
+        .write(|tx, q| record::requeue(tx, q, parked[0].id))
+        .unwrap();
+    assert_eq!(again.id, 4);
+    assert_eq!(store::last_recorded(s.client(), &q).unwrap(), 4);
+    let stats = store::stats(s.client(), &q).unwrap();
+    assert_eq!((stats.pending, stats.tasks, stats.interrupted), (1, 2, 0));
+    assert_eq!(
+        stats.history_by_outcome,
+        [
+            ("abandoned".to_owned(), 1),
+            ("dropped".to_owned(), 1),
+            ("failed".to_owned(), 1),
+            ("ok".to_owned(), 1)
+        ]
+    );
+
+    // Pruned oldest first, at most the limit.
+    let later = chrono::Utc::now().timestamp_millis() + 1000;
+    assert_eq!(store::prune_history(&mut lock, later, 3).unwrap(), 3);
+    assert_eq!(store::prune_history(&mut lock, later, 3).unwrap(), 1);
+    assert!(
+        store::history(s.client(), &q, None, None, 10)
+            .unwrap()
+            .is_empty()
+    );
+}
