@@ -40,4 +40,10 @@ pub trait Failure: std::error::Error {
     fn hint(&self) -> Option<String> {
         None
     }
+
+    /// Lines printed as they are between the `error:` line and the hint (each problem of a
+    /// refused plan after the first).
+    fn more(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use hookq::Failure as _;
 use hookq::exec::ExecError;
 use hookq::failure::code;
 use hookq::queue::config::ConfigError;
@@ -114,25 +115,14 @@ impl Error {
             },
             Error::Locked { .. } | Error::Stopped(_) => code::LOCKED,
             Error::Lock(_) | Error::Exec(_) | Error::Io { .. } => code::FAILURE,
-            Error::Lifecycle(e) => lifecycle_code(e),
+            Error::Lifecycle(e) => e.exit_code(),
         }
     }
 
     /// A line of advice, where one helps.
     pub fn hint(&self) -> Option<String> {
-        use hookq::lifecycle::Error as L;
-        use hookq::lifecycle::workspace::FindError;
         match self {
-            Error::Lifecycle(L::Find(FindError::Missing { .. })) => {
-                Some("run `hookq worktree init` in a workspace folder, or run inside a git repository (standalone mode)".into())
-            }
-            Error::Lifecycle(L::Find(FindError::Config(_))) => {
-                Some("nothing was changed and no hook ran; `hookq worktree hooks` checks the config".into())
-            }
-            Error::Lifecycle(L::Refused(_)) => Some(
-                "nothing was changed and no hook ran; `hookq worktree hooks` shows every hook and where it comes from".into(),
-            ),
-            Error::Lifecycle(L::Busy(_)) => Some("wait for it to finish, then try again".into()),
+            Error::Lifecycle(e) => e.hint(),
             Error::NotFound(m) if m.starts_with("no hookq workspace") => {
                 Some("run `hookq init` in the repository root, or pass -C DIR".into())
             }
@@ -165,38 +155,16 @@ impl Error {
     }
 
     /// Prints `error: …` (and `hint: …`) on stderr and returns the exit code.
-    ///
-    /// A refused worktree plan lists every problem, one line each, after the first.
     pub fn report(&self) -> ExitCode {
         errln!("error: {self}");
-        if let Error::Lifecycle(hookq::lifecycle::Error::Refused(problems)) = self {
-            for p in problems.iter().skip(1) {
-                errln!("error: {}", p.message);
+        if let Error::Lifecycle(e) = self {
+            for line in e.more() {
+                errln!("{line}");
             }
         }
         if let Some(h) = self.hint() {
             errln!("hint: {h}");
         }
         ExitCode::from(self.exit_code())
-    }
-}
-
-/// The exit code of a worktree lifecycle failure.
-fn lifecycle_code(e: &hookq::lifecycle::Error) -> u8 {
-    use hookq::lifecycle::workspace::FindError;
-    use hookq::lifecycle::{Error as L, FailureKind};
-    match e {
-        L::Find(FindError::Config(_)) => code::CONFIG,
-        L::Find(FindError::Missing { .. }) | L::NotFound(_) => code::NOT_FOUND,
-        L::Find(f) if f.start_missing() => code::NOT_FOUND,
-        L::Find(_) | L::State(_) => code::FAILURE,
-        L::Usage(_) => code::USAGE,
-        L::Refused(_) => code::PREFLIGHT,
-        L::Git(_) => code::GIT_FAILED,
-        L::Busy(_) => code::LOCKED,
-        L::Failed { kind, .. } => match kind {
-            FailureKind::Hook | FailureKind::Stopped => code::HOOK_FAILED,
-            FailureKind::Git | FailureKind::Removal => code::GIT_FAILED,
-        },
     }
 }

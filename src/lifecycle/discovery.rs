@@ -113,8 +113,15 @@ pub struct SourcedCommand {
     pub source: Source,
 }
 
+/// A hook serializes as a preview shows it: its identity and source, never its text.
+impl serde::Serialize for SourcedCommand {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        super::ledger::PreviewJson::of(self).serialize(s)
+    }
+}
+
 /// A location whose hook cannot run; the plan is refused before any change.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Problem {
     /// A stable code: `inline_file_ambiguity`, `interpreter_unavailable`, `hook_invalid`,
     /// `path_exists`, `branch_checked_out`, `bad_base`, `not_a_repository`.

@@ -1,12 +1,20 @@
-//! Why a lifecycle command stopped before or while it worked. Each has a stable code that the
-//! JSON error object carries.
+//! Why a lifecycle command stopped before or while it worked. Each has an exit code and a
+//! stable code that the JSON error object carries; a failure that ran part of its plan carries
+//! what it did (the ledger, the rollback, the removals) for the JSON error's details.
 
 use std::path::PathBuf;
 
-use super::discovery::Problem;
+use serde::Serialize;
+
+use super::discovery::{Problem, SourcedCommand};
 use super::git::GitError;
 use super::journal::StateError;
+use super::ledger::Ledger;
+use super::remove::Removal;
+use super::rollback::RollbackReport;
 use super::workspace::FindError;
+use super::worktrees::HookListing;
+use crate::failure::{Failure, code};
 
 /// How a command that ran its plan failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +27,55 @@ pub enum FailureKind {
     Removal,
     /// A stop (SIGINT, SIGTERM) ended the command (create rolled back).
     Stopped,
+}
+
+impl FailureKind {
+    fn code(self) -> &'static str {
+        match self {
+            FailureKind::Hook => "hook_failed",
+            FailureKind::Git => "git_failed",
+            FailureKind::Removal => "removal_failed",
+            FailureKind::Stopped => "stopped",
+        }
+    }
+
+    fn exit_code(self) -> u8 {
+        match self {
+            FailureKind::Hook | FailureKind::Stopped => code::HOOK_FAILED,
+            FailureKind::Git | FailureKind::Removal => code::GIT_FAILED,
+        }
+    }
+}
+
+/// A create that failed after it started: what it did, and what its rollback undid.
+#[derive(Debug, Clone)]
+pub struct CreateFailure {
+    /// How it failed.
+    pub kind: FailureKind,
+    /// Why, for people: `hook post-create.web (repository, web) exited with 3`.
+    pub why: String,
+    /// The branch.
+    pub branch: String,
+    /// Every evaluated hook (those not reached are skipped).
+    pub ledger: Ledger,
+    /// What the rollback undid, and the steps of it that failed.
+    pub rollback: RollbackReport,
+}
+
+/// A remove that ran and failed: a pre-remove hook aborted it, a worktree was not removed, or
+/// a post-remove hook failed.
+#[derive(Debug, Clone)]
+pub struct RemoveFailure {
+    /// How it failed.
+    pub kind: FailureKind,
+    /// Why, for people.
+    pub why: String,
+    /// The branch asked for.
+    pub branch: String,
+    /// Every evaluated hook.
+    pub ledger: Ledger,
+    /// Each target's removal.
+    pub removals: Vec<Removal>,
 }
 
 /// A lifecycle command's failure.
@@ -34,8 +91,11 @@ pub enum Error {
     #[error("{0}")]
     NotFound(String),
     /// The plan was refused before any change.
-    #[error("{}{}", .0.first().map(|p| p.message.as_str()).unwrap_or("refused"), if .0.len() > 1 { format!(" (and {} more problem(s))", .0.len() - 1) } else { String::new() })]
+    #[error("{}", refused(.0))]
     Refused(Vec<Problem>),
+    /// The inspector found what would refuse a command.
+    #[error("{}", refused(&.0.problems))]
+    Inspected(Box<HookListing>),
     /// A git query during planning failed.
     #[error(transparent)]
     Git(#[from] GitError),
@@ -45,14 +105,82 @@ pub enum Error {
     /// The state folder (lock, journal) failed.
     #[error(transparent)]
     State(#[from] StateError),
-    /// The plan ran and failed.
-    #[error("{message}")]
-    Failed {
-        /// How.
-        kind: FailureKind,
-        /// What the user sees after `error: `.
-        message: String,
+    /// `init` inside a repository that works without a config, with no repositories below it.
+    #[error(
+        "{} is inside the git repository {}, which works without a config (standalone mode: \
+         its hooks are ~/.arashi/hooks/{name}/<lifecycle>.sh and ~/.arashi/hooks/<lifecycle>.sh); \
+         `hookq worktree init` writes a workspace config listing repositories, so run it in the \
+         folder that holds them; nothing was written",
+        start.display(),
+        repository.display()
+    )]
+    InitInRepository {
+        /// Where `init` was run.
+        start: PathBuf,
+        /// The repository's main root.
+        repository: PathBuf,
+        /// Its name (the main root's directory name).
+        name: String,
     },
+    /// A file or folder could not be used.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A create failed after it started, and was rolled back.
+    #[error("create of branch {} failed: {}; {}", .0.branch, .0.why, rolled(&.0.rollback))]
+    Create(Box<CreateFailure>),
+    /// A remove ran and failed.
+    #[error("remove of branch {} failed: {}", .0.branch, .0.why)]
+    Remove(Box<RemoveFailure>),
+}
+
+fn refused(problems: &[Problem]) -> String {
+    let first = problems.first().map_or("refused", |p| p.message.as_str());
+    if problems.len() > 1 {
+        format!("{first} (and {} more problem(s))", problems.len() - 1)
+    } else {
+        first.to_string()
+    }
+}
+
+fn rolled(r: &RollbackReport) -> String {
+    if r.warnings.is_empty() {
+        "everything it made was rolled back".to_string()
+    } else {
+        format!("rolled back with {} warning(s)", r.warnings.len())
+    }
+}
+
+/// What a failure's JSON error object carries besides its code and message.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Details {
+    /// Every evaluated hook (empty when none ran).
+    pub hook_outcomes: Ledger,
+    /// The rollback steps that failed.
+    pub rollback_warnings: Vec<String>,
+    /// The warnings printed before the failure (the command fills these in: it saw them as
+    /// [`Notice`](super::Notice)s).
+    pub warnings: Vec<String>,
+    /// A refused plan's problems.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problems: Option<Vec<Problem>>,
+    /// What a failed create's rollback undid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rolled_back: Option<Vec<String>>,
+    /// A failed remove's removals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removals: Option<Vec<Removal>>,
+    /// The inspector's hooks, when it found problems.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<Vec<SourcedCommand>>,
 }
 
 impl Error {
@@ -62,20 +190,94 @@ impl Error {
             Error::Find(FindError::Config(_)) => "config_invalid",
             Error::Find(FindError::Missing { .. }) | Error::NotFound(_) => "not_found",
             Error::Find(f) if f.start_missing() => "not_found",
-            Error::Find(_) | Error::State(_) => "io_failed",
-            Error::Usage(_) => "usage",
-            Error::Refused(problems) => match problems.first() {
-                Some(first) if problems.iter().all(|p| p.code == first.code) => first.code,
-                _ => "preflight_failed",
-            },
+            Error::Find(_) | Error::State(_) | Error::Io { .. } => "io_failed",
+            Error::Usage(_) | Error::InitInRepository { .. } => "usage",
+            Error::Refused(problems) => problems_code(problems),
+            Error::Inspected(l) => problems_code(&l.problems),
             Error::Git(_) => "git_failed",
             Error::Busy(_) => "busy",
-            Error::Failed { kind, .. } => match kind {
-                FailureKind::Hook => "hook_failed",
-                FailureKind::Git => "git_failed",
-                FailureKind::Removal => "removal_failed",
-                FailureKind::Stopped => "stopped",
-            },
+            Error::Create(f) => f.kind.code(),
+            Error::Remove(f) => f.kind.code(),
         }
+    }
+
+    /// The problems of a refused plan (empty for any other failure).
+    pub fn problems(&self) -> &[Problem] {
+        match self {
+            Error::Refused(p) => p,
+            Error::Inspected(l) => &l.problems,
+            _ => &[],
+        }
+    }
+
+    /// What the JSON error object carries besides the code and message.
+    pub fn details(&self) -> Details {
+        let mut d = Details::default();
+        match self {
+            Error::Refused(p) => d.problems = Some(p.clone()),
+            Error::Inspected(l) => {
+                d.problems = Some(l.problems.clone());
+                d.hooks = Some(l.hooks.clone());
+            }
+            Error::Create(f) => {
+                d.hook_outcomes = f.ledger.clone();
+                d.rollback_warnings = f.rollback.warnings.clone();
+                d.rolled_back = Some(f.rollback.done.clone());
+            }
+            Error::Remove(f) => {
+                d.hook_outcomes = f.ledger.clone();
+                d.removals = Some(f.removals.clone());
+            }
+            _ => {}
+        }
+        d
+    }
+}
+
+fn problems_code(problems: &[Problem]) -> &'static str {
+    match problems.first() {
+        Some(first) if problems.iter().all(|p| p.code == first.code) => first.code,
+        _ => "preflight_failed",
+    }
+}
+
+impl Failure for Error {
+    fn exit_code(&self) -> u8 {
+        match self {
+            Error::Find(FindError::Config(_)) => code::CONFIG,
+            Error::Find(FindError::Missing { .. }) | Error::NotFound(_) => code::NOT_FOUND,
+            Error::Find(f) if f.start_missing() => code::NOT_FOUND,
+            Error::Find(_) | Error::State(_) | Error::Io { .. } => code::FAILURE,
+            Error::Usage(_) | Error::InitInRepository { .. } => code::USAGE,
+            Error::Refused(_) | Error::Inspected(_) => code::PREFLIGHT,
+            Error::Git(_) => code::GIT_FAILED,
+            Error::Busy(_) => code::LOCKED,
+            Error::Create(f) => f.kind.exit_code(),
+            Error::Remove(f) => f.kind.exit_code(),
+        }
+    }
+
+    fn hint(&self) -> Option<String> {
+        match self {
+            Error::Find(FindError::Missing { .. }) => Some(
+                "run `hookq worktree init` in a workspace folder, or run inside a git repository (standalone mode)".into(),
+            ),
+            Error::Find(FindError::Config(_)) => Some(
+                "nothing was changed and no hook ran; `hookq worktree hooks` checks the config".into(),
+            ),
+            Error::Refused(_) | Error::Inspected(_) => Some(
+                "nothing was changed and no hook ran; `hookq worktree hooks` shows every hook and where it comes from".into(),
+            ),
+            Error::Busy(_) => Some("wait for it to finish, then try again".into()),
+            _ => None,
+        }
+    }
+
+    fn more(&self) -> Vec<String> {
+        self.problems()
+            .iter()
+            .skip(1)
+            .map(|p| format!("error: {}", p.message))
+            .collect()
     }
 }

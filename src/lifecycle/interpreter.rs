@@ -47,6 +47,7 @@ pub fn find_bash(
 /// the line number is kept of what Bash says. `extglob` is on for the check, so a snippet that
 /// turns it on itself is not refused. A Bash that cannot be started here is left for the run
 /// to report.
+#[cfg(test)]
 pub fn syntax_problem(bash: &Path, snippet: &Snippet) -> Option<String> {
     SyntaxCheck::start(bash, snippet)?.problem()
 }
