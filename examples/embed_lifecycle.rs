@@ -61,7 +61,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         stop: &stop,
     };
 
-    let listing = wt.hooks();
+    let listing = wt.hooks()?;
     println!("== hooks: {}", serde_json::to_string_pretty(&listing)?);
 
     let req = CreateRequest {

@@ -218,6 +218,55 @@ fn the_inspector_shows_each_hook_by_scope_and_source_without_running_it() {
 }
 
 #[test]
+fn the_inspector_refuses_what_create_refuses_and_lists_an_ambiguous_location() {
+    // A repository path naming no folder: create refuses it (exit 9), so must the inspector.
+    let w = Ws::configured(
+        &["web"],
+        Some(r#"{"repos": {"web": {"path": "repos/web"}, "api": {"path": "repos/api"}}}"#),
+    );
+    w.run(&["worktree", "create", "x"]).expect(9);
+    let out = w.run(&["worktree", "hooks"]);
+    out.expect(9);
+    assert!(
+        out.stderr.contains("repository api") && out.stderr.contains("does not exist"),
+        "{}",
+        out.stderr
+    );
+    let j = w.run(&["worktree", "hooks", "--json"]).json();
+    assert_eq!(j["error"]["code"], "not_a_repository");
+
+    // An inline pre-create and .arashi/hooks/pre-create.sh: both are listed, marked.
+    let w = Ws::configured(
+        &["web"],
+        Some(&format!(
+            r#"{{"repos": {{"web": {{"path": "repos/web"}}}}, "hooks": {{"scripts": {{"pre-create": {}}}}}}}"#,
+            q(&inline("true"))
+        )),
+    );
+    w.native(".arashi/hooks/pre-create.sh", "true\n");
+    w.run(&["worktree", "create", "x"]).expect(9);
+    let out = w.run(&["worktree", "hooks"]);
+    out.expect(9);
+    let rows: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("pre-create"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", out.stdout);
+    assert!(
+        rows.iter().all(|r| r.contains("ambiguous")),
+        "{}",
+        out.stdout
+    );
+    let j = w.run(&["worktree", "hooks", "--json"]).json();
+    assert_eq!(j["error"]["code"], "inline_file_ambiguity");
+    let hooks = j["error"]["details"]["hooks"].as_array().unwrap();
+    let marked: Vec<_> = hooks.iter().filter(|h| h["ambiguous"] == true).collect();
+    assert_eq!(marked.len(), 2, "{hooks:#?}");
+    assert!(marked.iter().all(|h| h["lifecycle"] == "pre-create"));
+}
+
+#[test]
 fn unknown_keys_in_the_hook_tables_are_config_errors() {
     let w = ws(
         &format!(r#"{{"scripts": {{"precreate": {}}}}}"#, q(&inline("true"))),

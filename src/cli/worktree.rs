@@ -374,7 +374,7 @@ fn removal_lines(removals: &[Removal]) {
 
 fn hooks(ctx: &Ctx, a: HooksArgs, warned: &Warned) -> Result<(), Error> {
     let wt = open(ctx, warned)?;
-    let listing = wt.hooks();
+    let listing = wt.hooks()?;
     let refusal = listing.refusal();
     if a.json {
         if refusal.is_none() {
@@ -397,13 +397,18 @@ fn hooks(ctx: &Ctx, a: HooksArgs, warned: &Warned) -> Result<(), Error> {
         let rows: Vec<Vec<String>> = listing
             .hooks
             .iter()
-            .map(|h| {
+            .map(|l| {
+                let h = &l.hook;
                 vec![
                     h.lifecycle.to_string(),
                     h.scope.to_string(),
                     h.target.clone().unwrap_or_else(|| "-".into()),
                     h.name.clone(),
-                    h.source.describe(),
+                    if l.ambiguous {
+                        format!("{} (ambiguous: neither runs)", h.source.describe())
+                    } else {
+                        h.source.describe()
+                    },
                 ]
             })
             .collect();

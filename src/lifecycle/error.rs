@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::discovery::{Problem, SourcedCommand};
+use super::discovery::{Listed, Problem};
 use super::git::GitError;
 use super::journal::StateError;
 use super::ledger::Ledger;
@@ -180,7 +180,7 @@ pub struct Details {
     pub removals: Option<Vec<Removal>>,
     /// The inspector's hooks, when it found problems.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub hooks: Option<Vec<SourcedCommand>>,
+    pub hooks: Option<Vec<Listed>>,
 }
 
 impl Error {

@@ -37,7 +37,7 @@ pub mod workspace;
 pub mod worktrees;
 
 pub use config::{Config, ConfigError};
-pub use discovery::{Problem, Source, SourcedCommand};
+pub use discovery::{Listed, Problem, Source, SourcedCommand};
 pub use error::{CreateFailure, Details, Error, FailureKind, RemoveFailure};
 pub use git::GitError;
 pub use hook::RunOptions;

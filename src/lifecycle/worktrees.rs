@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::create::{self, RunOptions};
-use super::discovery::{Problem, SourcedCommand};
+use super::discovery::{Listed, Problem, SourcedCommand};
 use super::error::{CreateFailure, Error, RemoveFailure};
 use super::init::{self, InitFile};
 use super::inspect;
@@ -142,8 +142,8 @@ pub struct HookListing {
     /// Each hook's timeout, in milliseconds.
     pub timeout_ms: u64,
     /// Create hooks (for every repository), then remove hooks (for every repository), in the
-    /// order each command runs them.
-    pub hooks: Vec<SourcedCommand>,
+    /// order each command runs them; both candidates of an ambiguous location, marked.
+    pub hooks: Vec<Listed>,
     /// What would refuse a command (empty: nothing).
     pub problems: Vec<Problem>,
     /// Warnings: a dead create rolled back first.
@@ -337,11 +337,14 @@ impl Worktrees {
     }
 
     /// Every hook each lifecycle would run, by scope and source, the Bash and the timeout,
-    /// and every problem that would refuse a command ([`HookListing::refusal`]). Runs nothing.
-    pub fn hooks(&self) -> HookListing {
+    /// and every problem that would make a create or remove refuse before any change
+    /// ([`HookListing::refusal`]): a repository that is not there, an ambiguous location, no
+    /// Bash, a hook path that is not a file, an inline hook Bash cannot parse. Runs nothing.
+    /// An invalid config is an error here as it is for every command.
+    pub fn hooks(&self) -> Result<HookListing, Error> {
         let warnings = self.recover_if_idle();
-        let found = inspect::inspect(&self.ws);
-        HookListing {
+        let found = inspect::inspect(&self.ws)?;
+        Ok(HookListing {
             workspace: self.place(),
             config: self.ws.config().map(|c| c.path.clone()),
             bash: found.bash,
@@ -349,7 +352,7 @@ impl Worktrees {
             hooks: found.hooks,
             problems: found.problems,
             warnings,
-        }
+        })
     }
 
     /// Writes what is missing in the workspace found from `start`: in a configured workspace,
