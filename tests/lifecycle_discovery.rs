@@ -267,6 +267,46 @@ fn the_inspector_refuses_what_create_refuses_and_lists_an_ambiguous_location() {
 }
 
 #[test]
+fn a_misspelt_key_outside_the_hook_tables_is_warned_about_at_its_path() {
+    let w = Ws::configured(
+        &["web", "api"],
+        Some(&format!(
+            r#"{{"repos": {{"web": {{"path": "repos/web"}},
+                 "api": {{"path": "repos/api", "hook": {{"post-create": {}}}}}}},
+                "hook": {{"scripts": {{"pre-create": "exit 1"}}}},
+                "editor": "vim"}}"#,
+            q(&inline("true"))
+        )),
+    );
+    let config = w.root.join(".arashi/config.json");
+    for args in [
+        &["worktree", "hooks"][..],
+        &["worktree", "create", "x", "--dry-run"],
+        &["worktree", "init"],
+    ] {
+        let out = w.run(args);
+        out.expect(0);
+        for (key, mean) in [
+            ("hook", " (did you mean hooks?)"),
+            ("repos.api.hook", " (did you mean repos.api.hooks?)"),
+            ("editor", ""),
+        ] {
+            let line = format!(
+                "warning: {}: {key}: unknown key, ignored{mean}\n",
+                config.display()
+            );
+            assert!(
+                out.stderr.contains(&line),
+                "{args:?}: no {line:?} in:\n{}",
+                out.stderr
+            );
+        }
+    }
+    // The ignored hooks stay ignored: the create runs neither.
+    w.run(&["worktree", "create", "x"]).expect(0);
+}
+
+#[test]
 fn unknown_keys_in_the_hook_tables_are_config_errors() {
     let w = ws(
         &format!(r#"{{"scripts": {{"precreate": {}}}}}"#, q(&inline("true"))),

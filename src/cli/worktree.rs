@@ -427,6 +427,7 @@ fn hooks(ctx: &Ctx, a: HooksArgs, warned: &Warned) -> Result<(), Error> {
 fn init(ctx: &Ctx, a: InitArgs) -> Result<(), Error> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let done = Worktrees::init(ctx.start(), home)?;
+    warn_all(&done.warnings);
     if a.json {
         return json_ok("worktree init", &done);
     }

@@ -164,6 +164,9 @@ pub struct Initialized {
     pub root: PathBuf,
     /// Every file it looked at.
     pub files: Vec<InitFile>,
+    /// Warnings: the keys an existing config holds that hookq ignores.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// What a remove is asked for.
@@ -220,17 +223,32 @@ impl Worktrees {
         }
     }
 
+    /// The config's warnings (keys it ignores), told as notices.
+    fn config_warnings(&self) -> Vec<String> {
+        let warnings = self
+            .ws
+            .config()
+            .map(|c| c.warnings.clone())
+            .unwrap_or_default();
+        self.warn_all(&warnings);
+        warnings
+    }
+
     /// Takes the workspace's lock and rolls back a dead create first.
     fn lock(&self) -> Result<(StateLock, Vec<String>), Error> {
-        let (lock, warnings) = session::acquire(&self.ws)?;
-        self.warn_all(&warnings);
+        let mut warnings = self.config_warnings();
+        let (lock, recovered) = session::acquire(&self.ws)?;
+        self.warn_all(&recovered);
+        warnings.extend(recovered);
         Ok((lock, warnings))
     }
 
     /// Rolls back a dead create when no command is working (for what changes nothing).
     fn recover_if_idle(&self) -> Vec<String> {
-        let warnings = session::recover_if_idle(&self.ws);
-        self.warn_all(&warnings);
+        let mut warnings = self.config_warnings();
+        let recovered = session::recover_if_idle(&self.ws);
+        self.warn_all(&recovered);
+        warnings.extend(recovered);
         warnings
     }
 
@@ -367,8 +385,10 @@ impl Worktrees {
                 source,
             })
         };
+        let mut warnings = Vec::new();
         let (root, configured) = match Workspace::discover(start, home) {
             Ok(ws) if ws.config().is_some() => {
+                warnings = ws.config().map(|c| c.warnings.clone()).unwrap_or_default();
                 let names: Vec<String> = ws.repos().into_iter().map(|r| r.name).collect();
                 (ws.root, Some(names))
             }
@@ -397,7 +417,11 @@ impl Worktrees {
             path: e.path,
             source: e.source,
         })?;
-        Ok(Initialized { root, files })
+        Ok(Initialized {
+            root,
+            files,
+            warnings,
+        })
     }
 }
 
