@@ -356,6 +356,29 @@ fn init_inside_a_standalone_repository_writes_nothing() {
 }
 
 #[test]
+fn init_in_a_folder_without_repositories_says_so_and_writes_nothing() {
+    let w = Ws::bare();
+    std::fs::create_dir_all(w.root.join("repos/notes")).unwrap();
+    let out = w.run(&["worktree", "init"]);
+    out.expect(2);
+    assert!(
+        out.stderr.contains("no git repository")
+            && out.stderr.contains(&format!("{}/repos", w.root.display()))
+            && out.stderr.contains("nothing was written"),
+        "{}",
+        out.stderr
+    );
+    assert!(!w.root.join(".arashi").exists());
+    let out = w.run(&["worktree", "init", "--json"]);
+    out.expect(2);
+    assert_eq!(out.json()["error"]["code"], "usage");
+    // Once a repository is there, init lists it.
+    lifecycle_common::make_repo(&w.root.join("repos/web"), 1);
+    w.run(&["worktree", "init"]).expect(0);
+    w.run(&["worktree", "create", "x"]).expect(0);
+}
+
+#[test]
 fn init_writes_a_skeleton_and_inert_examples_and_never_overwrites() {
     let w = Ws::bare();
     lifecycle_common::make_repo(&w.root.join("repos/web"), 1);

@@ -122,6 +122,18 @@ pub enum Error {
         /// Its name (the main root's directory name).
         name: String,
     },
+    /// `init` found no repository to list in a new config.
+    #[error(
+        "no git repository found in {} or {}: `hookq worktree init` lists the git checkouts \
+         directly in the folder it runs in and in its repos/ folder; clone or move them there, \
+         or run it in the folder that holds them; nothing was written",
+        root.display(),
+        root.join("repos").display()
+    )]
+    NoRepositories {
+        /// The folder `init` ran in.
+        root: PathBuf,
+    },
     /// A file or folder could not be used.
     #[error("{what} {}: {source}", path.display())]
     Io {
@@ -191,7 +203,9 @@ impl Error {
             Error::Find(FindError::Missing { .. }) | Error::NotFound(_) => "not_found",
             Error::Find(f) if f.start_missing() => "not_found",
             Error::Find(_) | Error::State(_) | Error::Io { .. } => "io_failed",
-            Error::Usage(_) | Error::InitInRepository { .. } => "usage",
+            Error::Usage(_) | Error::InitInRepository { .. } | Error::NoRepositories { .. } => {
+                "usage"
+            }
             Error::Refused(problems) => problems_code(problems),
             Error::Inspected(l) => problems_code(&l.problems),
             Error::Git(_) => "git_failed",
@@ -248,7 +262,9 @@ impl Failure for Error {
             Error::Find(FindError::Missing { .. }) | Error::NotFound(_) => code::NOT_FOUND,
             Error::Find(f) if f.start_missing() => code::NOT_FOUND,
             Error::Find(_) | Error::State(_) | Error::Io { .. } => code::FAILURE,
-            Error::Usage(_) | Error::InitInRepository { .. } => code::USAGE,
+            Error::Usage(_) | Error::InitInRepository { .. } | Error::NoRepositories { .. } => {
+                code::USAGE
+            }
             Error::Refused(_) | Error::Inspected(_) => code::PREFLIGHT,
             Error::Git(_) => code::GIT_FAILED,
             Error::Busy(_) => code::LOCKED,

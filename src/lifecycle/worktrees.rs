@@ -412,6 +412,10 @@ impl Worktrees {
             Err(FindError::Missing { .. }) => (canonical()?, None),
             Err(e) => return Err(e.into()),
         };
+        // A config listing no repository would leave every command failing.
+        if configured.is_none() && init::find_repos(&root).is_empty() {
+            return Err(Error::NoRepositories { root });
+        }
         let files = init::init(&root, configured.as_deref()).map_err(|e| Error::Io {
             what: "cannot write",
             path: e.path,
