@@ -18,7 +18,7 @@ pub mod code {
     /// or on a full disk.
     pub const DATABASE: u8 = 5;
     /// `run --wait` ran out before the runner lock was free; another `hookq worktree`
-    /// command holds the workspace's lifecycle lock.
+    /// command held the workspace's lifecycle lock until the wait for it ran out.
     pub const LOCKED: u8 = 6;
     /// A worktree lifecycle hook failed or timed out, or a stop ended the command: a create
     /// was rolled back, a remove aborted or finished with failures.

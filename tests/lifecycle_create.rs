@@ -447,8 +447,10 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
 }
 
 #[test]
-fn a_second_command_is_refused_while_one_works() {
-    let ws = recording_ws("sleep 3");
+fn a_second_command_is_refused_while_one_works_when_it_may_not_wait() {
+    let mut ws = recording_ws("sleep 3");
+    ws.env
+        .push(("HOOKQ_WORKTREE_LOCK_WAIT_MS".into(), "0".into()));
     let mut first = ws
         .command(&ws.root, &["worktree", "create", "slow"])
         .stdin(std::process::Stdio::null())
@@ -472,6 +474,50 @@ fn a_second_command_is_refused_while_one_works() {
     ws.run(&["worktree", "hooks"]).expect(0);
     assert!(first.wait().unwrap().success());
     assert!(ws.root.join("worktrees/web/slow").exists());
+}
+
+#[test]
+fn creates_started_together_wait_for_each_other_and_all_succeed() {
+    // Parallel agents each making their own worktree: the workspace post-create is slow
+    // enough that the four overlap.
+    let ws = recording_ws("sleep 1");
+    let branches = ["a1", "a2", "a3", "a4"];
+    let children: Vec<_> = branches
+        .iter()
+        .map(|b| {
+            ws.command(&ws.root, &["worktree", "create", b])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut waited = 0;
+    for (b, child) in branches.iter().zip(children) {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "create {b}: {stderr}");
+        for repo in ["web", "api"] {
+            assert!(
+                ws.root.join("worktrees").join(repo).join(b).is_dir(),
+                "{b} {repo}"
+            );
+        }
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("waiting for"))
+            .collect();
+        assert!(lines.len() <= 1, "{stderr}");
+        if let Some(line) = lines.first() {
+            assert!(
+                line.contains("create of branch") && line.contains("hookq-worktree/lock"),
+                "{line}"
+            );
+            waited += 1;
+        }
+    }
+    assert!(waited >= 1, "none of the four waited: they did not overlap");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use serde::Serialize;
@@ -141,20 +142,48 @@ impl Warned {
     }
 }
 
-/// The workspace's lifecycle, printing each warning as it comes.
+/// The workspace's lifecycle, printing each warning as it comes. `HOOKQ_WORKTREE_LOCK_WAIT_MS`
+/// bounds how long a create or remove waits for another one to finish.
 fn open(ctx: &Ctx, warned: &Warned) -> Result<Worktrees, Error> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
+    let wait = match std::env::var_os("HOOKQ_WORKTREE_LOCK_WAIT_MS") {
+        None => lifecycle::worktrees::DEFAULT_LOCK_WAIT,
+        Some(v) => v
+            .to_str()
+            .and_then(|s| s.parse().ok())
+            .filter(|ms| *ms <= 86_400_000)
+            .map(Duration::from_millis)
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "HOOKQ_WORKTREE_LOCK_WAIT_MS={v:?}: expected milliseconds from 0 to 86400000"
+                ))
+            })?,
+    };
     let warned = warned.clone();
-    Ok(Worktrees::discover(ctx.start(), home)?.on_notice(move |n| {
-        if let Notice::Warning(w) = n {
-            errln!("warning: {w}");
-            warned
-                .0
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(w.to_string());
-        }
-    }))
+    let wt = Worktrees::discover(ctx.start(), home)?
+        .lock_wait(wait)
+        .on_notice(move |n| match n {
+            Notice::Warning(w) => {
+                errln!("warning: {w}");
+                warned
+                    .0
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(w.to_string());
+            }
+            Notice::Waiting {
+                holder,
+                lock,
+                bound,
+            } => errln!(
+                "hookq: waiting for another `hookq worktree` command in this workspace to finish{} (lock {}; at most {} s)",
+                holder.map(|h| format!(": {h}")).unwrap_or_default(),
+                lock.display(),
+                bound.as_secs()
+            ),
+            _ => {}
+        });
+    Ok(wt)
 }
 
 /// Prints `{"ok": true, "command": …, "data": …}`.

@@ -5,6 +5,7 @@
 //! wording of every failure live here; the command line only prints.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -20,15 +21,32 @@ use super::point::ModeKind;
 use super::remove::{self, Removal};
 use super::session;
 use super::workspace::{FindError, Mode, Workspace};
+use crate::exec::Stop;
 
 /// Something a command wants its user to know while it works, before its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Notice<'a> {
     /// A warning: a create that was killed before it finished was rolled back, or a step of
-    /// that rollback failed.
+    /// that rollback failed, or the config holds a key hookq ignores.
     Warning(&'a str),
+    /// Another command holds the workspace's lock: this one waits for it (told once).
+    Waiting {
+        /// What the holder said it is doing (`create of branch x (pid 12)`), when it said.
+        holder: Option<&'a str>,
+        /// The lock file.
+        lock: &'a Path,
+        /// How long this command waits at most.
+        bound: Duration,
+    },
 }
+
+/// How long a command waits at most for another one to free the workspace's lock, unless
+/// [`Worktrees::lock_wait`] says otherwise.
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(600);
+
+/// How often a waiting command tries the lock again.
+const LOCK_POLL: Duration = Duration::from_millis(50);
 
 type NoticeFn = dyn Fn(Notice<'_>) + Send + Sync;
 
@@ -37,6 +55,7 @@ type NoticeFn = dyn Fn(Notice<'_>) + Send + Sync;
 pub struct Worktrees {
     ws: Workspace,
     notice: Box<NoticeFn>,
+    lock_wait: Duration,
 }
 
 impl std::fmt::Debug for Worktrees {
@@ -195,7 +214,16 @@ impl Worktrees {
         Worktrees {
             ws,
             notice: Box::new(|_| {}),
+            lock_wait: DEFAULT_LOCK_WAIT,
         }
+    }
+
+    /// How long a create or remove waits for another one working in the same workspace to
+    /// finish ([`DEFAULT_LOCK_WAIT`]; zero: not at all) before it fails with [`Error::Busy`].
+    #[must_use]
+    pub fn lock_wait(mut self, bound: Duration) -> Self {
+        self.lock_wait = bound;
+        self
     }
 
     /// Calls `f` with each [`Notice`] as it happens (by default they are only in the results).
@@ -234,10 +262,31 @@ impl Worktrees {
         warnings
     }
 
-    /// Takes the workspace's lock and rolls back a dead create first.
-    fn lock(&self) -> Result<(StateLock, Vec<String>), Error> {
+    /// Takes the workspace's lock, waiting for another command that holds it (at most
+    /// `lock_wait`, or until `stop` asks to stop), rolls back a dead create first, and says in
+    /// the lock file what this command does.
+    fn lock(&self, what: &str, stop: &Stop) -> Result<(StateLock, Vec<String>), Error> {
         let mut warnings = self.config_warnings();
-        let (lock, recovered) = session::acquire(&self.ws)?;
+        let deadline = Instant::now() + self.lock_wait;
+        let mut told = false;
+        let (lock, recovered) = loop {
+            match session::acquire(&self.ws) {
+                Err(Error::Busy(path)) if Instant::now() < deadline && !stop.graceful() => {
+                    if !told {
+                        told = true;
+                        let holder = StateLock::holder(&self.ws.state_dir);
+                        (self.notice)(Notice::Waiting {
+                            holder: holder.as_deref(),
+                            lock: &path,
+                            bound: self.lock_wait,
+                        });
+                    }
+                    std::thread::sleep(LOCK_POLL);
+                }
+                other => break other?,
+            }
+        };
+        lock.describe(what);
         self.warn_all(&recovered);
         warnings.extend(recovered);
         Ok((lock, warnings))
@@ -271,7 +320,7 @@ impl Worktrees {
                 cleanup_warnings: Vec::new(),
             });
         }
-        let (lock, warnings) = self.lock()?;
+        let (lock, warnings) = self.lock(&format!("create of branch {}", req.branch), opts.stop)?;
         let plan = CreatePlan::build(&self.ws, req)?;
         let report = create::create(&self.ws, &plan, &lock, opts)?;
         drop(lock);
@@ -308,7 +357,7 @@ impl Worktrees {
         let (lock, warnings) = if req.dry_run {
             (None, self.recover_if_idle())
         } else {
-            let (l, w) = self.lock()?;
+            let (l, w) = self.lock(&format!("remove of branch {}", req.branch), opts.stop)?;
             (Some(l), w)
         };
         let plan = RemovePlan::build(&self.ws, &req.branch, &req.repos, req.force)?;
