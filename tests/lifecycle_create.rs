@@ -660,3 +660,87 @@ fn repository_paths_are_checked_before_anything_and_named_by_key() {
     assert_eq!(ws.snapshot(), before);
     assert!(ws.order().is_empty(), "no hook ran");
 }
+
+#[test]
+fn failure_messages_say_what_happened_in_words_once_each() {
+    let ws = Ws::configured(&["web", "api"], None);
+    // A failing workspace pre-create made nothing: nothing to roll back.
+    ws.native(".arashi/hooks/pre-create.sh", "exit 3\n");
+    let out = ws.run(&["worktree", "create", "x"]);
+    out.expect(7);
+    assert!(
+        out.stderr.contains("; nothing was changed\n") && !out.stderr.contains("rolled back"),
+        "{}",
+        out.stderr
+    );
+    std::fs::remove_file(ws.root.join(".arashi/hooks/pre-create.sh")).unwrap();
+
+    // Two problems: each listed once, under one error line; the hint does not send the user
+    // to the hook listing for problems that are not about hooks.
+    for repo in ["web", "api"] {
+        std::fs::create_dir_all(ws.root.join("worktrees").join(repo).join("two")).unwrap();
+    }
+    let out = ws.run(&["worktree", "create", "two"]);
+    out.expect(9);
+    assert_eq!(out.stderr.matches("error:").count(), 1, "{}", out.stderr);
+    assert_eq!(
+        out.stderr.matches("exists already").count(),
+        2,
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("more problem"), "{}", out.stderr);
+    assert!(!out.stderr.contains("worktree hooks"), "{}", out.stderr);
+    let out = ws.run(&["worktree", "create", "three", "--base", "no-such-ref"]);
+    out.expect(9);
+    assert!(out.stderr.contains("no-such-ref"), "{}", out.stderr);
+    assert!(!out.stderr.contains("worktree hooks"), "{}", out.stderr);
+
+    // --json: the failure is the JSON document on stdout, and not said again on stderr.
+    let out = ws.run(&["worktree", "create", "two", "--json"]);
+    out.expect(9);
+    assert_eq!(out.json()["error"]["code"], "path_exists");
+    assert!(!out.stderr.contains("error:"), "{}", out.stderr);
+    assert!(!out.stderr.contains("hint:"), "{}", out.stderr);
+
+    // A human error says it in words; the code stays in JSON.
+    ws.write_config(
+        r#"{"repos": {"web": {"path": "repos/web"}, "api": {"path": "repos/api"}},
+            "hooks": {"interpreters": {"bash": "/nonexistent/bash"}, "scripts": {"pre-create": "true"}}}"#,
+    );
+    let out = ws.run(&["worktree", "create", "four"]);
+    out.expect(9);
+    assert!(
+        !out.stderr.contains("interpreter_unavailable"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("/nonexistent/bash"), "{}", out.stderr);
+    let j = ws.run(&["worktree", "create", "four", "--json"]).json();
+    assert_eq!(j["error"]["code"], "interpreter_unavailable");
+
+    // The inspector's hints do not tell the user to run the inspector.
+    let out = ws.run(&["worktree", "hooks"]);
+    out.expect(9);
+    assert!(
+        !out.stderr.contains("`hookq worktree hooks`"),
+        "{}",
+        out.stderr
+    );
+    ws.write_config(r#"{"repos": {"web": {"path": "repos/web"}}, "hooks": {"timeout": 0}}"#);
+    let out = ws.run(&["worktree", "hooks"]);
+    out.expect(3);
+    assert!(
+        !out.stderr.contains("`hookq worktree hooks`"),
+        "{}",
+        out.stderr
+    );
+
+    // Nor does the queue's config checker tell the user to run it.
+    let repo = ws.repo("web");
+    ws.run_in(&repo, &["init"]).expect(0);
+    std::fs::write(repo.join(".radian/arc/config.toml"), "[hooks\n").unwrap();
+    let out = ws.run_in(&repo, &["check"]);
+    out.expect(3);
+    assert!(!out.stderr.contains("`hookq check`"), "{}", out.stderr);
+}

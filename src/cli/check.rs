@@ -32,7 +32,8 @@ struct Checked<'a> {
 pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let ws = ctx.workspace()?;
     let path = ws.config_path();
-    let cfg = Config::load(&path)?;
+    // The checker's own failure: its hint does not tell the user to run it.
+    let cfg = Config::load(&path).map_err(Error::Checked)?;
     let checked = Checked {
         config: path.display().to_string(),
         hooks: Point::ALL.iter().map(|&p| (p, cfg.hooks(p))).collect(),

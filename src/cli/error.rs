@@ -54,6 +54,13 @@ pub enum Error {
     /// A worktree lifecycle command failed.
     #[error(transparent)]
     Lifecycle(#[from] hookq::lifecycle::Error),
+    /// A failure already printed, as the JSON document on stdout (`--json`): stderr does not
+    /// say it again. The exit code.
+    #[error("the failure was printed as JSON on stdout")]
+    Reported(u8),
+    /// The config `hookq check` validated is invalid.
+    #[error(transparent)]
+    Checked(ConfigError),
     /// Another I/O failure.
     #[error("{what} {}: {source}", path.display())]
     Io {
@@ -116,6 +123,8 @@ impl Error {
             Error::Locked { .. } | Error::Stopped(_) => code::LOCKED,
             Error::Lock(_) | Error::Exec(_) | Error::Io { .. } => code::FAILURE,
             Error::Lifecycle(e) => e.exit_code(),
+            Error::Reported(code) => *code,
+            Error::Checked(_) => code::CONFIG,
         }
     }
 
@@ -126,7 +135,10 @@ impl Error {
             Error::NotFound(m) if m.starts_with("no hookq workspace") => {
                 Some("run `hookq init` in the repository root, or pass -C DIR".into())
             }
-            Error::Config(ConfigError::Read { .. }) => Some("`hookq init` writes a config.toml".into()),
+            Error::Config(ConfigError::Read { .. }) | Error::Checked(ConfigError::Read { .. }) => {
+                Some("`hookq init` writes a config.toml".into())
+            }
+            Error::Checked(_) => Some("no hook runs and nothing pending is cleared until the file is fixed".into()),
             Error::Config(_) => Some("no hook runs and nothing pending is cleared until the file is fixed; `hookq check` validates it".into()),
             Error::Store { source: StoreError::Busy(_), .. } => {
                 Some("another process holds a write transaction; nothing was written, try again".into())
@@ -156,6 +168,9 @@ impl Error {
 
     /// Prints `error: …` (and `hint: …`) on stderr and returns the exit code.
     pub fn report(&self) -> ExitCode {
+        if let Error::Reported(code) = self {
+            return ExitCode::from(*code);
+        }
         errln!("error: {self}");
         if let Error::Lifecycle(e) = self {
             for line in e.more() {

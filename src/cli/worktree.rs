@@ -14,12 +14,12 @@ use serde_json::json;
 use super::app::{Ctx, stop_on_signals};
 use super::output;
 use crate::cli::error::Error;
-use hookq::Stop;
 use hookq::lifecycle::ledger::{PreviewJson, label};
 use hookq::lifecycle::{
     self, CreateRequest, InputPolicy, Ledger, NewWorktree, Notice, Removal, RemoveRequest,
     RollbackReport, RunOptions, Worktrees,
 };
+use hookq::{Failure as _, Stop};
 
 /// The `worktree` subcommands.
 #[derive(Debug, Subcommand)]
@@ -118,18 +118,20 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
         Command::Hooks(a) => hooks(ctx, a, &warned),
         Command::Init(a) => init(ctx, a),
     };
-    if let Err(Error::Lifecycle(e)) = &result
-        && json
-    {
-        let mut details = e.details();
-        details.warnings = warned.take();
-        output::json(&json!({
-            "ok": false,
-            "command": name,
-            "error": { "code": e.code(), "message": e.to_string(), "details": details },
-        }))?;
+    match result {
+        // With --json the failure is the JSON document on stdout, and only there.
+        Err(Error::Lifecycle(e)) if json => {
+            let mut details = e.details();
+            details.warnings = warned.take();
+            output::json(&json!({
+                "ok": false,
+                "command": name,
+                "error": { "code": e.code(), "message": e.message(), "details": details },
+            }))?;
+            Err(Error::Reported(e.exit_code()))
+        }
+        result => result,
     }
-    result
 }
 
 /// The warnings a command printed as it worked, for its JSON error's details.
@@ -144,7 +146,7 @@ impl Warned {
 
 /// The workspace's lifecycle, printing each warning as it comes. `HOOKQ_WORKTREE_LOCK_WAIT_MS`
 /// bounds how long a create or remove waits for another one to finish.
-fn open(ctx: &Ctx, warned: &Warned) -> Result<Worktrees, Error> {
+fn open(ctx: &Ctx, warned: &Warned) -> Result<Worktrees, lifecycle::Error> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let wait = match std::env::var_os("HOOKQ_WORKTREE_LOCK_WAIT_MS") {
         None => lifecycle::worktrees::DEFAULT_LOCK_WAIT,
@@ -154,7 +156,7 @@ fn open(ctx: &Ctx, warned: &Warned) -> Result<Worktrees, Error> {
             .filter(|ms| *ms <= 86_400_000)
             .map(Duration::from_millis)
             .ok_or_else(|| {
-                Error::Usage(format!(
+                lifecycle::Error::Usage(format!(
                     "HOOKQ_WORKTREE_LOCK_WAIT_MS={v:?}: expected milliseconds from 0 to 86400000"
                 ))
             })?,
@@ -402,8 +404,9 @@ fn removal_lines(removals: &[Removal]) {
 }
 
 fn hooks(ctx: &Ctx, a: HooksArgs, warned: &Warned) -> Result<(), Error> {
-    let wt = open(ctx, warned)?;
-    let listing = wt.hooks()?;
+    // The inspector is the config checker: its failures' hints do not send the user to it.
+    let wt = open(ctx, warned).map_err(lifecycle::Error::inspecting)?;
+    let listing = wt.hooks().map_err(lifecycle::Error::inspecting)?;
     let refusal = listing.refusal();
     if a.json {
         if refusal.is_none() {

@@ -130,6 +130,17 @@ pub struct Problem {
     pub message: String,
 }
 
+impl Problem {
+    /// Whether it is about a hook (its location, source or interpreter), which the hook
+    /// listing shows, rather than a repository, path or branch.
+    pub fn is_about_hooks(&self) -> bool {
+        matches!(
+            self.code,
+            "inline_file_ambiguity" | "interpreter_unavailable" | "hook_invalid"
+        )
+    }
+}
+
 /// A hook location: its logical identity and the candidates that may fill it.
 struct Location<'a> {
     lifecycle: Lifecycle,

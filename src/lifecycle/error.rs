@@ -90,12 +90,17 @@ pub enum Error {
     /// Nothing to act on (no worktree of that branch).
     #[error("{0}")]
     NotFound(String),
-    /// The plan was refused before any change.
-    #[error("{}", refused(.0))]
+    /// The plan was refused before any change. With several problems, the message counts
+    /// them and [`Failure::more`] lists each.
+    #[error("{}", refused(.0, "refuse this command before any change"))]
     Refused(Vec<Problem>),
     /// The inspector found what would refuse a command.
-    #[error("{}", refused(&.0.problems))]
+    #[error("{}", refused(&.0.problems, "would refuse a create or remove"))]
     Inspected(Box<HookListing>),
+    /// A failure the inspector (`hookq worktree hooks`, the config checker itself) met: the
+    /// same code and message, and a hint that does not send the user to it again.
+    #[error(transparent)]
+    Inspecting(Box<Error>),
     /// A git query during planning failed.
     #[error(transparent)]
     Git(#[from] GitError),
@@ -153,17 +158,19 @@ pub enum Error {
     Remove(Box<RemoveFailure>),
 }
 
-fn refused(problems: &[Problem]) -> String {
-    let first = problems.first().map_or("refused", |p| p.message.as_str());
-    if problems.len() > 1 {
-        format!("{first} (and {} more problem(s))", problems.len() - 1)
-    } else {
-        first.to_string()
+fn refused(problems: &[Problem], what: &str) -> String {
+    match problems {
+        [] => "refused".into(),
+        [one] => one.message.clone(),
+        many => format!("{} problems {what}", many.len()),
     }
 }
 
 fn rolled(r: &RollbackReport) -> String {
-    if r.warnings.is_empty() {
+    if r.done.is_empty() && r.warnings.is_empty() {
+        // It failed before its first change (a workspace pre-create): nothing to undo.
+        "nothing was changed".to_string()
+    } else if r.warnings.is_empty() {
         "everything it made was rolled back".to_string()
     } else {
         format!("rolled back with {} warning(s)", r.warnings.len())
@@ -212,6 +219,29 @@ impl Error {
             Error::Busy(_) => "busy",
             Error::Create(f) => f.kind.code(),
             Error::Remove(f) => f.kind.code(),
+            Error::Inspecting(e) => e.code(),
+        }
+    }
+
+    /// The same failure, met by the inspector: its hint does not send the user to it again.
+    pub fn inspecting(self) -> Error {
+        match self {
+            e @ (Error::Inspected(_) | Error::Inspecting(_)) => e,
+            e => Error::Inspecting(Box::new(e)),
+        }
+    }
+
+    /// The message of the JSON error object: the error's text, except for a plan refused for
+    /// several problems, whose message is every problem once, joined by `; ` (the human report
+    /// counts them and lists each on a line of its own instead).
+    pub fn message(&self) -> String {
+        match self.problems() {
+            many @ [_, _, ..] => many
+                .iter()
+                .map(|p| p.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+            _ => self.to_string(),
         }
     }
 
@@ -220,6 +250,7 @@ impl Error {
         match self {
             Error::Refused(p) => p,
             Error::Inspected(l) => &l.problems,
+            Error::Inspecting(e) => e.problems(),
             _ => &[],
         }
     }
@@ -242,6 +273,7 @@ impl Error {
                 d.hook_outcomes = f.ledger.clone();
                 d.removals = Some(f.removals.clone());
             }
+            Error::Inspecting(e) => d = e.details(),
             _ => {}
         }
         d
@@ -270,6 +302,7 @@ impl Failure for Error {
             Error::Busy(_) => code::LOCKED,
             Error::Create(f) => f.kind.exit_code(),
             Error::Remove(f) => f.kind.exit_code(),
+            Error::Inspecting(e) => e.exit_code(),
         }
     }
 
@@ -281,19 +314,28 @@ impl Failure for Error {
             Error::Find(FindError::Config(_)) => Some(
                 "nothing was changed and no hook ran; `hookq worktree hooks` checks the config".into(),
             ),
-            Error::Refused(_) | Error::Inspected(_) => Some(
+            Error::Refused(problems) if problems.iter().any(Problem::is_about_hooks) => Some(
                 "nothing was changed and no hook ran; `hookq worktree hooks` shows every hook and where it comes from".into(),
             ),
+            Error::Refused(_) => Some("nothing was changed and no hook ran".into()),
+            Error::Inspected(_) => Some(
+                "create and remove refuse until each problem is fixed; nothing was run or changed".into(),
+            ),
+            Error::Inspecting(e) => match e.as_ref() {
+                Error::Find(FindError::Config(_)) => Some(
+                    "create and remove refuse until the file is fixed; nothing was run or changed".into(),
+                ),
+                e => e.hint(),
+            },
             Error::Busy(_) => Some("wait for it to finish, then try again".into()),
             _ => None,
         }
     }
 
     fn more(&self) -> Vec<String> {
-        self.problems()
-            .iter()
-            .skip(1)
-            .map(|p| format!("error: {}", p.message))
-            .collect()
+        match self.problems() {
+            [] | [_] => Vec::new(),
+            many => many.iter().map(|p| format!("  - {}", p.message)).collect(),
+        }
     }
 }

@@ -100,11 +100,11 @@ impl Unavailable {
     pub fn message(&self) -> String {
         match self {
             Unavailable::Configured(p) => format!(
-                "interpreter_unavailable: the configured bash {} (hooks.interpreters.bash) is not an executable file",
+                "no Bash to run the hooks: the configured bash {} (hooks.interpreters.bash) is not an executable file",
                 p.display()
             ),
             Unavailable::NotOnPath => {
-                "interpreter_unavailable: no executable bash in the non-empty PATH entries".into()
+                "no Bash to run the hooks: no executable bash in the non-empty PATH entries".into()
             }
         }
     }
