@@ -234,6 +234,17 @@ fn the_inspector_refuses_what_create_refuses_and_lists_an_ambiguous_location() {
     );
     let j = w.run(&["worktree", "hooks", "--json"]).json();
     assert_eq!(j["error"]["code"], "not_a_repository");
+    // A config listing no repository: create refuses it as bad usage, and so does the
+    // inspector.
+    w.write_config(r#"{"repos": {}}"#);
+    w.run(&["worktree", "create", "x"]).expect(2);
+    let out = w.run(&["worktree", "hooks"]);
+    out.expect(2);
+    assert!(
+        out.stderr.contains("no repositories are configured"),
+        "{}",
+        out.stderr
+    );
 
     // An inline pre-create and .arashi/hooks/pre-create.sh: both are listed, marked.
     let w = Ws::configured(

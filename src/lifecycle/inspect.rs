@@ -28,6 +28,8 @@ pub struct Inspection {
 /// error, as it is for the command.
 pub fn inspect(ws: &Workspace) -> Result<Inspection, Error> {
     plan::check_distinct(ws)?;
+    // A config listing no repository: every create and remove refuses it.
+    plan::select(ws, &[])?;
     let mut problems = Vec::new();
     if ws.config().is_some() {
         for r in ws.repos() {

@@ -123,10 +123,11 @@ impl StateLock {
     pub fn describe(&self, what: &str) {
         use std::os::unix::fs::FileExt as _;
         let text = format!("{what} (pid {})\n", std::process::id());
+        // Written over the old text, then cut to length: a reader never sees an empty file.
         let _ = self
             ._file
-            .set_len(0)
-            .and_then(|()| self._file.write_all_at(text.as_bytes(), 0));
+            .write_all_at(text.as_bytes(), 0)
+            .and_then(|()| self._file.set_len(text.len() as u64));
     }
 
     /// What the holder of the lock in `dir` said it is doing, when it said.

@@ -71,7 +71,7 @@ pub struct CreatePlan {
 }
 
 /// The repositories a command acts on: the named ones (each must exist), else all.
-fn select(ws: &Workspace, names: &[String]) -> Result<Vec<RepoRef>, Error> {
+pub(crate) fn select(ws: &Workspace, names: &[String]) -> Result<Vec<RepoRef>, Error> {
     let all = ws.repos();
     if names.is_empty() {
         if all.is_empty() {

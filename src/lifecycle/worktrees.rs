@@ -48,6 +48,10 @@ pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(600);
 /// How often a waiting command tries the lock again.
 const LOCK_POLL: Duration = Duration::from_millis(50);
 
+/// How long a waiting command waits for the holder to say what it does before it says it
+/// waits without naming it.
+const HOLDER_GRACE: Duration = Duration::from_secs(1);
+
 type NoticeFn = dyn Fn(Notice<'_>) + Send + Sync;
 
 /// A workspace's worktree lifecycle: configured (`.arashi/config.json`) or standalone (one git
@@ -267,26 +271,29 @@ impl Worktrees {
     /// the lock file what this command does.
     fn lock(&self, what: &str, stop: &Stop) -> Result<(StateLock, Vec<String>), Error> {
         let mut warnings = self.config_warnings();
-        let deadline = Instant::now() + self.lock_wait;
+        let start = Instant::now();
         let mut told = false;
         let (lock, recovered) = loop {
-            match session::acquire(&self.ws) {
-                Err(Error::Busy(path)) if Instant::now() < deadline && !stop.graceful() => {
+            match session::acquire(&self.ws, what) {
+                Err(Error::Busy(path)) if start.elapsed() < self.lock_wait && !stop.graceful() => {
                     if !told {
-                        told = true;
+                        // The holder says what it does just after it takes the lock: give it
+                        // a moment to, so the line can name it.
                         let holder = StateLock::holder(&self.ws.state_dir);
-                        (self.notice)(Notice::Waiting {
-                            holder: holder.as_deref(),
-                            lock: &path,
-                            bound: self.lock_wait,
-                        });
+                        if holder.is_some() || start.elapsed() >= HOLDER_GRACE {
+                            told = true;
+                            (self.notice)(Notice::Waiting {
+                                holder: holder.as_deref(),
+                                lock: &path,
+                                bound: self.lock_wait,
+                            });
+                        }
                     }
                     std::thread::sleep(LOCK_POLL);
                 }
                 other => break other?,
             }
         };
-        lock.describe(what);
         self.warn_all(&recovered);
         warnings.extend(recovered);
         Ok((lock, warnings))
