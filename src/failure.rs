@@ -18,7 +18,7 @@ pub mod code {
     /// or on a full disk.
     pub const DATABASE: u8 = 5;
     /// `run --wait` ran out before the runner lock was free; another `hookq worktree`
-    /// command holds the workspace's lifecycle lock.
+    /// command held the workspace's lifecycle lock until the wait for it ran out.
     pub const LOCKED: u8 = 6;
     /// A worktree lifecycle hook failed or timed out, or a stop ended the command: a create
     /// was rolled back, a remove aborted or finished with failures.
@@ -39,5 +39,11 @@ pub trait Failure: std::error::Error {
     /// A line of advice for the user, where one helps.
     fn hint(&self) -> Option<String> {
         None
+    }
+
+    /// Lines printed as they are between the `error:` line and the hint (each problem of a
+    /// refused plan after the first).
+    fn more(&self) -> Vec<String> {
+        Vec::new()
     }
 }

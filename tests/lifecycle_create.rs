@@ -449,8 +449,10 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
 }
 
 #[test]
-fn a_second_command_is_refused_while_one_works() {
-    let ws = recording_ws("sleep 3");
+fn a_second_command_is_refused_while_one_works_when_it_may_not_wait() {
+    let mut ws = recording_ws("sleep 3");
+    ws.env
+        .push(("HOOKQ_WORKTREE_LOCK_WAIT_MS".into(), "0".into()));
     let mut first = ws
         .command(&ws.root, &["worktree", "create", "slow"])
         .stdin(std::process::Stdio::null())
@@ -474,6 +476,50 @@ fn a_second_command_is_refused_while_one_works() {
     ws.run(&["worktree", "hooks"]).expect(0);
     assert!(first.wait().unwrap().success());
     assert!(ws.root.join("worktrees/web/slow").exists());
+}
+
+#[test]
+fn creates_started_together_wait_for_each_other_and_all_succeed() {
+    // Parallel agents each making their own worktree: the workspace post-create is slow
+    // enough that the four overlap.
+    let ws = recording_ws("sleep 1");
+    let branches = ["a1", "a2", "a3", "a4"];
+    let children: Vec<_> = branches
+        .iter()
+        .map(|b| {
+            ws.command(&ws.root, &["worktree", "create", b])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut waited = 0;
+    for (b, child) in branches.iter().zip(children) {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "create {b}: {stderr}");
+        for repo in ["web", "api"] {
+            assert!(
+                ws.root.join("worktrees").join(repo).join(b).is_dir(),
+                "{b} {repo}"
+            );
+        }
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("waiting for"))
+            .collect();
+        assert!(lines.len() <= 1, "{stderr}");
+        if let Some(line) = lines.first() {
+            assert!(
+                line.contains("create of branch") && line.contains("hookq-worktree/lock"),
+                "{line}"
+            );
+            waited += 1;
+        }
+    }
+    assert!(waited >= 1, "none of the four waited: they did not overlap");
 }
 
 #[test]
@@ -738,4 +784,88 @@ fn one_sigint_during_the_last_create_hook_rolls_the_create_back() {
         "{}",
         out.stdout
     );
+}
+
+#[test]
+fn failure_messages_say_what_happened_in_words_once_each() {
+    let ws = Ws::configured(&["web", "api"], None);
+    // A failing workspace pre-create made nothing: nothing to roll back.
+    ws.native(".arashi/hooks/pre-create.sh", "exit 3\n");
+    let out = ws.run(&["worktree", "create", "x"]);
+    out.expect(7);
+    assert!(
+        out.stderr.contains("; nothing was changed\n") && !out.stderr.contains("rolled back"),
+        "{}",
+        out.stderr
+    );
+    std::fs::remove_file(ws.root.join(".arashi/hooks/pre-create.sh")).unwrap();
+
+    // Two problems: each listed once, under one error line; the hint does not send the user
+    // to the hook listing for problems that are not about hooks.
+    for repo in ["web", "api"] {
+        std::fs::create_dir_all(ws.root.join("worktrees").join(repo).join("two")).unwrap();
+    }
+    let out = ws.run(&["worktree", "create", "two"]);
+    out.expect(9);
+    assert_eq!(out.stderr.matches("error:").count(), 1, "{}", out.stderr);
+    assert_eq!(
+        out.stderr.matches("exists already").count(),
+        2,
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("more problem"), "{}", out.stderr);
+    assert!(!out.stderr.contains("worktree hooks"), "{}", out.stderr);
+    let out = ws.run(&["worktree", "create", "three", "--base", "no-such-ref"]);
+    out.expect(9);
+    assert!(out.stderr.contains("no-such-ref"), "{}", out.stderr);
+    assert!(!out.stderr.contains("worktree hooks"), "{}", out.stderr);
+
+    // --json: the failure is the JSON document on stdout, and not said again on stderr.
+    let out = ws.run(&["worktree", "create", "two", "--json"]);
+    out.expect(9);
+    assert_eq!(out.json()["error"]["code"], "path_exists");
+    assert!(!out.stderr.contains("error:"), "{}", out.stderr);
+    assert!(!out.stderr.contains("hint:"), "{}", out.stderr);
+
+    // A human error says it in words; the code stays in JSON.
+    ws.write_config(
+        r#"{"repos": {"web": {"path": "repos/web"}, "api": {"path": "repos/api"}},
+            "hooks": {"interpreters": {"bash": "/nonexistent/bash"}, "scripts": {"pre-create": "true"}}}"#,
+    );
+    let out = ws.run(&["worktree", "create", "four"]);
+    out.expect(9);
+    assert!(
+        !out.stderr.contains("interpreter_unavailable"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("/nonexistent/bash"), "{}", out.stderr);
+    let j = ws.run(&["worktree", "create", "four", "--json"]).json();
+    assert_eq!(j["error"]["code"], "interpreter_unavailable");
+
+    // The inspector's hints do not tell the user to run the inspector.
+    let out = ws.run(&["worktree", "hooks"]);
+    out.expect(9);
+    assert!(
+        !out.stderr.contains("`hookq worktree hooks`"),
+        "{}",
+        out.stderr
+    );
+    ws.write_config(r#"{"repos": {"web": {"path": "repos/web"}}, "hooks": {"timeout": 0}}"#);
+    let out = ws.run(&["worktree", "hooks"]);
+    out.expect(3);
+    assert!(
+        !out.stderr.contains("`hookq worktree hooks`"),
+        "{}",
+        out.stderr
+    );
+
+    // Nor does the queue's config checker tell the user to run it.
+    let repo = ws.repo("web");
+    ws.run_in(&repo, &["init"]).expect(0);
+    std::fs::write(repo.join(".radian/arc/config.toml"), "[hooks\n").unwrap();
+    let out = ws.run_in(&repo, &["check"]);
+    out.expect(3);
+    assert!(!out.stderr.contains("`hookq check`"), "{}", out.stderr);
 }

@@ -218,6 +218,106 @@ fn the_inspector_shows_each_hook_by_scope_and_source_without_running_it() {
 }
 
 #[test]
+fn the_inspector_refuses_what_create_refuses_and_lists_an_ambiguous_location() {
+    // A repository path naming no folder: create refuses it (exit 9), so must the inspector.
+    let w = Ws::configured(
+        &["web"],
+        Some(r#"{"repos": {"web": {"path": "repos/web"}, "api": {"path": "repos/api"}}}"#),
+    );
+    w.run(&["worktree", "create", "x"]).expect(9);
+    let out = w.run(&["worktree", "hooks"]);
+    out.expect(9);
+    assert!(
+        out.stderr.contains("repository api") && out.stderr.contains("does not exist"),
+        "{}",
+        out.stderr
+    );
+    let j = w.run(&["worktree", "hooks", "--json"]).json();
+    assert_eq!(j["error"]["code"], "not_a_repository");
+    // A config listing no repository: create refuses it as bad usage, and so does the
+    // inspector.
+    w.write_config(r#"{"repos": {}}"#);
+    w.run(&["worktree", "create", "x"]).expect(2);
+    let out = w.run(&["worktree", "hooks"]);
+    out.expect(2);
+    assert!(
+        out.stderr.contains("no repositories are configured"),
+        "{}",
+        out.stderr
+    );
+
+    // An inline pre-create and .arashi/hooks/pre-create.sh: both are listed, marked.
+    let w = Ws::configured(
+        &["web"],
+        Some(&format!(
+            r#"{{"repos": {{"web": {{"path": "repos/web"}}}}, "hooks": {{"scripts": {{"pre-create": {}}}}}}}"#,
+            q(&inline("true"))
+        )),
+    );
+    w.native(".arashi/hooks/pre-create.sh", "true\n");
+    w.run(&["worktree", "create", "x"]).expect(9);
+    let out = w.run(&["worktree", "hooks"]);
+    out.expect(9);
+    let rows: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("pre-create"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{}", out.stdout);
+    assert!(
+        rows.iter().all(|r| r.contains("ambiguous")),
+        "{}",
+        out.stdout
+    );
+    let j = w.run(&["worktree", "hooks", "--json"]).json();
+    assert_eq!(j["error"]["code"], "inline_file_ambiguity");
+    let hooks = j["error"]["details"]["hooks"].as_array().unwrap();
+    let marked: Vec<_> = hooks.iter().filter(|h| h["ambiguous"] == true).collect();
+    assert_eq!(marked.len(), 2, "{hooks:#?}");
+    assert!(marked.iter().all(|h| h["lifecycle"] == "pre-create"));
+}
+
+#[test]
+fn a_misspelt_key_outside_the_hook_tables_is_warned_about_at_its_path() {
+    let w = Ws::configured(
+        &["web", "api"],
+        Some(&format!(
+            r#"{{"repos": {{"web": {{"path": "repos/web"}},
+                 "api": {{"path": "repos/api", "hook": {{"post-create": {}}}}}}},
+                "hook": {{"scripts": {{"pre-create": "exit 1"}}}},
+                "editor": "vim"}}"#,
+            q(&inline("true"))
+        )),
+    );
+    let config = w.root.join(".arashi/config.json");
+    for args in [
+        &["worktree", "hooks"][..],
+        &["worktree", "create", "x", "--dry-run"],
+        &["worktree", "init"],
+    ] {
+        let out = w.run(args);
+        out.expect(0);
+        for (key, mean) in [
+            ("hook", " (did you mean hooks?)"),
+            ("repos.api.hook", " (did you mean repos.api.hooks?)"),
+            ("editor", ""),
+        ] {
+            let line = format!(
+                "warning: {}: {key}: unknown key, ignored{mean}\n",
+                config.display()
+            );
+            assert!(
+                out.stderr.contains(&line),
+                "{args:?}: no {line:?} in:\n{}",
+                out.stderr
+            );
+        }
+    }
+    // The ignored hooks stay ignored: the create runs neither.
+    w.run(&["worktree", "create", "x"]).expect(0);
+}
+
+#[test]
 fn unknown_keys_in_the_hook_tables_are_config_errors() {
     let w = ws(
         &format!(r#"{{"scripts": {{"precreate": {}}}}}"#, q(&inline("true"))),
@@ -264,6 +364,29 @@ fn init_inside_a_standalone_repository_writes_nothing() {
     let j = w.run_in(&app, &["worktree", "hooks", "--json"]).json();
     assert_eq!(j["data"]["workspace"]["mode"], "standalone");
     assert_eq!(j["data"]["hooks"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn init_in_a_folder_without_repositories_says_so_and_writes_nothing() {
+    let w = Ws::bare();
+    std::fs::create_dir_all(w.root.join("repos/notes")).unwrap();
+    let out = w.run(&["worktree", "init"]);
+    out.expect(2);
+    assert!(
+        out.stderr.contains("no git repository")
+            && out.stderr.contains(&format!("{}/repos", w.root.display()))
+            && out.stderr.contains("nothing was written"),
+        "{}",
+        out.stderr
+    );
+    assert!(!w.root.join(".arashi").exists());
+    let out = w.run(&["worktree", "init", "--json"]);
+    out.expect(2);
+    assert_eq!(out.json()["error"]["code"], "usage");
+    // Once a repository is there, init lists it.
+    lifecycle_common::make_repo(&w.root.join("repos/web"), 1);
+    w.run(&["worktree", "init"]).expect(0);
+    w.run(&["worktree", "create", "x"]).expect(0);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The documents stay true to the code: README.md's quick start; the code fences of every page
-//! (only docs/embedding.md's and docs/agent.md's examples are Rust, and they run as doctests);
+//! (only docs/embedding.md's, docs/agent.md's and docs/lifecycle.md's examples are Rust, and they
+//! run as doctests);
 //! every subcommand and flag; every example command line; every config key; every `ARC_*`
 //! variable and stripped git variable; the exit codes; and no page narrating how the project was
 //! made.
@@ -165,10 +166,15 @@ fn the_readme_leads_to_every_page() {
 #[test]
 fn only_the_embedding_example_is_rust() {
     // rustdoc compiles ```rust and unlabelled fences, and indented blocks, of the pages the
-    // crate includes (docs/embedding.md, and docs/agent.md from `hookq::agent`); a Rust block
-    // anywhere else would never be compiled.
+    // crate includes (docs/embedding.md, docs/agent.md from `hookq::agent`, docs/lifecycle.md
+    // from `hookq::lifecycle`); a Rust block anywhere else would never be compiled.
     let allowed = ["sh", "toml", "text", "json"];
-    let doctested = ["docs/embedding.md", "docs/agent.md", "docs/postgres.md"];
+    let doctested = [
+        "docs/embedding.md",
+        "docs/agent.md",
+        "docs/lifecycle.md",
+        "docs/postgres.md",
+    ];
     for p in pages() {
         let fences = fences(&p.text);
         let compiled = doctested.contains(&p.name.as_str());
@@ -195,6 +201,8 @@ fn only_the_embedding_example_is_rust() {
             // Compiled, not run: it needs a server.
             assert!(rust[0].1.contains("record::move_task"));
             assert!(rust[0].1.contains("tx.commit()"));
+        } else if p.name == "docs/lifecycle.md" {
+            assert!(rust[0].1.contains("Worktrees::discover"));
         } else {
             assert!(rust[0].1.contains("Agent::load"));
         }

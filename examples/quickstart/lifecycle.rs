@@ -7,10 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use hookq::Stop;
-use hookq::lifecycle::{
-    self, CreatePlan, CreateRequest, InputPolicy, Ledger, RemovePlan, RunOptions, Workspace,
-    session,
-};
+use hookq::lifecycle::{CreateRequest, InputPolicy, Ledger, RemoveRequest, RunOptions, Worktrees};
 
 fn git(dir: &Path, args: &[&str]) -> Result<(), Box<dyn Error>> {
     let out = Command::new("git")
@@ -76,7 +73,7 @@ pub fn tour(dir: &Path) -> Result<(), Box<dyn Error>> {
     }
 
     // No home: the tour must not run the user's own ~/.arashi hooks.
-    let ws = Workspace::discover(&root, None)?;
+    let wt = Worktrees::discover(&root, None)?;
     let stop = Stop::new();
     let opts = RunOptions {
         input: InputPolicy::Unavailable,
@@ -86,29 +83,29 @@ pub fn tour(dir: &Path) -> Result<(), Box<dyn Error>> {
 
     println!();
     println!("  hookq worktree create feature/tour");
-    let (lock, _) = session::acquire(&ws)?;
     let req = CreateRequest {
         branch: "feature/tour".into(),
         ..CreateRequest::default()
     };
-    let plan = CreatePlan::build(&ws, &req)?;
-    let report = lifecycle::create(&ws, &plan, &lock, opts)?;
-    if let Some((_, why)) = &report.failure {
-        return Err(format!("create failed: {why}").into());
-    }
-    let wt = &plan.targets[0].worktree;
-    println!("    made {}", wt.display());
+    // A failure comes back as an error after everything this create made was rolled back.
+    let created = wt.create(&req, opts)?;
+    let wt_path = &created.worktrees[0].worktree_path;
+    println!("    made {}", wt_path.display());
     println!(
         "    its SETUP.txt: {}",
-        std::fs::read_to_string(wt.join("SETUP.txt"))?.trim()
+        std::fs::read_to_string(wt_path.join("SETUP.txt"))?.trim()
     );
-    print_ledger(&report.ledger);
+    print_ledger(&created.hook_outcomes);
 
     println!();
     println!("  hookq worktree remove feature/tour");
-    let plan = RemovePlan::build(&ws, "feature/tour", &[], true)?;
-    let report = lifecycle::remove(&ws, &plan, opts);
-    for r in &report.removals {
+    let req = RemoveRequest {
+        branch: "feature/tour".into(),
+        force: true,
+        ..RemoveRequest::default()
+    };
+    let removed = wt.remove(&req, opts)?;
+    for r in removed.removals.iter().flatten() {
         println!(
             "    {} {}: {}",
             r.repository,
@@ -116,8 +113,7 @@ pub fn tour(dir: &Path) -> Result<(), Box<dyn Error>> {
             r.status
         );
     }
-    print_ledger(&report.ledger);
-    drop(lock);
+    print_ledger(&removed.hook_outcomes);
     println!("  (the branch stays; a failing hook would have rolled the create back)");
     Ok(())
 }

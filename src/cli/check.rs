@@ -34,7 +34,8 @@ struct Checked<'a> {
 pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let ws = ctx.workspace()?;
     let path = ws.config_path();
-    let cfg = Config::load(&path)?;
+    // The checker's own failure: its hint does not tell the user to run it.
+    let cfg = Config::load(&path).map_err(Error::Checked)?;
     warn_config(&cfg);
     let checked = Checked {
         config: path.display().to_string(),

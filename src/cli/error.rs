@@ -28,6 +28,14 @@ pub enum Error {
     /// A worktree lifecycle command failed.
     #[error(transparent)]
     Lifecycle(#[from] hookq::lifecycle::Error),
+    /// A failure already printed as JSON on stdout (`--json`): nothing more is printed, and the
+    /// command ends with this exit code.
+    #[error("the failure was printed as JSON on stdout")]
+    Reported(u8),
+    /// `hookq check` found config.toml unreadable or invalid: its hint does not send the user to
+    /// the command they just ran.
+    #[error(transparent)]
+    Checked(ConfigError),
     /// Another I/O failure.
     #[error("{what} {}: {source}", path.display())]
     Io {
@@ -54,27 +62,34 @@ impl Error {
             Error::NotFound(_) => code::NOT_FOUND,
             Error::Queue(e) => e.exit_code(),
             Error::Io { .. } => code::FAILURE,
-            Error::Lifecycle(e) => lifecycle_code(e),
+            Error::Lifecycle(e) => e.exit_code(),
+            Error::Reported(code) => *code,
+            Error::Checked(_) => code::CONFIG,
             Error::Agent(e) => e.exit_code(),
+        }
+    }
+
+    /// Lines printed after the `error:` line (each problem of a refused plan).
+    fn more(&self) -> Vec<String> {
+        match self {
+            Error::Queue(e) => e.more(),
+            Error::Agent(e) => e.more(),
+            Error::Lifecycle(e) => e.more(),
+            _ => Vec::new(),
         }
     }
 
     /// A line of advice, where one helps.
     pub fn hint(&self) -> Option<String> {
-        use hookq::lifecycle::Error as L;
-        use hookq::lifecycle::workspace::FindError;
         match self {
             Error::Agent(e) => e.hint(),
-            Error::Lifecycle(L::Find(FindError::Missing { .. })) => {
-                Some("run `hookq worktree init` in a workspace folder, or run inside a git repository (standalone mode)".into())
+            Error::Lifecycle(e) => e.hint(),
+            Error::Checked(ConfigError::Read { .. }) => {
+                Some("`hookq init` writes a config.toml".into())
             }
-            Error::Lifecycle(L::Find(FindError::Config(_))) => {
-                Some("nothing was changed and no hook ran; `hookq worktree hooks` checks the config".into())
+            Error::Checked(_) => {
+                Some("no hook runs and nothing pending is cleared until the file is fixed".into())
             }
-            Error::Lifecycle(L::Refused(_)) => Some(
-                "nothing was changed and no hook ran; `hookq worktree hooks` shows every hook and where it comes from".into(),
-            ),
-            Error::Lifecycle(L::Busy(_)) => Some("wait for it to finish, then try again".into()),
             Error::Queue(e) => e.hint(),
             _ => None,
         }
@@ -84,11 +99,12 @@ impl Error {
     ///
     /// A refused worktree plan lists every problem, one line each, after the first.
     pub fn report(&self) -> ExitCode {
+        if let Error::Reported(code) = self {
+            return ExitCode::from(*code);
+        }
         errln!("error: {self}");
-        if let Error::Lifecycle(hookq::lifecycle::Error::Refused(problems)) = self {
-            for p in problems.iter().skip(1) {
-                errln!("error: {}", p.message);
-            }
+        for line in self.more() {
+            errln!("{line}");
         }
         if let Some(h) = self.hint() {
             errln!("hint: {h}");
@@ -108,25 +124,5 @@ impl From<ConfigError> for Error {
 impl From<LockError> for Error {
     fn from(e: LockError) -> Self {
         Error::Queue(e.into())
-    }
-}
-
-/// The exit code of a worktree lifecycle failure.
-fn lifecycle_code(e: &hookq::lifecycle::Error) -> u8 {
-    use hookq::lifecycle::workspace::FindError;
-    use hookq::lifecycle::{Error as L, FailureKind};
-    match e {
-        L::Find(FindError::Config(_)) => code::CONFIG,
-        L::Find(FindError::Missing { .. }) | L::NotFound(_) => code::NOT_FOUND,
-        L::Find(f) if f.start_missing() => code::NOT_FOUND,
-        L::Find(_) | L::State(_) => code::FAILURE,
-        L::Usage(_) => code::USAGE,
-        L::Refused(_) => code::PREFLIGHT,
-        L::Git(_) => code::GIT_FAILED,
-        L::Busy(_) => code::LOCKED,
-        L::Failed { kind, .. } => match kind {
-            FailureKind::Hook | FailureKind::Stopped => code::HOOK_FAILED,
-            FailureKind::Git | FailureKind::Removal => code::GIT_FAILED,
-        },
     }
 }

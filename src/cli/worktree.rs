@@ -4,20 +4,22 @@
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
 
 use super::app::{Ctx, stop_on_signals};
 use super::output;
 use crate::cli::error::Error;
-use hookq::lifecycle::discovery::Problem;
-use hookq::lifecycle::ledger::{Ledger, PreviewJson, label};
-use hookq::lifecycle::rollback::RollbackReport;
-use hookq::lifecycle::workspace::{FindError, Mode, Workspace};
+use hookq::lifecycle::ledger::{PreviewJson, label};
 use hookq::lifecycle::{
-    self, CreatePlan, CreateRequest, InputPolicy, RemovePlan, RunOptions, inspect, session,
+    self, CreateRequest, InputPolicy, Ledger, NewWorktree, Notice, Removal, RemoveRequest,
+    RollbackReport, RunOptions, Worktrees,
 };
+use hookq::{Failure as _, Stop};
 
 /// The `worktree` subcommands.
 #[derive(Debug, Subcommand)]
@@ -109,56 +111,86 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
         Command::Hooks(_) => "worktree hooks",
         Command::Init(_) => "worktree init",
     };
-    let mut details = Details::default();
+    let warned = Warned::default();
     let result = match cmd {
-        Command::Create(a) => create(ctx, a, &mut details),
-        Command::Remove(a) => remove(ctx, a, &mut details),
-        Command::Hooks(a) => hooks(ctx, a, &mut details),
+        Command::Create(a) => create(ctx, a, &warned),
+        Command::Remove(a) => remove(ctx, a, &warned),
+        Command::Hooks(a) => hooks(ctx, a, &warned),
         Command::Init(a) => init(ctx, a),
     };
-    if let Err(Error::Lifecycle(e)) = &result
-        && json
-    {
-        let mut d = serde_json::Map::new();
-        d.insert("hookOutcomes".into(), Value::Array(details.outcomes));
-        d.insert("rollbackWarnings".into(), json!(details.rollback_warnings));
-        d.insert("warnings".into(), json!(details.warnings));
-        if let lifecycle::Error::Refused(problems) = e {
-            d.insert("problems".into(), problems_json(problems));
+    match result {
+        // With --json the failure is the JSON document on stdout, and only there.
+        Err(Error::Lifecycle(e)) if json => {
+            let mut details = e.details();
+            details.warnings = warned.take();
+            output::json(&json!({
+                "ok": false,
+                "command": name,
+                "error": { "code": e.code(), "message": e.message(), "details": details },
+            }))?;
+            Err(Error::Reported(e.exit_code()))
         }
-        for (k, v) in details.extra {
-            d.insert(k, v);
-        }
-        output::json(&json!({
-            "ok": false,
-            "command": name,
-            "error": { "code": e.code(), "message": e.to_string(), "details": d },
-        }))?;
+        result => result,
     }
-    result
 }
 
-/// What a failure's JSON error object carries besides its message.
-#[derive(Default)]
-struct Details {
-    outcomes: Vec<Value>,
-    rollback_warnings: Vec<String>,
-    warnings: Vec<String>,
-    extra: Vec<(String, Value)>,
+/// The warnings a command printed as it worked, for its JSON error's details.
+#[derive(Default, Clone)]
+struct Warned(Arc<Mutex<Vec<String>>>);
+
+impl Warned {
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
 }
 
-fn find(ctx: &Ctx) -> Result<Workspace, Error> {
+/// The workspace's lifecycle, printing each warning as it comes. `HOOKQ_WORKTREE_LOCK_WAIT_MS`
+/// bounds how long a create or remove waits for another one to finish.
+fn open(ctx: &Ctx, warned: &Warned) -> Result<Worktrees, lifecycle::Error> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    Workspace::discover(ctx.start(), home).map_err(|e| Error::Lifecycle(e.into()))
+    let wait = match std::env::var_os("HOOKQ_WORKTREE_LOCK_WAIT_MS") {
+        None => lifecycle::worktrees::DEFAULT_LOCK_WAIT,
+        Some(v) => v
+            .to_str()
+            .and_then(|s| s.parse().ok())
+            .filter(|ms| *ms <= 86_400_000)
+            .map(Duration::from_millis)
+            .ok_or_else(|| {
+                lifecycle::Error::Usage(format!(
+                    "HOOKQ_WORKTREE_LOCK_WAIT_MS={v:?}: expected milliseconds from 0 to 86400000"
+                ))
+            })?,
+    };
+    let warned = warned.clone();
+    let wt = Worktrees::discover(ctx.start(), home)?
+        .lock_wait(wait)
+        .on_notice(move |n| match n {
+            Notice::Warning(w) => {
+                errln!("warning: {w}");
+                warned
+                    .0
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(w.to_string());
+            }
+            Notice::Waiting {
+                holder,
+                lock,
+                bound,
+            } => errln!(
+                "hookq: waiting for another `hookq worktree` command in this workspace to finish{} (lock {}; at most {} s)",
+                holder.map(|h| format!(": {h}")).unwrap_or_default(),
+                lock.display(),
+                bound.as_secs()
+            ),
+            _ => {}
+        });
+    Ok(wt)
 }
 
-fn problems_json(problems: &[Problem]) -> Value {
-    Value::Array(
-        problems
-            .iter()
-            .map(|p| json!({"code": p.code, "message": p.message}))
-            .collect(),
-    )
+/// Prints `{"ok": true, "command": …, "data": …}`.
+fn json_ok(command: &str, data: &impl Serialize) -> Result<(), Error> {
+    output::json(&json!({ "ok": true, "command": command, "data": data }))
 }
 
 fn warn_all(warnings: &[String]) {
@@ -176,12 +208,8 @@ fn input_policy(json: bool, no_hook_input: bool) -> InputPolicy {
     )
 }
 
-fn mode_json(ws: &Workspace) -> Value {
-    json!({"mode": ws.kind().as_str(), "root": ws.root})
-}
-
-fn create(ctx: &Ctx, a: CreateArgs, details: &mut Details) -> Result<(), Error> {
-    let ws = find(ctx)?;
+fn create(ctx: &Ctx, a: CreateArgs, warned: &Warned) -> Result<(), Error> {
+    let wt = open(ctx, warned)?;
     let req = CreateRequest {
         branch: a.branch.clone(),
         repos: a.repos.clone(),
@@ -189,104 +217,59 @@ fn create(ctx: &Ctx, a: CreateArgs, details: &mut Details) -> Result<(), Error> 
         no_hooks: a.no_hooks,
         dry_run: a.dry_run,
     };
-    if a.dry_run {
-        let warnings = session::recover_if_idle(&ws);
-        warn_all(&warnings);
-        details.warnings = warnings.clone();
-        let plan = CreatePlan::build(&ws, &req).map_err(Error::Lifecycle)?;
-        let worktrees = worktrees_json(
-            &plan,
-            &plan.targets.iter().map(|_| true).collect::<Vec<_>>(),
-        );
-        if a.json {
-            output::json(&json!({
-                "ok": true,
-                "command": "worktree create",
-                "data": {
-                    "workspace": mode_json(&ws),
-                    "branchName": plan.branch,
-                    "dryRun": true,
-                    "worktrees": worktrees,
-                    "hookOutcomes": [],
-                    "warnings": warnings,
-                },
-            }))?;
-        } else {
-            outln!(
-                "dry run: would create worktrees of branch {} ({} workspace {}):",
-                plan.branch,
-                ws.kind().as_str(),
-                ws.root.display()
-            );
-            for t in &plan.targets {
-                outln!("  {}  {}  {}", t.repo, t.worktree.display(), branch_note(t));
-            }
-            outln!("hooks: not discovered in a dry run; nothing was changed");
-        }
-        return Ok(());
-    }
-    let (lock, warnings) = session::acquire(&ws).map_err(Error::Lifecycle)?;
-    warn_all(&warnings);
-    details.warnings = warnings.clone();
-    let plan = CreatePlan::build(&ws, &req).map_err(Error::Lifecycle)?;
-    let stop = stop_on_signals();
+    let idle = Stop::new();
     let opts = RunOptions {
         input: input_policy(a.json, a.no_hook_input),
         json: a.json,
-        stop,
+        stop: if a.dry_run { &idle } else { stop_on_signals() },
     };
-    let report = lifecycle::create(&ws, &plan, &lock, opts).map_err(Error::Lifecycle)?;
-    drop(lock);
-    let made: Vec<bool> = (0..plan.targets.len())
-        .map(|i| report.made.contains(&i))
-        .collect();
-    if let Some((kind, why)) = &report.failure {
-        details.outcomes = outcomes_json(&report.ledger);
-        details.rollback_warnings = report.rollback.warnings.clone();
-        details
-            .extra
-            .push(("rolledBack".into(), json!(report.rollback.done)));
-        if !a.json {
-            summary(&report.ledger);
-            failure_blocks(&report.ledger);
-            rollback_lines(&report.rollback);
-        } else {
-            warn_all(&prefixed(&report.rollback.warnings));
+    let created = match wt.create(&req, opts) {
+        Ok(c) => c,
+        Err(lifecycle::Error::Create(f)) => {
+            if a.json {
+                warn_all(&prefixed(&f.rollback.warnings));
+            } else {
+                summary(&f.ledger);
+                failure_blocks(&f.ledger);
+                rollback_lines(&f.rollback);
+            }
+            return Err(lifecycle::Error::Create(f).into());
         }
-        let rolled = if report.rollback.warnings.is_empty() {
-            "everything it made was rolled back".to_string()
-        } else {
-            format!(
-                "rolled back with {} warning(s)",
-                report.rollback.warnings.len()
-            )
-        };
-        return Err(Error::Lifecycle(lifecycle::Error::Failed {
-            kind: *kind,
-            message: format!("create of branch {} failed: {why}; {rolled}", plan.branch),
-        }));
-    }
+        Err(e) => return Err(e.into()),
+    };
     if a.json {
-        output::json(&json!({
-            "ok": true,
-            "command": "worktree create",
-            "data": {
-                "workspace": mode_json(&ws),
-                "branchName": plan.branch,
-                "dryRun": false,
-                "worktrees": worktrees_json(&plan, &made),
-                "hookOutcomes": outcomes_json(&report.ledger),
-                "warnings": warnings.iter().chain(&report.rollback.warnings).collect::<Vec<_>>(),
-            },
-        }))?;
-    } else {
-        warn_all(&report.rollback.warnings);
-        outln!("created worktrees of branch {}:", plan.branch);
-        for t in &plan.targets {
-            outln!("  {}  {}  {}", t.repo, t.worktree.display(), branch_note(t));
-        }
-        summary(&report.ledger);
+        return json_ok("worktree create", &created);
     }
+    let ws = wt.workspace();
+    if created.dry_run {
+        outln!(
+            "dry run: would create worktrees of branch {} ({} workspace {}):",
+            created.branch_name,
+            ws.kind().as_str(),
+            ws.root.display()
+        );
+        for t in &created.worktrees {
+            outln!(
+                "  {}  {}  {}",
+                t.repository,
+                t.worktree_path.display(),
+                branch_note(t)
+            );
+        }
+        outln!("hooks: not discovered in a dry run; nothing was changed");
+        return Ok(());
+    }
+    warn_all(&created.cleanup_warnings);
+    outln!("created worktrees of branch {}:", created.branch_name);
+    for t in &created.worktrees {
+        outln!(
+            "  {}  {}  {}",
+            t.repository,
+            t.worktree_path.display(),
+            branch_note(t)
+        );
+    }
+    summary(&created.hook_outcomes);
     Ok(())
 }
 
@@ -294,37 +277,11 @@ fn prefixed(w: &[String]) -> Vec<String> {
     w.iter().map(|w| format!("rollback: {w}")).collect()
 }
 
-fn branch_note(t: &lifecycle::plan::CreateTarget) -> String {
-    match &t.new_at {
+fn branch_note(t: &NewWorktree) -> String {
+    match &t.new_branch_at {
         Some(sha) => format!("new branch at {}", &sha[..sha.len().min(12)]),
         None => "existing branch".into(),
     }
-}
-
-fn worktrees_json(plan: &CreatePlan, made: &[bool]) -> Value {
-    Value::Array(
-        plan.targets
-            .iter()
-            .zip(made)
-            .map(|(t, &m)| {
-                json!({
-                    "repository": t.repo,
-                    "worktreePath": t.worktree,
-                    "branchName": plan.branch,
-                    "branchCreated": t.new_at.is_some() && m,
-                    "newBranchAt": t.new_at,
-                })
-            })
-            .collect(),
-    )
-}
-
-fn outcomes_json(ledger: &Ledger) -> Vec<Value> {
-    ledger
-        .to_json()
-        .into_iter()
-        .map(|o| serde_json::to_value(o).unwrap_or(Value::Null))
-        .collect()
 }
 
 /// `hooks: 3 succeeded, 1 skipped, 1 failed`: routine rows are not listed one by one.
@@ -366,115 +323,72 @@ fn rollback_lines(r: &RollbackReport) {
     warn_all(&prefixed(&r.warnings));
 }
 
-fn remove(ctx: &Ctx, a: RemoveArgs, details: &mut Details) -> Result<(), Error> {
-    let ws = find(ctx)?;
-    let (lock, warnings) = if a.dry_run {
-        (None, session::recover_if_idle(&ws))
-    } else {
-        let (l, w) = session::acquire(&ws).map_err(Error::Lifecycle)?;
-        (Some(l), w)
+fn remove(ctx: &Ctx, a: RemoveArgs, warned: &Warned) -> Result<(), Error> {
+    let wt = open(ctx, warned)?;
+    let req = RemoveRequest {
+        branch: a.branch.clone(),
+        repos: a.repos.clone(),
+        force: a.force,
+        dry_run: a.dry_run,
     };
-    warn_all(&warnings);
-    details.warnings = warnings.clone();
-    let plan = RemovePlan::build(&ws, &a.branch, &a.repos, a.force).map_err(Error::Lifecycle)?;
-    let targets: Vec<Value> = plan
-        .targets
-        .iter()
-        .map(|t| json!({"repository": t.repo, "worktreePath": t.worktree, "branchName": t.branch}))
-        .collect();
-    if a.dry_run {
-        let preview: Vec<PreviewJson> = plan
-            .pre
-            .iter()
-            .flatten()
-            .chain(plan.post.iter().flatten())
-            .map(PreviewJson::of)
-            .collect();
-        if a.json {
-            output::json(&json!({
-                "ok": true,
-                "command": "worktree remove",
-                "data": {
-                    "workspace": mode_json(&ws),
-                    "branchName": plan.branch,
-                    "dryRun": true,
-                    "targets": targets,
-                    "hookPreview": preview,
-                    "hookOutcomes": [],
-                    "warnings": warnings,
-                },
-            }))?;
-        } else {
-            outln!("dry run: would remove worktrees of branch {}:", plan.branch);
-            for t in &plan.targets {
-                outln!("  {}  {}", t.repo, t.worktree.display());
-            }
-            outln!("hooks that would run, in order (none is run in a dry run):");
-            for p in &preview {
-                outln!(
-                    "  {} {} ({}, {})  source: {} owned by {}{}",
-                    p.lifecycle,
-                    p.hook_name,
-                    p.scope,
-                    p.target_repository.as_deref().unwrap_or("-"),
-                    p.source_kind,
-                    p.source_owner_kind,
-                    match (&p.source_owner_name, &p.source_script_path) {
-                        (_, Some(path)) => format!(" at {path}"),
-                        (Some(n), None) => format!(" {n}"),
-                        (None, None) => String::new(),
-                    }
-                );
-            }
-            if preview.is_empty() {
-                outln!("  (none)");
-            }
-        }
-        return Ok(());
-    }
-    let stop = stop_on_signals();
+    let idle = Stop::new();
     let opts = RunOptions {
         input: input_policy(a.json, a.no_hook_input),
         json: a.json,
-        stop,
+        stop: if a.dry_run { &idle } else { stop_on_signals() },
     };
-    let report = lifecycle::remove(&ws, &plan, opts);
-    drop(lock);
-    let removals = serde_json::to_value(&report.removals).unwrap_or(Value::Null);
-    if let Some((kind, why)) = report.failure {
-        details.outcomes = outcomes_json(&report.ledger);
-        details.extra.push(("removals".into(), removals));
-        if !a.json {
-            removal_lines(&report.removals);
-            summary(&report.ledger);
-            failure_blocks(&report.ledger);
+    let removed = match wt.remove(&req, opts) {
+        Ok(r) => r,
+        Err(lifecycle::Error::Remove(f)) => {
+            if !a.json {
+                removal_lines(&f.removals);
+                summary(&f.ledger);
+                failure_blocks(&f.ledger);
+            }
+            return Err(lifecycle::Error::Remove(f).into());
         }
-        return Err(Error::Lifecycle(lifecycle::Error::Failed {
-            kind,
-            message: format!("remove of branch {} failed: {why}", plan.branch),
-        }));
-    }
+        Err(e) => return Err(e.into()),
+    };
     if a.json {
-        output::json(&json!({
-            "ok": true,
-            "command": "worktree remove",
-            "data": {
-                "workspace": mode_json(&ws),
-                "branchName": plan.branch,
-                "dryRun": false,
-                "removals": removals,
-                "hookOutcomes": outcomes_json(&report.ledger),
-                "warnings": warnings,
-            },
-        }))?;
-    } else {
-        removal_lines(&report.removals);
-        summary(&report.ledger);
+        return json_ok("worktree remove", &removed);
     }
+    if let Some(targets) = &removed.targets {
+        outln!(
+            "dry run: would remove worktrees of branch {}:",
+            removed.branch_name
+        );
+        for t in targets {
+            outln!("  {}  {}", t.repository, t.worktree_path.display());
+        }
+        outln!("hooks that would run, in order (none is run in a dry run):");
+        let preview = removed.hook_preview.as_deref().unwrap_or_default();
+        for p in preview.iter().map(PreviewJson::of) {
+            outln!(
+                "  {} {} ({}, {})  source: {} owned by {}{}",
+                p.lifecycle,
+                p.hook_name,
+                p.scope,
+                p.target_repository.as_deref().unwrap_or("-"),
+                p.source_kind,
+                p.source_owner_kind,
+                match (&p.source_owner_name, &p.source_script_path) {
+                    (_, Some(path)) => format!(" at {path}"),
+                    (Some(n), None) => format!(" {n}"),
+                    (None, None) => String::new(),
+                }
+            );
+        }
+        if preview.is_empty() {
+            outln!("  (none)");
+        }
+        return Ok(());
+    }
+    removal_lines(removed.removals.as_deref().unwrap_or_default());
+    summary(&removed.hook_outcomes);
     Ok(())
 }
 
-fn removal_lines(removals: &[lifecycle::remove::Removal]) {
+fn removal_lines(removals: &[Removal]) {
     for r in removals {
         outln!(
             "  {}  {}  {}{}",
@@ -489,53 +403,44 @@ fn removal_lines(removals: &[lifecycle::remove::Removal]) {
     }
 }
 
-fn hooks(ctx: &Ctx, a: HooksArgs, details: &mut Details) -> Result<(), Error> {
-    let ws = find(ctx)?;
-    let warnings = session::recover_if_idle(&ws);
-    warn_all(&warnings);
-    let found = inspect::inspect(&ws);
-    let preview: Vec<PreviewJson> = found.hooks.iter().map(PreviewJson::of).collect();
-    let timeout_ms = u64::try_from(found.timeout.as_millis()).unwrap_or(u64::MAX);
+fn hooks(ctx: &Ctx, a: HooksArgs, warned: &Warned) -> Result<(), Error> {
+    // The inspector is the config checker: its failures' hints do not send the user to it.
+    let wt = open(ctx, warned).map_err(lifecycle::Error::inspecting)?;
+    let listing = wt.hooks().map_err(lifecycle::Error::inspecting)?;
+    let refusal = listing.refusal();
     if a.json {
-        if found.problems.is_empty() {
-            output::json(&json!({
-                "ok": true,
-                "command": "worktree hooks",
-                "data": {
-                    "workspace": mode_json(&ws),
-                    "bash": found.bash,
-                    "timeoutMs": timeout_ms,
-                    "hooks": preview,
-                    "problems": [],
-                    "warnings": warnings,
-                },
-            }))?;
-        } else {
-            details.extra.push(("hooks".into(), json!(preview)));
+        if refusal.is_none() {
+            json_ok("worktree hooks", &listing)?;
         }
     } else {
+        let ws = wt.workspace();
         outln!("{} workspace {}", ws.kind().as_str(), ws.root.display());
-        if let Mode::Configured(c) = &ws.mode {
-            outln!("config: {}", c.path.display());
+        if let Some(path) = &listing.config {
+            outln!("config: {}", path.display());
         }
         outln!(
             "bash: {}",
-            found
+            listing
                 .bash
                 .as_ref()
                 .map_or_else(|| "-".to_string(), |b| b.display().to_string())
         );
-        outln!("timeout: {timeout_ms} ms");
-        let rows: Vec<Vec<String>> = found
+        outln!("timeout: {} ms", listing.timeout_ms);
+        let rows: Vec<Vec<String>> = listing
             .hooks
             .iter()
-            .map(|h| {
+            .map(|l| {
+                let h = &l.hook;
                 vec![
                     h.lifecycle.to_string(),
                     h.scope.to_string(),
                     h.target.clone().unwrap_or_else(|| "-".into()),
                     h.name.clone(),
-                    h.source.describe(),
+                    if l.ambiguous {
+                        format!("{} (ambiguous: neither runs)", h.source.describe())
+                    } else {
+                        h.source.describe()
+                    },
                 ]
             })
             .collect();
@@ -545,71 +450,26 @@ fn hooks(ctx: &Ctx, a: HooksArgs, details: &mut Details) -> Result<(), Error> {
             output::table(&["LIFECYCLE", "SCOPE", "TARGET", "HOOK", "SOURCE"], &rows);
         }
     }
-    if found.problems.is_empty() {
-        Ok(())
-    } else {
-        Err(Error::Lifecycle(lifecycle::Error::Refused(found.problems)))
+    match refusal {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
     }
 }
 
 fn init(ctx: &Ctx, a: InitArgs) -> Result<(), Error> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let start = || {
-        ctx.start().canonicalize().map_err(|source| Error::Io {
-            what: "cannot access",
-            path: ctx.start().to_path_buf(),
-            source,
-        })
-    };
-    let (root, configured) = match Workspace::discover(ctx.start(), home) {
-        Ok(ws) if ws.config().is_some() => {
-            let names: Vec<String> = ws.repos().into_iter().map(|r| r.name).collect();
-            (ws.root, Some(names))
-        }
-        Ok(ws) => {
-            let root = start()?;
-            // Inside a repository that works without a config, a config listing no
-            // repository would switch it to configured mode, where every command then fails:
-            // refuse, unless the folder holds repositories of its own (a workspace that is
-            // itself under git).
-            if let Mode::Standalone { name } = &ws.mode
-                && lifecycle::init::find_repos(&root).is_empty()
-            {
-                return Err(Error::Lifecycle(lifecycle::Error::Usage(format!(
-                    "{} is inside the git repository {}, which works without a config \
-                     (standalone mode: its hooks are ~/.arashi/hooks/{name}/<lifecycle>.sh and \
-                     ~/.arashi/hooks/<lifecycle>.sh); `hookq worktree init` writes a workspace \
-                     config listing repositories, so run it in the folder that holds them; \
-                     nothing was written",
-                    root.display(),
-                    ws.root.display()
-                ))));
-            }
-            (root, None)
-        }
-        Err(FindError::Missing { .. }) => (start()?, None),
-        Err(e) => return Err(Error::Lifecycle(e.into())),
-    };
-    let files = lifecycle::init::init(&root, configured.as_deref()).map_err(|e| Error::Io {
-        what: "cannot write",
-        path: e.path,
-        source: e.source,
-    })?;
+    let done = Worktrees::init(ctx.start(), home)?;
+    warn_all(&done.warnings);
     if a.json {
-        output::json(&json!({
-            "ok": true,
-            "command": "worktree init",
-            "data": { "root": root, "files": files },
-        }))?;
-    } else {
-        for f in &files {
-            outln!(
-                "{} {}",
-                if f.written { "wrote" } else { "kept " },
-                f.path.display()
-            );
-        }
-        outln!("examples are inert: activate one with `install -m 755 X.sh.example X.sh`");
+        return json_ok("worktree init", &done);
     }
+    for f in &done.files {
+        outln!(
+            "{} {}",
+            if f.written { "wrote" } else { "kept " },
+            f.path.display()
+        );
+    }
+    outln!("examples are inert: activate one with `install -m 755 X.sh.example X.sh`");
     Ok(())
 }

@@ -101,6 +101,10 @@ pub struct Config {
     pub timeout: Duration,
     /// `hooks.interpreters.bash`, when configured.
     pub bash: Option<PathBuf>,
+    /// The keys hookq does not read outside the hook tables, ignored, one warning each
+    /// (`/ws/.arashi/config.json: repos.api.hook: unknown key, ignored (did you mean
+    /// repos.api.hooks?)`).
+    pub warnings: Vec<String>,
 }
 
 impl Config {
@@ -129,14 +133,18 @@ impl Config {
             scripts: InlineHooks::default(),
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
             bash: None,
+            warnings: Vec::new(),
         };
         for (key, value) in top {
             match key.as_str() {
                 "hooks" => v.hooks(value, &mut config)?,
-                "repos" => config.repos = v.repos(value, root)?,
+                "repos" => config.repos = v.repos(value, root, &mut config.warnings)?,
                 // The file is arashi's, shared with its other settings: keys hookq does not
-                // read are left alone. Inside the hook tables, hookq is strict.
-                _ => {}
+                // read are left alone, with a warning, since a misspelt key loses its hooks.
+                // Inside the hook tables, hookq is strict.
+                _ => config
+                    .warnings
+                    .push(v.unknown("", key, &["hooks", "repos"])),
             }
         }
         Ok(config)
@@ -153,6 +161,29 @@ struct Validator<'a> {
 }
 
 impl Validator<'_> {
+    /// The warning for `key`, unknown under `parent` (`""`: the top level), naming a known
+    /// key it is likely a misspelling of.
+    fn unknown(&self, parent: &str, key: &str, known: &[&str]) -> String {
+        let at = |k: &str| {
+            if parent.is_empty() {
+                k.to_string()
+            } else {
+                format!("{parent}.{k}")
+            }
+        };
+        let close = known
+            .iter()
+            .map(|k| (distance(&key.to_ascii_lowercase(), k), k))
+            .filter(|(d, k)| *d <= 2 && *d < k.len())
+            .min_by_key(|(d, _)| *d);
+        format!(
+            "{}: {}: unknown key, ignored{}",
+            self.path.display(),
+            at(key),
+            close.map_or_else(String::new, |(_, k)| format!(" (did you mean {}?)", at(k)))
+        )
+    }
+
     fn err(&self, key: &str, why: impl Into<String>) -> ConfigError {
         ConfigError::Invalid {
             path: self.path.to_path_buf(),
@@ -305,7 +336,12 @@ impl Validator<'_> {
         Ok(Snippet::new(s.to_owned()))
     }
 
-    fn repos(&self, j: &Json, root: &Path) -> Result<Vec<Repo>, ConfigError> {
+    fn repos(
+        &self,
+        j: &Json,
+        root: &Path,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<Repo>, ConfigError> {
         let mut repos = Vec::new();
         for (name, value) in self.object(j, "repos")? {
             let at = format!("repos.{name}");
@@ -334,7 +370,10 @@ impl Validator<'_> {
                         }
                     },
                     "hooks" => hooks = self.inline_hooks(value, &at)?,
-                    _ => {}
+                    _ => {
+                        let repo = format!("repos.{name}");
+                        warnings.push(self.unknown(&repo, key, &["path", "hooks"]));
+                    }
                 }
             }
             let Some(checkout) = path else {
@@ -351,6 +390,24 @@ impl Validator<'_> {
         }
         Ok(repos)
     }
+}
+
+/// The edit distance between `a` and `b` (insertions, deletions, substitutions).
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(here + 1);
+            prev = here;
+        }
+    }
+    row[b.len()]
 }
 
 #[cfg(test)]

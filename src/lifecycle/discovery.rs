@@ -113,8 +113,15 @@ pub struct SourcedCommand {
     pub source: Source,
 }
 
+/// A hook serializes as a preview shows it: its identity and source, never its text.
+impl serde::Serialize for SourcedCommand {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        super::ledger::PreviewJson::of(self).serialize(s)
+    }
+}
+
 /// A location whose hook cannot run; the plan is refused before any change.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Problem {
     /// A stable code: `inline_file_ambiguity`, `interpreter_unavailable`, `hook_invalid`,
     /// `path_exists`, `branch_checked_out`, `bad_base`, `not_a_repository`, `worktree_dirty`,
@@ -122,6 +129,17 @@ pub struct Problem {
     pub code: &'static str,
     /// What is wrong, naming the location (never a snippet's text).
     pub message: String,
+}
+
+impl Problem {
+    /// Whether it is about a hook (its location, source or interpreter), which the hook
+    /// listing shows, rather than a repository, path or branch.
+    pub fn is_about_hooks(&self) -> bool {
+        matches!(
+            self.code,
+            "inline_file_ambiguity" | "interpreter_unavailable" | "hook_invalid"
+        )
+    }
 }
 
 /// A hook location: its logical identity and the candidates that may fill it.
@@ -134,8 +152,28 @@ struct Location<'a> {
     file: Option<(Owner, PathBuf)>,
 }
 
+/// A location as the inspector lists it: its hook, or each candidate of an ambiguous one.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Listed {
+    /// The hook (for an ambiguous location, one of the candidates that claim it).
+    #[serde(flatten)]
+    pub hook: SourcedCommand,
+    /// Whether another candidate claims the same location, so that neither runs.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ambiguous: bool,
+}
+
 /// What a location holds: nothing, one hook, or a problem.
 fn resolve(loc: Location<'_>, problems: &mut Vec<Problem>) -> Option<SourcedCommand> {
+    resolve_listing(loc, problems, &mut Vec::new())
+}
+
+/// [`resolve`], adding both candidates of an ambiguous location to `ambiguous`.
+fn resolve_listing(
+    loc: Location<'_>,
+    problems: &mut Vec<Problem>,
+    ambiguous: &mut Vec<SourcedCommand>,
+) -> Option<SourcedCommand> {
     let what = match &loc.target {
         Some(t) => format!("{} hook {} for {t}", loc.scope, loc.name),
         None => format!("{} hook {}", loc.scope, loc.name),
@@ -159,7 +197,25 @@ fn resolve(loc: Location<'_>, problems: &mut Vec<Problem>) -> Option<SourcedComm
     };
     let source = match (inline, file) {
         (None, None) => return None,
-        (Some((_, key, _)), Some((_, path))) => {
+        (Some((inline_owner, key, hook)), Some((file_owner, path))) => {
+            let claim = |source| SourcedCommand {
+                lifecycle: loc.lifecycle,
+                scope: loc.scope,
+                name: loc.name.clone(),
+                target: loc.target.clone(),
+                source,
+            };
+            if let Some(snippet) = &hook.bash {
+                ambiguous.push(claim(Source::Inline {
+                    owner: inline_owner,
+                    key: key.clone(),
+                    snippet: snippet.clone(),
+                }));
+            }
+            ambiguous.push(claim(Source::Native {
+                owner: file_owner,
+                path: path.clone(),
+            }));
             problems.push(Problem {
                 code: "inline_file_ambiguity",
                 message: format!(
@@ -242,6 +298,14 @@ pub fn configured_create(
     repo: Option<&str>,
     problems: &mut Vec<Problem>,
 ) -> Option<SourcedCommand> {
+    resolve(configured_create_location(ws, lifecycle, repo)?, problems)
+}
+
+fn configured_create_location<'a>(
+    ws: &'a Workspace,
+    lifecycle: Lifecycle,
+    repo: Option<&str>,
+) -> Option<Location<'a>> {
     let Mode::Configured(config) = &ws.mode else {
         return None;
     };
@@ -277,7 +341,7 @@ pub fn configured_create(
             file: Some((workspace_owner(ws), dir.join(format!("{lifecycle}.{r}.sh")))),
         },
     };
-    resolve(loc, problems)
+    Some(loc)
 }
 
 /// The remove hooks for one target repository, in the order they run: repository, workspace,
@@ -290,6 +354,18 @@ pub fn remove_hooks(
     checkout: &Path,
     problems: &mut Vec<Problem>,
 ) -> Vec<SourcedCommand> {
+    remove_locations(ws, lifecycle, repo, checkout)
+        .into_iter()
+        .filter_map(|l| resolve(l, problems))
+        .collect()
+}
+
+fn remove_locations<'a>(
+    ws: &'a Workspace,
+    lifecycle: Lifecycle,
+    repo: &str,
+    checkout: &Path,
+) -> Vec<Location<'a>> {
     let mut locs = Vec::new();
     if let Mode::Configured(config) = &ws.mode {
         let repo_owner = Owner {
@@ -333,9 +409,7 @@ pub fn remove_hooks(
         });
     }
     locs.extend(user_locations(ws, lifecycle, repo));
-    locs.into_iter()
-        .filter_map(|l| resolve(l, problems))
-        .collect()
+    locs
 }
 
 /// The standalone create hooks at `lifecycle`: the user's targeted, then shared.
@@ -344,13 +418,62 @@ pub fn standalone_create(
     lifecycle: Lifecycle,
     problems: &mut Vec<Problem>,
 ) -> Vec<SourcedCommand> {
-    let Mode::Standalone { name } = &ws.mode else {
-        return Vec::new();
-    };
-    user_locations(ws, lifecycle, name)
+    standalone_locations(ws, lifecycle)
         .into_iter()
         .filter_map(|l| resolve(l, problems))
         .collect()
+}
+
+fn standalone_locations<'a>(ws: &Workspace, lifecycle: Lifecycle) -> Vec<Location<'a>> {
+    match &ws.mode {
+        Mode::Standalone { name } => user_locations(ws, lifecycle, name),
+        Mode::Configured(_) => Vec::new(),
+    }
+}
+
+/// Every hook location of `ws` as the inspector lists it, in the order each command runs
+/// them: the create hooks (for every repository), then the remove hooks (for every
+/// repository), an ambiguous location as both its candidates, marked. Problems go to
+/// `problems`.
+pub(crate) fn listing(ws: &Workspace, problems: &mut Vec<Problem>) -> Vec<Listed> {
+    let mut locs = Vec::new();
+    let repos = ws.repos();
+    match &ws.mode {
+        Mode::Configured(_) => {
+            locs.extend(configured_create_location(ws, Lifecycle::PreCreate, None));
+            for r in &repos {
+                for lc in [Lifecycle::PreCreate, Lifecycle::PostCreate] {
+                    locs.extend(configured_create_location(ws, lc, Some(&r.name)));
+                }
+            }
+            locs.extend(configured_create_location(ws, Lifecycle::PostCreate, None));
+        }
+        Mode::Standalone { .. } => {
+            for lc in [Lifecycle::PreCreate, Lifecycle::PostCreate] {
+                locs.extend(standalone_locations(ws, lc));
+            }
+        }
+    }
+    for lc in [Lifecycle::PreRemove, Lifecycle::PostRemove] {
+        for r in &repos {
+            locs.extend(remove_locations(ws, lc, &r.name, &r.checkout));
+        }
+    }
+    let mut listed = Vec::new();
+    for loc in locs {
+        let mut ambiguous = Vec::new();
+        if let Some(hook) = resolve_listing(loc, problems, &mut ambiguous) {
+            listed.push(Listed {
+                hook,
+                ambiguous: false,
+            });
+        }
+        listed.extend(ambiguous.into_iter().map(|hook| Listed {
+            hook,
+            ambiguous: true,
+        }));
+    }
+    listed
 }
 
 fn user_locations<'a>(ws: &Workspace, lifecycle: Lifecycle, repo: &str) -> Vec<Location<'a>> {

@@ -47,6 +47,7 @@ pub fn find_bash(
 /// the line number is kept of what Bash says. `extglob` is on for the check, so a snippet that
 /// turns it on itself is not refused. A Bash that cannot be started here is left for the run
 /// to report.
+#[cfg(test)]
 pub fn syntax_problem(bash: &Path, snippet: &Snippet) -> Option<String> {
     SyntaxCheck::start(bash, snippet)?.problem()
 }
@@ -99,11 +100,11 @@ impl Unavailable {
     pub fn message(&self) -> String {
         match self {
             Unavailable::Configured(p) => format!(
-                "interpreter_unavailable: the configured bash {} (hooks.interpreters.bash) is not an executable file",
+                "no Bash to run the hooks: the configured bash {} (hooks.interpreters.bash) is not an executable file",
                 p.display()
             ),
             Unavailable::NotOnPath => {
-                "interpreter_unavailable: no executable bash in the non-empty PATH entries".into()
+                "no Bash to run the hooks: no executable bash in the non-empty PATH entries".into()
             }
         }
     }

@@ -117,6 +117,26 @@ impl StateLock {
         }
     }
 
+    /// Writes what the holder is doing into the lock file (`create of branch x (pid 12)`), for
+    /// a command that waits for it to say what it waits for. Best effort: the lock itself is
+    /// the record lock, not the text.
+    pub fn describe(&self, what: &str) {
+        use std::os::unix::fs::FileExt as _;
+        let text = format!("{what} (pid {})\n", std::process::id());
+        // Written over the old text, then cut to length: a reader never sees an empty file.
+        let _ = self
+            ._file
+            .write_all_at(text.as_bytes(), 0)
+            .and_then(|()| self._file.set_len(text.len() as u64));
+    }
+
+    /// What the holder of the lock in `dir` said it is doing, when it said.
+    pub fn holder(dir: &Path) -> Option<String> {
+        let text = std::fs::read_to_string(dir.join("lock")).ok()?;
+        let line = text.lines().next()?.trim();
+        (!line.is_empty()).then(|| line.to_string())
+    }
+
     /// The journal's path.
     pub fn journal_path(&self) -> PathBuf {
         self.dir.join("journal")
@@ -168,6 +188,13 @@ impl StateLock {
     /// Removes the journal (after a rollback of a dead create).
     pub fn clear(&self) -> Result<(), StateError> {
         remove(&self.journal_path(), &self.dir)
+    }
+}
+
+impl Drop for StateLock {
+    /// The lock goes with the file's close; what the holder said goes first.
+    fn drop(&mut self) {
+        let _ = self._file.set_len(0);
     }
 }
 

@@ -157,8 +157,16 @@ impl Outcome {
     }
 }
 
-/// Every evaluated hook of one command.
-#[derive(Debug, Clone, Default)]
+/// An outcome serializes as its JSON row ([`OutcomeJson`]).
+impl Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
+/// Every evaluated hook of one command. Serializes as the array of its rows.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
 pub struct Ledger {
     /// The rows, in evaluation order.
     pub outcomes: Vec<Outcome>,

@@ -4,40 +4,57 @@
 //! what this invocation made, a create killed outright is rolled back by the next command, and
 //! every evaluated hook lands in an outcome ledger that names its source, never its text.
 //!
-//! Plan, then act: [`plan`] works a command out and refuses it before any change; [`create()`]
-//! and [`remove()`] carry it out on the shared executor.
+//! A host calls [`Worktrees`]: discover a workspace, then create, remove, list the hooks or
+//! init, each returning a typed result that serializes to the JSON `hookq worktree … --json`
+//! prints. Inside, plan then act: a command is worked out and refused before any
+//! change; the create and remove runs carry it out on the shared executor.
+//!
+//! See `docs/lifecycle.md` for the configuration, discovery, order and rollback rules.
 
 pub mod config;
-pub mod create;
+pub(crate) mod create;
 pub mod discovery;
-pub mod env;
+pub(crate) mod env;
 pub mod error;
-pub mod git;
-pub mod hook;
+pub(crate) mod git;
+pub(crate) mod hook;
 pub mod init;
 pub mod input;
-pub mod inspect;
-pub mod interpreter;
-pub mod journal;
+pub(crate) mod inspect;
+pub(crate) mod interpreter;
+pub(crate) mod journal;
 pub(crate) mod jsontree;
 pub mod ledger;
-pub mod names;
-pub mod plan;
+pub(crate) mod names;
+pub(crate) mod plan;
 pub mod point;
-pub mod policy;
-pub mod remove;
-pub mod rollback;
-pub mod session;
+pub(crate) mod policy;
+pub(crate) mod remove;
+pub(crate) mod rollback;
+pub(crate) mod session;
 pub mod snippet;
 pub mod workspace;
+pub mod worktrees;
 
 pub use config::{Config, ConfigError};
-pub use create::{CreateReport, RunOptions, create};
-pub use discovery::{Problem, Source, SourcedCommand};
-pub use error::{Error, FailureKind};
+pub use discovery::{Listed, Problem, Source, SourcedCommand};
+pub use error::{CreateFailure, Details, Error, FailureKind, RemoveFailure};
+pub use git::GitError;
+pub use hook::RunOptions;
 pub use input::InputPolicy;
+pub use journal::StateError;
 pub use ledger::{Ledger, Outcome, Status};
-pub use plan::{CreatePlan, CreateRequest, RemovePlan};
+pub use plan::CreateRequest;
 pub use point::{Lifecycle, ModeKind, Scope};
-pub use remove::{RemoveReport, remove};
+pub use remove::{Removal, RemovalStatus};
+pub use rollback::RollbackReport;
 pub use workspace::Workspace;
+pub use worktrees::{
+    Created, HookListing, Initialized, NewWorktree, Notice, Place, RemoveRequest, Removed, Target,
+    Worktrees,
+};
+
+/// The library example of `docs/lifecycle.md` runs as a doctest of this item.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/lifecycle.md")]
+pub struct LifecycleDocDoctests;

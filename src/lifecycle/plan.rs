@@ -71,7 +71,7 @@ pub struct CreatePlan {
 }
 
 /// The repositories a command acts on: the named ones (each must exist), else all.
-fn select(ws: &Workspace, names: &[String]) -> Result<Vec<RepoRef>, Error> {
+pub(crate) fn select(ws: &Workspace, names: &[String]) -> Result<Vec<RepoRef>, Error> {
     let all = ws.repos();
     if names.is_empty() {
         if all.is_empty() {
@@ -155,7 +155,7 @@ fn configured_at(ws: &Workspace, repo: &RepoRef) -> String {
 
 /// Refuses a config whose repositories name one checkout twice: each would get a worktree of
 /// the same branch from the same repository, which git cannot make.
-fn check_distinct(ws: &Workspace) -> Result<(), Error> {
+pub(crate) fn check_distinct(ws: &Workspace) -> Result<(), Error> {
     let Some(config) = ws.config() else {
         return Ok(());
     };
@@ -227,7 +227,7 @@ fn finish_snippet_checks(checks: Vec<(String, SyntaxCheck)>, problems: &mut Vec<
 }
 
 /// The checkout of `repo`, canonical, if it is the top of a git work tree.
-fn checkout_of(
+pub(crate) fn checkout_of(
     ws: &Workspace,
     repo: &RepoRef,
     problems: &mut Vec<Problem>,

@@ -92,6 +92,12 @@ pub enum ModeKind {
     Standalone,
 }
 
+impl serde::Serialize for ModeKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl ModeKind {
     /// `configured` or `standalone`.
     pub fn as_str(self) -> &'static str {

@@ -29,10 +29,39 @@ pub struct Removal {
     pub worktree_path: PathBuf,
     /// The branch checked out there.
     pub branch_name: Option<String>,
-    /// `removed`, `failed` or `skipped`.
-    pub status: &'static str,
+    /// How it went.
+    pub status: RemovalStatus,
     /// Why it failed or was skipped.
     pub reason: Option<String>,
+}
+
+/// How one worktree's removal went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RemovalStatus {
+    /// The worktree is gone.
+    Removed,
+    /// Git could not remove it (the reason says why); it stays.
+    Failed,
+    /// It was not attempted: a pre-remove hook failed, or a signal stopped the command.
+    Skipped,
+}
+
+impl RemovalStatus {
+    /// `removed`, `failed` or `skipped`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RemovalStatus::Removed => "removed",
+            RemovalStatus::Failed => "failed",
+            RemovalStatus::Skipped => "skipped",
+        }
+    }
+}
+
+impl std::fmt::Display for RemovalStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// What a remove did.
@@ -175,7 +204,7 @@ pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> Remove
         let removals = plan
             .targets
             .iter()
-            .map(|t| removal(t, "skipped", Some(reason.into())))
+            .map(|t| removal(t, RemovalStatus::Skipped, Some(reason.into())))
             .collect();
         return RemoveReport {
             ledger,
@@ -188,15 +217,19 @@ pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> Remove
     let mut removals = Vec::new();
     for t in &plan.targets {
         if opts.stop.graceful() {
-            removals.push(removal(t, "skipped", Some("stopped by a signal".into())));
+            removals.push(removal(
+                t,
+                RemovalStatus::Skipped,
+                Some("stopped by a signal".into()),
+            ));
             continue;
         }
         match git::remove_worktree(&t.checkout, &t.worktree, plan.force, false) {
             Ok(()) => {
                 prune_empty_parents(ws, t);
-                removals.push(removal(t, "removed", None));
+                removals.push(removal(t, RemovalStatus::Removed, None));
             }
-            Err(e) => removals.push(removal(t, "failed", Some(e.why))),
+            Err(e) => removals.push(removal(t, RemovalStatus::Failed, Some(e.why))),
         }
     }
 
@@ -218,7 +251,7 @@ pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> Remove
         }
     }
     if opts.stop.graceful() {
-        let removed = removals.iter().filter(|r| r.status == "removed").count();
+        let removed = removals.iter().filter(|r| r.status == RemovalStatus::Removed).count();
         return RemoveReport {
             ledger,
             failure: Some((
@@ -232,8 +265,10 @@ pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> Remove
             removals,
         };
     }
-    let failed_removals: Vec<&Removal> =
-        removals.iter().filter(|r| r.status != "removed").collect();
+    let failed_removals: Vec<&Removal> = removals
+        .iter()
+        .filter(|r| r.status != RemovalStatus::Removed)
+        .collect();
     let failure = if hook_failures > 0 {
         Some((
             FailureKind::Hook,
@@ -301,7 +336,7 @@ fn prune_empty_parents(ws: &Workspace, t: &RemoveTarget) {
     }
 }
 
-fn removal(t: &RemoveTarget, status: &'static str, reason: Option<String>) -> Removal {
+fn removal(t: &RemoveTarget, status: RemovalStatus, reason: Option<String>) -> Removal {
     Removal {
         repository: t.repo.clone(),
         worktree_path: t.worktree.clone(),

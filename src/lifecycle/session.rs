@@ -6,14 +6,16 @@ use super::journal::{Locked, Record, StateLock};
 use super::rollback;
 use super::workspace::Workspace;
 
-/// Takes the workspace's lock (refusing when another command holds it) and rolls back a dead
-/// create's journal. Returns the lock and the warnings to print.
-pub fn acquire(ws: &Workspace) -> Result<(StateLock, Vec<String>), Error> {
+/// Takes the workspace's lock (refusing when another command holds it), says in it `what`
+/// this command does, and rolls back a dead create's journal. Returns the lock and the
+/// warnings to print.
+pub fn acquire(ws: &Workspace, what: &str) -> Result<(StateLock, Vec<String>), Error> {
     let lock = match StateLock::acquire(&ws.state_dir) {
         Ok(l) => l,
         Err(Locked::Busy(p)) => return Err(Error::Busy(p)),
         Err(Locked::Error(e)) => return Err(Error::State(e)),
     };
+    lock.describe(what);
     let warnings = recover(&lock)?;
     Ok((lock, warnings))
 }

@@ -13,6 +13,10 @@ pub const STATE_DIR_NAME: &str = "hookq-worktree";
 
 /// How the workspace was found.
 #[derive(Debug, Clone)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per command, never in a collection: boxing the config buys nothing"
+)]
 pub enum Mode {
     /// `.arashi/config.json` at the root.
     Configured(Config),
