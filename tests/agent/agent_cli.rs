@@ -2,7 +2,7 @@
 //! (sh and Python) in temp workspaces: every row of the decision table, the skip rules, the
 //! layers and their order, the matchers, and the Stop path.
 
-mod agent_support;
+use crate::support::agent as agent_support;
 
 use agent_support::{Ws, hooks_json, pre_entries, script};
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
 //! Hostile hooks never hang hookq and never widen a permission: each fails closed on
 //! PreToolUse (the call denied, the turn ended), through the real binary.
 
-mod agent_support;
+use crate::support::agent as agent_support;
 
 use std::os::unix::process::CommandExt as _;
 use std::time::{Duration, Instant};

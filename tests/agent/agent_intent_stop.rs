@@ -2,7 +2,7 @@
 //! both ways: announced-and-not-done asks for a continuation; reported, asked and concluded do
 //! not. Through the library rule and, for every row, through `hookq agent fire Stop`.
 
-mod agent_support;
+use crate::support::agent as agent_support;
 
 use hookq::agent::intent_stop;
 use serde_json::json;

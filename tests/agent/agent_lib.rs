@@ -1,7 +1,7 @@
 //! The library surface a Rust host embeds: load once, fire many times, with real sh and Python
 //! hook scripts; the decision is the same object the CLI prints.
 
-mod agent_support;
+use crate::support::agent as agent_support;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! PostToolUse) after a hook that exited other than 0, and never leak what a hook printed
 //! where the decision table does not name it. First on the pure fold, then on real hooks.
 
-mod agent_support;
+use crate::support::agent as agent_support;
 
 use std::time::Duration;
 

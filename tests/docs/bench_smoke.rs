@@ -3,7 +3,7 @@
 //! figure was produced (finite and positive), never how fast anything was. Then the comparison
 //! of several runs' JSON (`--compare`), on runs made up here.
 
-#[path = "../benches/harness/mod.rs"]
+#[path = "../../benches/harness/mod.rs"]
 mod harness;
 
 use std::path::PathBuf;

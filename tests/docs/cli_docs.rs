@@ -2,28 +2,10 @@
 //! and a man page naming every subcommand, outside any workspace, and a bad argument is a usage
 //! error.
 
-mod common;
+use crate::support::queue as common;
 
-/// The binary's command-line definition, compiled into this test so it can walk every command and
-/// flag (the library does not export the CLI).
-macro_rules! outln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        $crate::cli::output::stdout_wrote(writeln!(std::io::stdout().lock(), $($arg)*));
-    }};
-}
-macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
-}
-#[allow(dead_code, unused_imports)]
-#[path = "../src/cli/mod.rs"]
-mod cli;
-
+use crate::cli::Cli;
 use clap::CommandFactory;
-use cli::Cli;
 use common::{HOOKQ, Ws};
 
 const USAGE: i32 = 2;

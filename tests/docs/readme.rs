@@ -7,29 +7,11 @@
 //! The pages are README.md and every `docs/*.md`, read when the test runs, so a page another
 //! model adds is checked as soon as it exists.
 
-/// The binary's command-line definition, compiled into this test so it can walk every command and
-/// flag (the library does not export the CLI).
-macro_rules! outln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        $crate::cli::output::stdout_wrote(writeln!(std::io::stdout().lock(), $($arg)*));
-    }};
-}
-macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
-}
-#[allow(dead_code, unused_imports)]
-#[path = "../src/cli/mod.rs"]
-mod cli;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use crate::cli::Cli;
 use clap::{CommandFactory, Parser};
-use cli::Cli;
 
 /// One document: its path relative to the crate root, and its text.
 struct Page {

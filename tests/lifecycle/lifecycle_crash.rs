@@ -3,7 +3,7 @@
 //! worktrees, branches and folders are what they were before it, unless the create had
 //! completed. `HOOKQ_CRASH_KILLS` sets how many kills (default 100).
 
-mod lifecycle_common;
+use crate::support::lifecycle as lifecycle_common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

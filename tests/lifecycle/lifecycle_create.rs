@@ -1,7 +1,7 @@
 //! `hookq worktree create` against real git repositories: order, working directories, the
 //! environment, fail-fast and rollback.
 
-mod lifecycle_common;
+use crate::support::lifecycle as lifecycle_common;
 
 use lifecycle_common::{Ws, git, inline};
 

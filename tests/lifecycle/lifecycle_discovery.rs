@@ -2,7 +2,7 @@
 //! runs hooks, `hooks.timeout` validation, the inspector. Every refusal comes before any hook
 //! or change.
 
-mod lifecycle_common;
+use crate::support::lifecycle as lifecycle_common;
 
 use std::os::unix::fs::PermissionsExt;
 

@@ -1,7 +1,7 @@
 //! The outcome ledger: JSON checked against `fixtures/lifecycle/ledger.schema.json`, human
 //! counts and failure blocks, hook output kept off JSON stdout, dry runs.
 
-mod lifecycle_common;
+use crate::support::lifecycle as lifecycle_common;
 
 use lifecycle_common::schema::assert_valid;
 use lifecycle_common::{Ws, inline};

@@ -1,7 +1,7 @@
 //! `hookq worktree remove` against real git repositories: four scopes per target, the
 //! pre-remove gate, partial removal failures and post-remove finalization, dry runs.
 
-mod lifecycle_common;
+use crate::support::lifecycle as lifecycle_common;
 
 use lifecycle_common::{Ws, git, inline};
 

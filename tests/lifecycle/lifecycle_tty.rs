@@ -2,14 +2,14 @@
 //! the banner first, show an unterminated prompt and read the answer; Ctrl-C and timeouts end
 //! the hook and give the terminal back as it was; everything else reads end of file at once.
 
-mod lifecycle_common;
+use crate::support::lifecycle as lifecycle_common;
 
 use std::io::Read as _;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use crate::support::pty::Pty;
 use lifecycle_common::Ws;
-use lifecycle_common::pty::Pty;
 
 const LIMIT: Duration = Duration::from_secs(60);
 

@@ -3,7 +3,7 @@
 //! read-only state dir, a full disk, and a database held by another writer. Each gets one clear
 //! `error:` line naming what and where, a non-zero exit, and every pending point stays pending.
 
-mod common;
+use crate::support::queue as common;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;

@@ -1,6 +1,6 @@
 //! How points are drained and how one command runs, driven through the CLI.
 
-mod common;
+use crate::support::queue as common;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //!
 //! Exit codes (src/failure.rs `code`): 2 usage, 3 config, 4 not found, 5 database, 6 locked.
 
-mod common;
+use crate::support::queue as common;
 
 use std::path::Path;
 

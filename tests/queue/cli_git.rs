@@ -1,7 +1,7 @@
 //! The three `after_merge` lines `hookq init` writes, against real git repositories: a bare
 //! remote, a workspace repository with a pushed task branch and the task's worktree.
 
-mod common;
+use crate::support::queue as common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! `hookq hub` as a child process: it runs points that other processes commit, and stops
 //! cleanly on SIGTERM, SIGINT or SIGHUP (a second one stops it at once).
 
-mod common;
+use crate::support::queue as common;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! Which writes record which point, driven through the CLI. Every point runs the
 //! `record.sh` fixture, which appends `<point> <task> <state>` to `fired.log`.
 
-mod common;
+use crate::support::queue as common;
 
 use common::{Ws, every_point};
 

@@ -7,7 +7,7 @@
 //!
 //! `HOOKQ_STRESS=1` runs the full sizes (4 × 10,000 transitions).
 
-mod common;
+use crate::support::queue as common;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -217,7 +217,7 @@ fn concurrent_writers_while_a_hub_drains() {
             Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",
-                    "writer_child_entry",
+                    &crate::support::test_path(module_path!(), "writer_child_entry"),
                     "--test-threads=1",
                     "--nocapture",
                 ])

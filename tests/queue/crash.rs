@@ -12,7 +12,7 @@
 //! replays a run. Figures are printed (`--nocapture`) and written to
 //! `target/hookq-guarantees/<test>.json`.
 
-mod common;
+use crate::support::queue as common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -65,7 +65,8 @@ fn kill_and_reap(child: &mut Child) {
 /// Re-runs this test binary as a child that executes only `test`, with `env` set.
 fn child_of_this_binary(test: &str, env: &[(&str, &Path)]) -> Child {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", test, "--nocapture", "--test-threads=1"])
+    let exact = crate::support::test_path(module_path!(), test);
+    cmd.args(["--exact", &exact, "--nocapture", "--test-threads=1"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());

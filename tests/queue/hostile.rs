@@ -2,7 +2,7 @@
 //! run, the runner must finish within timeout + grace + slack, and the log must say what
 //! happened. The slack is generous: it only tells "bounded by the timeout" from "hung".
 
-mod common;
+use crate::support::queue as common;
 
 use std::time::Duration;
 

@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use std::sync::mpsc;
 use std::time::Duration;
 
-const QUEUE_DOC: &str = include_str!("../docs/queue.md");
+const QUEUE_DOC: &str = include_str!("../../docs/queue.md");
 
 /// Generous: only there to turn a hang into a failure.
 const HANG: Duration = Duration::from_secs(120);

@@ -4,8 +4,7 @@
 //! inline snippet appears nowhere in what hookq printed or left in its state folder.
 #![allow(dead_code)]
 
-pub mod pty;
-pub mod schema;
+pub use super::schema;
 
 use std::collections::BTreeMap;
 use std::io::Read;

@@ -105,7 +105,7 @@ impl Pty {
                 // Let the reader drain what is left.
                 std::thread::sleep(Duration::from_millis(100));
                 assert!(
-                    !self.text().contains(super::MARKER),
+                    !self.text().contains(super::lifecycle::MARKER),
                     "an inline snippet's text reached the terminal:\n{}",
                     self.text()
                 );

@@ -13,7 +13,7 @@ pub fn check(schema: &Value, value: &Value) -> Vec<String> {
 
 /// Panics unless `value` is valid against the schema file `name` in `fixtures/lifecycle/`.
 pub fn assert_valid(name: &str, value: &Value) {
-    let text = std::fs::read_to_string(super::fixtures().join(name)).unwrap();
+    let text = std::fs::read_to_string(super::lifecycle::fixtures().join(name)).unwrap();
     let schema: Value = serde_json::from_str(&text).unwrap();
     let errors = check(&schema, value);
     assert!(errors.is_empty(), "{name}: {errors:#?}\nvalue: {value:#}");
@@ -90,7 +90,7 @@ fn walk(root: &Value, s: &Value, v: &Value, at: &str, errors: &mut Vec<String>) 
 #[test]
 fn the_checker_catches_what_the_schema_forbids() {
     let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(super::fixtures().join("ledger.schema.json")).unwrap(),
+        &std::fs::read_to_string(super::lifecycle::fixtures().join("ledger.schema.json")).unwrap(),
     )
     .unwrap();
     let good = serde_json::json!([{
