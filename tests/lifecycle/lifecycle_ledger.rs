@@ -3,7 +3,7 @@
 
 use crate::support::lifecycle as lifecycle_common;
 
-use lifecycle_common::schema::assert_valid;
+use lifecycle_common::schema::{assert_valid, check};
 use lifecycle_common::{Ws, inline};
 
 fn q(s: &str) -> String {
@@ -157,4 +157,26 @@ fn create_dry_run_discovers_nothing_and_returns_an_empty_ledger() {
     assert_eq!(w.snapshot(), before);
     // The same create for real is refused: the ambiguity above is found by discovery.
     w.run(&["worktree", "create", "feature/a"]).expect(9);
+}
+
+/// The schema checker itself: it accepts a good ledger and names each thing a bad one breaks.
+#[test]
+fn the_checker_catches_what_the_schema_forbids() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(lifecycle_common::fixtures().join("ledger.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let good = serde_json::json!([{
+        "lifecycle": "pre-create", "scope": "workspace", "targetRepository": null,
+        "hookName": "pre-create", "sourceKind": "inline-config", "sourceOwnerKind": "workspace",
+        "sourceOwnerName": "ws", "sourceScriptPath": null, "status": "succeeded",
+        "exitCode": null, "signal": null, "reason": null, "durationMs": 3
+    }]);
+    assert!(check(&schema, &good).is_empty());
+    let mut bad = good.clone();
+    bad[0]["status"] = "ok".into();
+    bad[0]["durationMs"] = (-1).into();
+    bad[0]["command"] = "echo".into();
+    bad[0].as_object_mut().unwrap().remove("scope");
+    assert_eq!(check(&schema, &bad).len(), 4, "{:?}", check(&schema, &bad));
 }

@@ -1,26 +1,19 @@
-//! Shared helper for the agent tool hook tests: a scratch workspace with a private home, the
-//! real `hookq` binary run with a pinned environment, and the fixture hook scripts.
-//!
-//! Each test file uses a different part of this module, so unused items are expected.
-#![allow(dead_code)]
+//! The agent tool hooks' workspace: a project file and a user config in a scratch workspace with
+//! a home of its own, the real `hookq` binary run with a pinned environment, and the fixture hook
+//! scripts.
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::path::PathBuf;
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
-/// The binary under test.
-pub const HOOKQ: &str = env!("CARGO_BIN_EXE_hookq");
-
-/// How long one `hookq` run may take before the test calls it a hang. Only catches hangs.
-pub const HANG: Duration = Duration::from_secs(120);
+use super::run::bounded;
+use super::workspace::Scratch;
+pub use super::{HANG, HOOKQ};
 
 /// `fixtures/agent/` in the repository.
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/agent")
+    super::fixtures().join("agent")
 }
 
 /// A fixture hook script's path, shell-quoted for a command line.
@@ -31,7 +24,7 @@ pub fn script(name: &str) -> String {
 
 /// A scratch workspace (`root`) and a home directory beside it, removed at the end.
 pub struct Ws {
-    dir: tempfile::TempDir,
+    scratch: Scratch,
 }
 
 /// What one `hookq agent` run gave.
@@ -77,20 +70,19 @@ impl Fired {
 impl Ws {
     /// An empty workspace and home.
     pub fn new() -> Ws {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("ws")).unwrap();
-        std::fs::create_dir(dir.path().join("home")).unwrap();
-        Ws { dir }
+        Ws {
+            scratch: Scratch::new(),
+        }
     }
 
     /// The workspace.
     pub fn root(&self) -> PathBuf {
-        self.dir.path().join("ws")
+        self.scratch.root().to_path_buf()
     }
 
     /// The home directory hookq runs with.
     pub fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
+        self.scratch.home().to_path_buf()
     }
 
     /// The user config path under the home (`~/.config/radian/config.toml`).
@@ -121,12 +113,8 @@ impl Ws {
 
     /// `hookq` with a pinned environment, run in the workspace.
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new(HOOKQ);
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home())
-            .env("LC_ALL", "C")
-            .current_dir(self.root());
+        let mut cmd = self.scratch.command(HOOKQ, self.scratch.root());
+        cmd.env("LC_ALL", "C");
         cmd
     }
 
@@ -137,32 +125,12 @@ impl Ws {
 
     /// [`Ws::hookq`] on a prepared command.
     pub fn hookq_with(&self, mut cmd: Command, args: &[&str], stdin: &[u8]) -> Fired {
-        let mut child = cmd
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut input = child.stdin.take().unwrap();
-        let bytes = stdin.to_vec();
-        let writer = std::thread::spawn(move || {
-            let _ = input.write_all(&bytes);
-        });
-        let pid = child.id();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait_with_output());
-        });
-        let out = match rx.recv_timeout(HANG) {
-            Ok(out) => out.unwrap(),
-            Err(_) => {
-                // SAFETY: kill(2) on the pid this test started.
-                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-                panic!("hookq {args:?} hung for {HANG:?}");
-            }
-        };
-        writer.join().unwrap();
+        let out = bounded(
+            cmd.args(args),
+            Some(stdin),
+            HANG,
+            &format!("hookq {args:?}"),
+        );
         let decision = serde_json::from_slice(&out.stdout).ok();
         Fired { out, decision }
     }

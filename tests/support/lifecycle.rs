@@ -1,29 +1,24 @@
-//! Shared helper for the worktree lifecycle tests: a workspace of real git repositories in a
-//! temp dir, `HOME` pointed at a temp dir for the user-global hooks, and the real `hookq` binary
-//! run with a pinned environment. Every run asserts that the secret marker placed in every
-//! inline snippet appears nowhere in what hookq printed or left in its state folder.
-#![allow(dead_code)]
-
-pub use super::schema;
+//! The worktree lifecycle's workspace: real git repositories in a scratch workspace, `HOME`
+//! pointed at its own home for the user-global hooks, and the real `hookq` binary run with a
+//! pinned environment. Every run asserts that the secret marker placed in every inline snippet
+//! appears nowhere in what hookq printed or left in its state folder.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitStatus};
 
-/// The binary under test.
-pub const HOOKQ: &str = env!("CARGO_BIN_EXE_hookq");
+pub use super::git::{git, make_repo};
+use super::run::bounded;
+pub use super::schema;
+use super::workspace::Scratch;
+pub use super::{HANG, HOOKQ};
 
 /// Placed in every inline snippet; must never be printed by hookq.
 pub const MARKER: &str = "hookq-secret-5f3a9c";
 
-/// How long one hookq run may take before the test calls it a hang.
-pub const HANG: Duration = Duration::from_secs(120);
-
 /// `fixtures/lifecycle/`.
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/lifecycle")
+    super::fixtures().join("lifecycle")
 }
 
 /// An inline snippet holding the marker (as a no-op word, never printed by the command).
@@ -89,43 +84,12 @@ impl Out {
 
 /// A temp workspace: `<tmp>/ws` (the root), `<tmp>/home`, repositories under `ws/repos/`.
 pub struct Ws {
-    pub tmp: tempfile::TempDir,
+    /// The temp dir (`tmp.path()`), removed at the end.
+    pub tmp: Scratch,
     pub root: PathBuf,
     pub home: PathBuf,
     /// Extra variables for hookq's environment.
     pub env: Vec<(String, String)>,
-}
-
-/// Runs git, panicking on failure.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Makes a git repository at `dir` with `files` small files and one commit.
-pub fn make_repo(dir: &Path, files: usize) {
-    std::fs::create_dir_all(dir).unwrap();
-    git(dir, &["init", "-q", "-b", "main"]);
-    for i in 0..files {
-        std::fs::write(dir.join(format!("f{i}.txt")), format!("{i}\n")).unwrap();
-    }
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-qm", "init", "--allow-empty"]);
 }
 
 impl Ws {
@@ -157,14 +121,10 @@ impl Ws {
 
     /// A temp dir with `ws/` and `home/`, nothing in them.
     pub fn bare() -> Ws {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("ws");
-        let home = tmp.path().join("home");
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::create_dir_all(&home).unwrap();
+        let tmp = Scratch::new();
         std::fs::create_dir_all(tmp.path().join("envs")).unwrap();
-        let root = root.canonicalize().unwrap();
-        let home = home.canonicalize().unwrap();
+        let root = tmp.root().to_path_buf();
+        let home = tmp.home().to_path_buf();
         Ws {
             tmp,
             root,
@@ -232,21 +192,13 @@ impl Ws {
 
     /// `program` with the pinned environment of a hookq run (`HOOKQ` names the binary).
     pub fn command_of(&self, program: &str, dir: &Path, args: &[&str]) -> Command {
-        let mut c = Command::new(program);
-        c.current_dir(dir)
-            .args(args)
-            .env_clear()
+        let mut c = self.tmp.command(program, dir);
+        c.args(args)
             .env("HOOKQ", HOOKQ)
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", &self.home)
-            .env("LANG", "C")
             // Every log line hookq can write is on stderr too, for the secret check.
             .env("HOOKQ_LOG", "trace")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@t")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .envs(super::git::PINNED)
             .env("ORDER_LOG", self.order_log())
             .env("ENV_DIR", self.tmp.path().join("envs"));
         for (k, v) in &self.env {
@@ -345,39 +297,14 @@ pub fn tree(dir: &Path) -> String {
     out.join("\n") + "\n"
 }
 
-/// Runs `c` to its end, killing it after [`HANG`], and checks the secret marker.
+/// Runs `c` to its end with stdin from /dev/null, killing it after [`HANG`], and checks the
+/// secret marker.
 pub fn run_bounded(c: &mut Command, ws: &Ws) -> Out {
-    c.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let t1 = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = stdout.read_to_end(&mut b);
-        b
-    });
-    let t2 = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = stderr.read_to_end(&mut b);
-        b
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > HANG {
-            let _ = child.kill();
-            panic!("hookq hung for {HANG:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let out = bounded(c, None, HANG, "hookq");
     let out = Out {
-        status,
-        stdout: String::from_utf8_lossy(&t1.join().unwrap()).into_owned(),
-        stderr: String::from_utf8_lossy(&t2.join().unwrap()).into_owned(),
+        status: out.status,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     };
     ws.assert_no_secret(&out);
     out

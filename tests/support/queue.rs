@@ -1,117 +1,23 @@
-//! Shared helper for the integration tests: a temp workspace, the real `hookq` binary run with a
-//! pinned environment, and direct reads of the database.
-//!
-//! Every test file uses a different part of this module, so unused items are expected.
-#![allow(dead_code)]
+//! The durable hook queue's workspace: `hookq init` in a scratch workspace, the real `hookq`
+//! binary run with a pinned environment in the foreground or as a background hub, and direct
+//! reads of the database.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::fs::File;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags, params};
 
-/// The binary under test.
-pub const HOOKQ: &str = env!("CARGO_BIN_EXE_hookq");
-
-/// How long any one `hookq` invocation may take before the test calls it a hang. Only there to
-/// turn a hang into a failure: nothing is asserted about how fast things are.
-pub const HANG: Duration = Duration::from_secs(180);
+pub use super::run::{Out, Running};
+use super::workspace::Scratch;
+pub use super::{HANG, HOOKQ, fixtures};
 
 /// How long to wait for something another process does (a hub running a hook).
 pub const EVENTUALLY: Duration = Duration::from_secs(90);
-
-/// `fixtures/` in the repository.
-pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
-}
-
-/// What one `hookq` run gave.
-pub struct Out {
-    /// The exit status.
-    pub status: ExitStatus,
-    /// Raw stdout.
-    pub stdout: Vec<u8>,
-    /// Raw stderr.
-    pub stderr: Vec<u8>,
-    /// The command line, for messages.
-    pub args: Vec<String>,
-}
-
-impl Out {
-    /// The exit code (`None` when a signal ended the process).
-    pub fn code(&self) -> Option<i32> {
-        self.status.code()
-    }
-
-    /// The signal that ended the process, if any.
-    pub fn signal(&self) -> Option<i32> {
-        self.status.signal()
-    }
-
-    /// Stdout as text.
-    pub fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.stdout).into_owned()
-    }
-
-    /// Stderr as text.
-    pub fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.stderr).into_owned()
-    }
-
-    /// Stderr lines beginning `warning:`.
-    pub fn warnings(&self) -> Vec<String> {
-        self.stderr()
-            .lines()
-            .filter(|l| l.starts_with("warning:"))
-            .map(str::to_owned)
-            .collect()
-    }
-
-    /// Stderr lines beginning `error:`.
-    pub fn errors(&self) -> Vec<String> {
-        self.stderr()
-            .lines()
-            .filter(|l| l.starts_with("error:"))
-            .map(str::to_owned)
-            .collect()
-    }
-
-    /// Everything about this run, for an assertion message.
-    pub fn describe(&self) -> String {
-        format!(
-            "`hookq {}` ended with {}\n--- stdout\n{}--- stderr\n{}---",
-            self.args.join(" "),
-            self.status,
-            self.stdout(),
-            self.stderr()
-        )
-    }
-
-    /// Asserts exit code `code`; returns self.
-    #[track_caller]
-    pub fn expect_code(self, code: i32) -> Self {
-        assert_eq!(self.code(), Some(code), "{}", self.describe());
-        self
-    }
-
-    /// Asserts success (exit 0) with nothing on stderr; returns self.
-    #[track_caller]
-    pub fn ok(self) -> Self {
-        assert_eq!(self.code(), Some(0), "{}", self.describe());
-        assert!(
-            self.stderr.is_empty(),
-            "unexpected stderr: {}",
-            self.describe()
-        );
-        self
-    }
-}
 
 /// A `config.toml` the tests write; `Default` gives a config with short-ish limits and no hooks.
 #[derive(Debug, Clone)]
@@ -259,13 +165,9 @@ pub struct History {
     pub log_path: Option<String>,
 }
 
-/// A temp workspace: `<base>/work` is the workspace root, `<base>/home` is `$HOME`, the rest of
-/// `<base>` is scratch space outside the workspace.
+/// A scratch workspace ([`Scratch`]): `hookq` runs in its root with its home as `$HOME`.
 pub struct Ws {
-    base: tempfile::TempDir,
-    base_path: PathBuf,
-    root: PathBuf,
-    home: PathBuf,
+    scratch: Scratch,
     env: Vec<(OsString, OsString)>,
     runs: AtomicUsize,
 }
@@ -279,21 +181,8 @@ impl Default for Ws {
 impl Ws {
     /// A fresh temp dir with an empty workspace root (no `hookq init` yet).
     pub fn new() -> Self {
-        let base = tempfile::Builder::new()
-            .prefix("hookq-it-")
-            .tempdir()
-            .unwrap();
-        // Canonical, as the binary sees its working directory.
-        let base_path = base.path().canonicalize().unwrap();
-        let root = base_path.join("work");
-        let home = base_path.join("home");
-        std::fs::create_dir(&root).unwrap();
-        std::fs::create_dir(&home).unwrap();
         Self {
-            base,
-            base_path,
-            root,
-            home,
+            scratch: Scratch::new(),
             env: Vec::new(),
             runs: AtomicUsize::new(0),
         }
@@ -309,22 +198,22 @@ impl Ws {
 
     /// The workspace root.
     pub fn root(&self) -> &Path {
-        &self.root
+        self.scratch.root()
     }
 
     /// Scratch space outside the workspace.
     pub fn base(&self) -> &Path {
-        &self.base_path
+        self.scratch.path()
     }
 
     /// `$HOME` of every process the test starts.
     pub fn home(&self) -> &Path {
-        &self.home
+        self.scratch.home()
     }
 
     /// `<root>/.radian/arc`.
     pub fn state_dir(&self) -> PathBuf {
-        self.root.join(".radian/arc")
+        self.root().join(".radian/arc")
     }
 
     /// `config.toml`.
@@ -360,18 +249,10 @@ impl Ws {
 
     /// A command with the pinned environment, run in the workspace root.
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
-        let mut cmd = Command::new(program);
-        cmd.env_clear()
-            .env(
-                "PATH",
-                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
-            )
-            .env("HOME", &self.home)
-            .env("LANG", "C")
-            .env("FIXTURES", fixtures())
+        let mut cmd = self.scratch.command(program, self.root());
+        cmd.env("FIXTURES", fixtures())
             .env("HOOKQ", HOOKQ)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&self.root)
             .stdin(Stdio::null());
         cmd
     }
@@ -413,19 +294,11 @@ impl Ws {
 
     /// Starts `cmd` (made by [`Ws::command`]) in the background, as [`Ws::spawn`] does;
     /// `args` name it in failures.
-    pub fn spawn_cmd(&self, mut cmd: Command, args: &[&str]) -> Running {
+    pub fn spawn_cmd(&self, cmd: Command, args: &[&str]) -> Running {
         let n = self.runs.fetch_add(1, Ordering::SeqCst);
-        let out_path = self.base_path.join(format!("run-{n}.stdout"));
-        let err_path = self.base_path.join(format!("run-{n}.stderr"));
-        cmd.stdout(File::create(&out_path).unwrap())
-            .stderr(File::create(&err_path).unwrap());
-        let child = cmd.spawn().unwrap();
-        Running {
-            child,
-            out_path,
-            err_path,
-            args: args.iter().map(|a| a.to_string()).collect(),
-        }
+        let out_path = self.base().join(format!("run-{n}.stdout"));
+        let err_path = self.base().join(format!("run-{n}.stderr"));
+        Running::start(cmd, args, out_path, err_path)
     }
 
     /// Runs a program (git, sh) with the pinned environment in `dir`; asserts success and
@@ -470,7 +343,7 @@ impl Ws {
 
     /// A file below the root, as bytes (`None` when absent).
     pub fn read_bytes(&self, rel: impl AsRef<Path>) -> Option<Vec<u8>> {
-        match std::fs::read(self.root.join(rel)) {
+        match std::fs::read(self.root().join(rel)) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => panic!("{e}"),
@@ -606,75 +479,6 @@ impl Ws {
         while !f() {
             assert!(Instant::now() < deadline, "gave up waiting for {what}");
             std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-/// A `hookq` process started by [`Ws::spawn`]; killed (SIGKILL) and reaped if the test ends
-/// while it still runs.
-pub struct Running {
-    child: Child,
-    out_path: PathBuf,
-    err_path: PathBuf,
-    args: Vec<String>,
-}
-
-impl Running {
-    /// Its pid.
-    pub fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    /// Sends `sig` to this process only.
-    pub fn signal(&self, sig: rustix::process::Signal) {
-        let pid = rustix::process::Pid::from_raw(self.pid()).unwrap();
-        rustix::process::kill_process(pid, sig).unwrap();
-    }
-
-    /// Whether it has exited (reaping it if so).
-    pub fn exited(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_some()
-    }
-
-    /// Its stderr so far.
-    pub fn stderr_so_far(&self) -> String {
-        String::from_utf8_lossy(&std::fs::read(&self.err_path).unwrap()).into_owned()
-    }
-
-    /// Waits for it to exit; kills it and fails the test after `limit`.
-    #[track_caller]
-    pub fn wait_within(mut self, limit: Duration) -> Out {
-        let deadline = Instant::now() + limit;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() >= deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!(
-                    "`hookq {}` still running after {limit:?} (killed)\n--- stdout\n{}--- stderr\n{}",
-                    self.args.join(" "),
-                    String::from_utf8_lossy(&std::fs::read(&self.out_path).unwrap()),
-                    String::from_utf8_lossy(&std::fs::read(&self.err_path).unwrap()),
-                );
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        Out {
-            status,
-            stdout: std::fs::read(&self.out_path).unwrap(),
-            stderr: std::fs::read(&self.err_path).unwrap(),
-            args: std::mem::take(&mut self.args),
-        }
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
         }
     }
 }
