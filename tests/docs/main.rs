@@ -27,5 +27,6 @@ mod support;
 
 mod bench_smoke;
 mod cli_docs;
+mod layout;
 mod readme;
 mod schema;
