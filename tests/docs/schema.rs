@@ -4,7 +4,7 @@
 //! where a reviewer sees the difference.
 //!
 //! To write the fixture again from the schema the migrations make now:
-//! `HOOKQ_BLESS_SCHEMA=1 cargo test --test schema`.
+//! `HOOKQ_BLESS_SCHEMA=1 cargo test --test docs schema::`.
 
 use std::path::{Path, PathBuf};
 
@@ -20,10 +20,10 @@ fn fixture() -> PathBuf {
 /// What the fixture's header says, above the dump.
 const HEADER: &str = "\
 -- The schema of a database that `Store::open` has just created: what the migrations in
--- migrations/ make, compared with this file line for line by tests/schema.rs.
+-- migrations/ make, compared with this file line for line by tests/docs/schema.rs.
 --
--- Written by `HOOKQ_BLESS_SCHEMA=1 cargo test --test schema`, which opens a fresh store in a
--- temporary folder and dumps it:
+-- Written by `HOOKQ_BLESS_SCHEMA=1 cargo test --test docs schema::`, which opens a fresh store
+-- in a temporary folder and dumps it:
 --   * the pragmas that describe the file (page size, encoding, user_version, ...);
 --   * every row of sqlite_master but the root page: type, name, table and SQL, sorted by type
 --     and name. The SQL is normalized so that only its meaning counts: comments removed,
@@ -208,7 +208,7 @@ fn a_fresh_database_has_the_schema_the_fixture_records() {
         };
         panic!(
             "the fresh schema differs from {}; bless it if the change is meant (see the top of \
-             tests/schema.rs).\nonly in the fixture:\n{}\nonly in the fresh database:\n{}",
+             tests/docs/schema.rs).\nonly in the fixture:\n{}\nonly in the fresh database:\n{}",
             fixture().display(),
             only(&recorded, &dumped).join("\n"),
             only(&dumped, &recorded).join("\n"),
