@@ -1,7 +1,7 @@
 //! `cargo bench --bench hookq`: the price of durability against this machine's floors, as one
 //! table on stdout and as JSON in `target/hookq-bench.json`.
 //!
-//! `--smoke` or `HOOKQ_BENCH=smoke` runs tiny sizes (what `tests/bench_smoke.rs` does), and
+//! `--smoke` or `HOOKQ_BENCH=smoke` runs tiny sizes (what `tests/docs/bench_smoke.rs` does), and
 //! writes its JSON to `target/hookq-bench-smoke.json`, leaving the last full run's in place;
 //! `-- --compare [FILE...]` prints, instead of measuring, each target in every run named (by
 //! default every full run kept in `target/hookq-bench-runs/`), their median and how many met

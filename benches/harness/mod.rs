@@ -1,7 +1,7 @@
 //! The hookq benchmark harness: measures the price of durability against this machine's physical
 //! floors, measured in the same run, and reports ratios against targets.
 //!
-//! `benches/hookq.rs` runs it at full size (`cargo bench --bench hookq`); `tests/bench_smoke.rs`
+//! `benches/hookq.rs` runs it at full size (`cargo bench --bench hookq`); `tests/docs/bench_smoke.rs`
 //! includes this module by path and runs it at smoke size, so CI compiles and runs every line.
 //! See BENCHMARKS.md for what each figure measures.
 

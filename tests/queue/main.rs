@@ -1,0 +1,21 @@
+//! The durable hook queue through the real binary and the library: draining, rules, hubs,
+//! errors and bad input, hostile hooks, crashes and concurrent writers, notifications, the WAL,
+//! and property tests of what is parsed at the edge.
+
+// Each binary uses a different part of the shared helpers.
+#[allow(dead_code)]
+#[path = "../support/mod.rs"]
+mod support;
+
+mod bad_input;
+mod cli_drain;
+mod cli_errors;
+mod cli_git;
+mod cli_hub;
+mod cli_rules;
+mod concurrency;
+mod crash;
+mod hostile;
+mod notify;
+mod props;
+mod wal_spill;
