@@ -624,14 +624,19 @@ fn a_timed_out_command_and_its_whole_group_are_killed() {
         out.describe()
     );
     assert!(
-        warnings[0].contains("after_fail-01") && warnings[0].contains("timed_out"),
+        warnings[0].contains("after_fail-01") && warnings[0].contains("): timed out (SIGTERM"),
         "{}",
         warnings[0]
     );
     assert!(
-        warnings[1].contains("after_fail-02") && warnings[1].contains("timed_out"),
+        warnings[1].contains("after_fail-02") && warnings[1].contains("): timed out (SIGTERM"),
         "{}",
         warnings[1]
+    );
+    // The outcome is said once, in words: not "timed_out (timed out (...))".
+    assert!(
+        warnings.iter().all(|w| !w.contains("timed_out")),
+        "{warnings:?}"
     );
     assert_eq!(ws.lines("out"), ["next"]);
     let h = ws.history();

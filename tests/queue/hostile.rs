@@ -136,7 +136,8 @@ fn sleeps_forever_with_a_grandchild_holding_stdout() {
     c.assert_bounded();
     assert_eq!(c.out.warnings().len(), 1, "{}", c.out.describe());
     assert!(
-        c.out.warnings()[0].contains("after_fail-01") && c.out.warnings()[0].contains("timed_out")
+        c.out.warnings()[0].contains("after_fail-01")
+            && c.out.warnings()[0].contains("): timed out (SIGTERM")
     );
     assert_eq!(c.output(), b"started\n");
     assert!(c.footer().contains("timed out"), "{}", c.footer());

@@ -140,11 +140,14 @@ pub(super) fn execute(
         commands += 1;
         let outcome = outcome_of(done.ending);
         if outcome != Outcome::Ok {
+            // "timed out (SIGTERM to the process group)" says its outcome already.
+            let how = match outcome {
+                Outcome::TimedOut => exec::describe(done.ending),
+                _ => format!("{} ({})", outcome.as_str(), exec::describe(done.ending)),
+            };
             warnings.push(format!(
-                "warning: {point}-{index:02} for task {task} (occurrence {}): {} ({}); log: {}",
+                "warning: {point}-{index:02} for task {task} (occurrence {}): {how}; log: {}",
                 entry.id,
-                outcome.as_str(),
-                exec::describe(done.ending),
                 log.display()
             ));
         }
