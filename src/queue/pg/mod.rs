@@ -7,6 +7,7 @@
 //! of [`store`] are the reads and the drain's writes; [`PgQueue`] puts them behind
 //! [`QueueStore`](crate::queue::QueueStore), so the drain and the hub run on PostgreSQL.
 
+pub mod choose;
 pub mod connect;
 pub mod error;
 pub mod lock;
@@ -17,6 +18,7 @@ pub mod schema;
 pub mod store;
 pub mod target;
 
+pub use choose::{ChosenBy, DATABASE_ENV, PgChoice, choose};
 pub use connect::connect;
 pub use error::{ConnectFailure, PgError};
 pub use lock::{PgHolder, PgRunnerLock, holder};
