@@ -2,7 +2,12 @@
 //! `cluster.rs`): recording and its rules inside the host's transaction, queues kept apart in
 //! one database, the runner lock, the errors a user meets, concurrent writers, TLS.
 
+mod cli;
 mod cluster;
+// Each binary uses a different part of the shared helpers.
+#[allow(dead_code)]
+#[path = "../support/mod.rs"]
+mod support;
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
