@@ -83,6 +83,15 @@ impl Ctx {
     /// The workspace and its database, opened.
     pub(super) fn open(&self) -> Result<(Workspace, Store), Error> {
         let ws = self.workspace()?;
+        // The commands that reach here read and write the SQLite file only: on a workspace
+        // whose queue is elsewhere they would show, or change, a queue nobody uses.
+        #[cfg(feature = "postgres")]
+        if let Some(choice) = super::pg::choice(&ws)? {
+            return Err(Error::Usage(format!(
+                "the queue of this workspace is on PostgreSQL (queue {} on {}), and this command works on a workspace's SQLite file only, for now",
+                choice.queue, choice.target
+            )));
+        }
         let db = ws.db_path();
         let store = Store::open_with(&db, store_options()?).map_err(|e| Error::store(&db, e))?;
         Ok((ws, store))

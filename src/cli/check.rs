@@ -29,6 +29,10 @@ struct Checked<'a> {
     max_log_bytes: u64,
     max_interrupted_runs: u32,
     keep_history_days: u32,
+    /// The queue's PostgreSQL database, connected to; absent for the workspace's SQLite file.
+    #[cfg(feature = "postgres")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    database: Option<super::pg::Checked>,
 }
 
 pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
@@ -47,6 +51,10 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         max_log_bytes: cfg.gate.max_log_bytes,
         max_interrupted_runs: cfg.queue.max_interrupted_runs,
         keep_history_days: cfg.queue.keep_history_days,
+        #[cfg(feature = "postgres")]
+        database: super::pg::choice(&ws)?
+            .map(|c| super::pg::check(&c))
+            .transpose()?,
     };
     if args.json {
         return output::json(&checked);
@@ -61,6 +69,24 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         checked.keep_history_days,
         checked.target_branch
     );
+    #[cfg(feature = "postgres")]
+    if let Some(db) = &checked.database {
+        let schema = db.schema_version.map_or_else(
+            || {
+                "no hookq schema yet (the first command that records or drains creates it)"
+                    .to_owned()
+            },
+            |v| format!("schema version {v}"),
+        );
+        outln!(
+            "queue {} on {} (from {}): PostgreSQL {}, {schema}; this hookq writes version {}",
+            db.queue,
+            db.url,
+            db.from,
+            db.server_version,
+            db.supported_schema_version
+        );
+    }
     for (point, lines) in &checked.hooks {
         outln!("{point}: {} command(s)", lines.len());
         for (i, l) in lines.iter().enumerate() {

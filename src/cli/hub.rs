@@ -24,15 +24,32 @@ pub(super) struct Args {
 
 pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let stop = stop_on_signals();
+    let opts = HubOptions {
+        poll: Duration::from_millis(args.poll_ms),
+        ..HubOptions::default()
+    };
+    #[cfg(feature = "postgres")]
+    {
+        let ws = ctx.workspace()?;
+        if let Some(choice) = super::pg::choice(&ws)? {
+            let mut drainer = Drainer::new(ws.clone(), stop).jobs(usize::from(args.jobs));
+            if let Ok(cfg) = drainer.config() {
+                super::app::warn_config(&cfg);
+            }
+            tracing::info!(
+                "hub draining queue {} on {} (pid {})",
+                choice.queue,
+                choice.target,
+                std::process::id()
+            );
+            return super::pg::hub(&ws, &choice, &mut drainer, stop, opts);
+        }
+    }
     let (ws, mut store) = ctx.open()?;
     let mut drainer = Drainer::new(ws.clone(), stop).jobs(usize::from(args.jobs));
     if let Ok(cfg) = drainer.config() {
         super::app::warn_config(&cfg);
     }
-    let opts = HubOptions {
-        poll: Duration::from_millis(args.poll_ms),
-        ..HubOptions::default()
-    };
     tracing::info!(
         "hub draining {} (pid {})",
         ws.root().display(),

@@ -20,6 +20,12 @@ pub(super) struct Args {
     /// The repository's main branch (`repository.main_branch`).
     #[arg(long, value_name = "NAME", default_value = "main")]
     main_branch: String,
+    /// Keep the queue in this PostgreSQL database (`[queue] database` in the config written)
+    /// instead of the workspace's SQLite file. A password in it is written into config.toml:
+    /// prefer to give it in `HOOKQ_DATABASE_URL`.
+    #[cfg(feature = "postgres")]
+    #[arg(long, value_name = "URL")]
+    database: Option<String>,
 }
 
 /// A remote name safe to write into a shell line: `[A-Za-z0-9][A-Za-z0-9._-]*`.
@@ -76,17 +82,45 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         .create(ws.state_dir())
         .map_err(io("cannot create", ws.state_dir()))?;
     let config = ws.config_path();
-    let text = initial_config(&args.remote, &args.main_branch);
+    #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
+    let mut text = initial_config(&args.remote, &args.main_branch);
+    #[cfg(feature = "postgres")]
+    let database = match &args.database {
+        Some(url) => {
+            let target =
+                hookq::queue::pg::Target::parse(url).map_err(|e| Error::Usage(e.to_string()))?;
+            text = text.replacen(
+                "[queue]\n",
+                &format!(
+                    "[queue]\ndatabase = {}\n",
+                    hookq::queue::config::toml_quote(url)
+                ),
+                1,
+            );
+            Some(target)
+        }
+        None => None,
+    };
     let wrote = write_new(&config, text.as_bytes()).map_err(io("cannot write", &config))?;
+    #[cfg(feature = "postgres")]
+    if let Some(target) = database {
+        outln!("hookq workspace: {}", ws.root().display());
+        if wrote {
+            outln!("wrote {}", config.display());
+            outln!("queue database {target}");
+        } else {
+            outln!(
+                "kept {} (it exists; init never overwrites it): --database was not written; set [queue] database there",
+                config.display()
+            );
+        }
+        create_lock_file(&ws)?;
+        git_notes(&ws, &args.remote);
+        return Ok(());
+    }
     let db = ws.db_path();
     Store::open_with(&db, store_options()?).map_err(|e| Error::store(&db, e))?;
-    let lock = ws.lock_path();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&lock)
-        .map_err(io("cannot create", &lock))?;
+    create_lock_file(&ws)?;
     outln!("hookq workspace: {}", ws.root().display());
     if wrote {
         outln!("wrote {}", config.display());
@@ -98,6 +132,22 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     }
     outln!("database {}", db.display());
     git_notes(&ws, &args.remote);
+    Ok(())
+}
+
+/// The workspace's `runner.lock`.
+fn create_lock_file(ws: &Workspace) -> Result<(), Error> {
+    let lock = ws.lock_path();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock)
+        .map_err(|source| Error::Io {
+            what: "cannot create",
+            path: lock.clone(),
+            source,
+        })?;
     Ok(())
 }
 

@@ -10,6 +10,8 @@ mod init;
 mod log;
 mod man;
 pub(crate) mod output;
+#[cfg(feature = "postgres")]
+mod pg;
 mod plan;
 mod queue;
 mod run;

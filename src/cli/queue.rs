@@ -93,6 +93,13 @@ struct Listing {
 }
 
 pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
+    #[cfg(feature = "postgres")]
+    {
+        let ws = ctx.workspace()?;
+        if let Some(choice) = super::pg::choice(&ws)? {
+            return on_postgres(&ws, &choice, args);
+        }
+    }
     let (ws, mut store) = ctx.open()?;
     let db = ws.db_path();
     let dberr = |e| Error::store(&db, e);
@@ -122,20 +129,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
                 outln!("nothing pending");
                 return Ok(());
             }
-            let rows: Vec<Vec<String>> = pending
-                .iter()
-                .map(|p| {
-                    vec![
-                        p.id.to_string(),
-                        p.task.clone(),
-                        p.point.clone(),
-                        or_dash(p.state.as_deref()),
-                        output::age(p.recorded_ms, now),
-                        p.passes.to_string(),
-                    ]
-                })
-                .collect();
-            output::table(&["ID", "TASK", "POINT", "STATE", "AGE", "PASSES"], &rows);
+            print_pending(&pending, now);
             if more {
                 outln!("(more pending; --limit N shows more)");
             }
@@ -239,10 +233,22 @@ fn show(
     let dberr = |e| Error::store(ws.db_path(), e);
     let pending = store.pending_entry(id).map_err(dberr)?;
     let history = store.history(None, Some(id), 1000).map_err(dberr)?;
+    let place = ws.db_path().display().to_string();
+    show_found(ws, id, pending, history, json, &place)
+}
+
+/// `queue show` of what was read of occurrence `id` in the database at `place`.
+fn show_found(
+    ws: &hookq::queue::workspace::Workspace,
+    id: i64,
+    pending: Option<PendingRow>,
+    history: Vec<HistoryRow>,
+    json: bool,
+    place: &str,
+) -> Result<(), Error> {
     if pending.is_none() && history.is_empty() {
         return Err(Error::NotFound(format!(
-            "no occurrence {id}, pending or in history, in {}",
-            ws.db_path().display()
+            "no occurrence {id}, pending or in history, in {place}"
         )));
     }
     let (commands, config_error) = match pending.as_ref().map(|p| p.point.parse::<Point>()) {
@@ -301,6 +307,134 @@ fn show(
         print_history(&shown.history);
     }
     Ok(())
+}
+
+/// The pending points with the queue's runner lock holder, on PostgreSQL.
+#[cfg(feature = "postgres")]
+#[derive(Serialize)]
+struct PgListing {
+    lock: Option<hookq::queue::pg::PgHolder>,
+    pending: Vec<PendingRow>,
+    more: bool,
+}
+
+/// `hookq queue` on a workspace whose queue is on PostgreSQL: the same views and changes, read
+/// and written in the queue's database; the lock shown is the queue's runner lock.
+#[cfg(feature = "postgres")]
+fn on_postgres(
+    ws: &hookq::queue::workspace::Workspace,
+    choice: &hookq::queue::pg::PgChoice,
+    args: Args,
+) -> Result<(), Error> {
+    use hookq::queue::pg::{self, record as pg_record, store as pg_store};
+    let mut store = super::pg::open(choice)?;
+    let queue = store.queue().clone();
+    let dberr = |e| super::pg::placed(&queue, e);
+    let place = format!("queue {} on {}", choice.queue, choice.target);
+    let now = now_ms();
+    match args.cmd {
+        None => {
+            let limit = args.limit as usize;
+            let mut pending =
+                pg_store::pending(store.client(), &queue, 0, limit + 1, None).map_err(dberr)?;
+            let more = pending.len() > limit;
+            pending.truncate(limit);
+            let holder = pg::holder(store.client(), &queue).map_err(dberr)?;
+            if args.json {
+                return output::json(&PgListing {
+                    lock: holder,
+                    pending,
+                    more,
+                });
+            }
+            match &holder {
+                Some(h) => outln!("runner lock of queue {queue}: held by {h}"),
+                None => outln!("runner lock of queue {queue}: free"),
+            }
+            if pending.is_empty() {
+                outln!("nothing pending");
+                return Ok(());
+            }
+            print_pending(&pending, now);
+            if more {
+                outln!("(more pending; --limit N shows more)");
+            }
+            Ok(())
+        }
+        Some(Sub::Show { id, json }) => {
+            let pending = pg_store::pending_entry(store.client(), &queue, id).map_err(dberr)?;
+            let history =
+                pg_store::history(store.client(), &queue, None, Some(id), 1000).map_err(dberr)?;
+            show_found(ws, id, pending, history, json || args.json, &place)
+        }
+        Some(Sub::History { task, limit, json }) => {
+            let task = task
+                .map(TaskId::new)
+                .transpose()
+                .map_err(|e| Error::Usage(e.to_string()))?;
+            let rows = pg_store::history(
+                store.client(),
+                &queue,
+                task.as_ref().map(TaskId::as_str),
+                None,
+                limit as usize,
+            )
+            .map_err(dberr)?;
+            if json || args.json {
+                return output::json(&rows);
+            }
+            print_history(&rows);
+            Ok(())
+        }
+        Some(Sub::Log { .. }) => Err(Error::Usage(format!(
+            "`hookq queue log` works on a workspace's SQLite file only, for now; the logs of {place} drained here are under {}",
+            ws.state_dir().join("runs").display()
+        ))),
+        Some(Sub::Drop { id }) => {
+            let e = pg_store::drop_entry(store.client(), &queue, id).map_err(|e| match e {
+                pg::PgError::NoEntry(id) => {
+                    Error::NotFound(format!("no pending entry {id} in {place}"))
+                }
+                e => dberr(e),
+            })?;
+            outln!(
+                "dropped occurrence {id} ({} for task {}); kept in history as dropped",
+                e.point,
+                e.task
+            );
+            Ok(())
+        }
+        Some(Sub::Retry { history_id }) => {
+            let o = super::pg::write(&mut store, |tx, q| pg_record::requeue(tx, q, history_id))?;
+            outln!("queued {} again as occurrence {}", o.point, o.id);
+            Ok(())
+        }
+        Some(Sub::Stats { json }) => {
+            let s = pg_store::stats(store.client(), &queue).map_err(dberr)?;
+            if json || args.json {
+                return output::json(&s);
+            }
+            print_stats(&s, now);
+            Ok(())
+        }
+    }
+}
+
+fn print_pending(pending: &[PendingRow], now: i64) {
+    let rows: Vec<Vec<String>> = pending
+        .iter()
+        .map(|p| {
+            vec![
+                p.id.to_string(),
+                p.task.clone(),
+                p.point.clone(),
+                or_dash(p.state.as_deref()),
+                output::age(p.recorded_ms, now),
+                p.passes.to_string(),
+            ]
+        })
+        .collect();
+    output::table(&["ID", "TASK", "POINT", "STATE", "AGE", "PASSES"], &rows);
 }
 
 fn print_history(rows: &[HistoryRow]) {

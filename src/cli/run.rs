@@ -23,12 +23,19 @@ pub(super) struct Args {
 }
 
 pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
-    let stop = stop_on_signals();
-    let (ws, mut store) = ctx.open()?;
     let wait = match args.wait {
         Some(s) => Wait::For(Duration::from_secs(s)),
         None => Wait::Forever,
     };
+    #[cfg(feature = "postgres")]
+    {
+        let ws = ctx.workspace()?;
+        if let Some(choice) = super::pg::choice(&ws)? {
+            return super::pg::run(&ws, &choice, usize::from(args.jobs), wait);
+        }
+    }
+    let stop = stop_on_signals();
+    let (ws, mut store) = ctx.open()?;
     let path = ws.lock_path();
     let Some(lock) = RunnerLock::acquire(&path, wait, &|| !stop.graceful())? else {
         if stop.graceful() {

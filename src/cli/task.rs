@@ -76,6 +76,18 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
                 PlanId::new(plan).map_err(usage)?,
                 Phase::new(&phase).map_err(usage)?,
             );
+            #[cfg(feature = "postgres")]
+            {
+                let ws = ctx.workspace()?;
+                if let Some(choice) = super::pg::choice(&ws)? {
+                    let mut store = super::pg::open(&choice)?;
+                    let t = super::pg::write(&mut store, |tx, q| {
+                        hookq::queue::pg::record::add_task(tx, q, &task, &plan, &phase)
+                    })?;
+                    print_transition(&t);
+                    return Ok(());
+                }
+            }
             let (ws, mut store) = ctx.open()?;
             let t = store
                 .write(|tx| record::add_task(tx, &task, &plan, &phase))
@@ -100,6 +112,21 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
                 merged_sha,
                 attempt,
             };
+            #[cfg(feature = "postgres")]
+            {
+                let ws = ctx.workspace()?;
+                if let Some(choice) = super::pg::choice(&ws)? {
+                    let mut store = super::pg::open(&choice)?;
+                    let t = super::pg::write(&mut store, |tx, q| {
+                        hookq::queue::pg::record::move_task(tx, q, &task, &phase, &facts)
+                    })?;
+                    print_transition(&t);
+                    if !no_run {
+                        super::pg::drain_if_free(&ws, store);
+                    }
+                    return Ok(());
+                }
+            }
             let (ws, mut store) = ctx.open()?;
             let t = store
                 .write(|tx| record::move_task(tx, &task, &phase, &facts))
@@ -112,56 +139,115 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
         }
         Command::List { plan, json } => {
             let plan = plan.map(PlanId::new).transpose().map_err(usage)?;
+            #[cfg(feature = "postgres")]
+            {
+                let ws = ctx.workspace()?;
+                if let Some(choice) = super::pg::choice(&ws)? {
+                    let mut store = super::pg::open(&choice)?;
+                    let q = store.queue().clone();
+                    let tasks = hookq::queue::pg::store::tasks(
+                        store.client(),
+                        &q,
+                        plan.as_ref().map(PlanId::as_str),
+                    )
+                    .map_err(|e| super::pg::placed(&q, e))?;
+                    return list(&tasks, json);
+                }
+            }
             let (ws, store) = ctx.open()?;
             let tasks = store
                 .tasks(plan.as_ref().map(PlanId::as_str))
                 .map_err(|e| Error::store(ws.db_path(), e))?;
-            if json {
-                return output::json(&tasks.iter().map(TaskView::from).collect::<Vec<_>>());
-            }
-            let now = now_ms();
-            let rows: Vec<Vec<String>> = tasks
-                .iter()
-                .map(|t| {
-                    vec![
-                        t.id.clone(),
-                        t.plan.clone(),
-                        t.phase.clone(),
-                        attempt(t),
-                        output::age(t.updated_ms, now),
-                    ]
-                })
-                .collect();
-            output::table(&["TASK", "PLAN", "PHASE", "ATTEMPT", "CHANGED"], &rows);
-            Ok(())
+            list(&tasks, json)
         }
         Command::Show { task, json } => {
             let task = TaskId::new(task).map_err(usage)?;
-            let (ws, store) = ctx.open()?;
-            let db = |e| Error::store(ws.db_path(), e);
-            let row = store.task(task.as_str()).map_err(db)?.ok_or_else(|| {
-                Error::NotFound(format!("no task {task} in {}", ws.db_path().display()))
-            })?;
-            let mut pending = store
-                .pending(0, SHOWN_PENDING + 1, Some(task.as_str()))
-                .map_err(db)?;
-            let more_pending = pending.len() > SHOWN_PENDING;
-            pending.truncate(SHOWN_PENDING);
-            let history = store.history(Some(task.as_str()), None, 20).map_err(db)?;
-            show(
-                Shown {
-                    task: TaskView::from(&row),
-                    pending,
-                    more_pending,
-                    history,
-                },
-                json,
-            )
+            #[cfg(feature = "postgres")]
+            {
+                let ws = ctx.workspace()?;
+                if let Some(choice) = super::pg::choice(&ws)? {
+                    use hookq::queue::pg::store as pg_store;
+                    let mut store = super::pg::open(&choice)?;
+                    let q = store.queue().clone();
+                    let db = |e| super::pg::placed(&q, e);
+                    let id = task.as_str();
+                    let row = pg_store::task(store.client(), &q, id)
+                        .map_err(db)?
+                        .ok_or_else(|| {
+                            Error::NotFound(format!(
+                                "no task {task} in queue {} on {}",
+                                choice.queue, choice.target
+                            ))
+                        })?;
+                    let mut pending =
+                        pg_store::pending(store.client(), &q, 0, SHOWN_PENDING + 1, Some(id))
+                            .map_err(db)?;
+                    let more_pending = pending.len() > SHOWN_PENDING;
+                    pending.truncate(SHOWN_PENDING);
+                    let history =
+                        pg_store::history(store.client(), &q, Some(id), None, 20).map_err(db)?;
+                    return show(
+                        Shown {
+                            task: TaskView::from(&row),
+                            pending,
+                            more_pending,
+                            history,
+                        },
+                        json,
+                    );
+                }
+            }
+            show_sqlite(ctx, &task, json)
         }
     }
 }
 
-fn print_transition(t: &Transition) {
+fn list(tasks: &[TaskRow], json: bool) -> Result<(), Error> {
+    if json {
+        return output::json(&tasks.iter().map(TaskView::from).collect::<Vec<_>>());
+    }
+    let now = now_ms();
+    let rows: Vec<Vec<String>> = tasks
+        .iter()
+        .map(|t| {
+            vec![
+                t.id.clone(),
+                t.plan.clone(),
+                t.phase.clone(),
+                attempt(t),
+                output::age(t.updated_ms, now),
+            ]
+        })
+        .collect();
+    output::table(&["TASK", "PLAN", "PHASE", "ATTEMPT", "CHANGED"], &rows);
+    Ok(())
+}
+
+fn show_sqlite(ctx: &Ctx, task: &TaskId, json: bool) -> Result<(), Error> {
+    let (ws, store) = ctx.open()?;
+    let db = |e| Error::store(ws.db_path(), e);
+    let row = store
+        .task(task.as_str())
+        .map_err(db)?
+        .ok_or_else(|| Error::NotFound(format!("no task {task} in {}", ws.db_path().display())))?;
+    let mut pending = store
+        .pending(0, SHOWN_PENDING + 1, Some(task.as_str()))
+        .map_err(db)?;
+    let more_pending = pending.len() > SHOWN_PENDING;
+    pending.truncate(SHOWN_PENDING);
+    let history = store.history(Some(task.as_str()), None, 20).map_err(db)?;
+    show(
+        Shown {
+            task: TaskView::from(&row),
+            pending,
+            more_pending,
+            history,
+        },
+        json,
+    )
+}
+
+pub(super) fn print_transition(t: &Transition) {
     let from = t.from.as_deref().unwrap_or("(new)");
     match &t.occurrence {
         Some(o) => outln!(

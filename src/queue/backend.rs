@@ -1,8 +1,9 @@
 //! What the drain and the hub need of the database: one trait, [`QueueStore`].
 //!
 //! [`Drainer`](crate::queue::Drainer) and [`hub::run`](crate::queue::hub::run) are generic over
-//! it, so a pass costs no dynamic call. The SQLite [`Store`] implements it; a store for another
-//! database implements it the same way, and the drain and the hub run on it unchanged.
+//! it, so a pass costs no dynamic call. The SQLite [`Store`] implements it, and so does
+//! `hookq::queue::pg::PgQueue` (the `postgres` feature): the drain and the hub run on either
+//! unchanged.
 //!
 //! Recording is not part of it: a host records inside its own transaction, of its own database
 //! binding (for SQLite, the functions of [`crate::queue::record`] over a

@@ -82,6 +82,16 @@ pub enum Error {
     /// A command could not be run for a reason outside the hook (its log cannot be written).
     #[error(transparent)]
     Exec(#[from] ExecError),
+    /// The queue's PostgreSQL database failed.
+    #[cfg(feature = "postgres")]
+    #[error("queue {queue}: {source}")]
+    Postgres {
+        /// The queue's name.
+        queue: String,
+        /// What failed.
+        #[source]
+        source: crate::queue::pg::PgError,
+    },
 }
 
 impl Error {
@@ -119,6 +129,8 @@ impl Failure for Error {
             Error::Workspace(NotFound::Access { .. }) | Error::Lock(_) | Error::Exec(_) => {
                 code::FAILURE
             }
+            #[cfg(feature = "postgres")]
+            Error::Postgres { source, .. } => source.exit_code(),
         }
     }
 
@@ -135,6 +147,8 @@ impl Failure for Error {
             Error::Locked { .. } => {
                 "a hub or another pass is draining; pending points stay queued for it"
             }
+            #[cfg(feature = "postgres")]
+            Error::Postgres { source, .. } => return source.hint(),
             _ => return None,
         };
         Some(hint.to_owned())

@@ -2,7 +2,12 @@
 //! `cluster.rs`): recording and its rules inside the host's transaction, queues kept apart in
 //! one database, the runner lock, the errors a user meets, concurrent writers, TLS.
 
+mod cli;
 mod cluster;
+// Each binary uses a different part of the shared helpers.
+#[allow(dead_code)]
+#[path = "../support/mod.rs"]
+mod support;
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
@@ -10,7 +15,7 @@ use std::time::{Duration, Instant};
 use cluster::{PASSWORD, cluster};
 use hookq::failure::{Failure, code};
 use hookq::queue::pg::{
-    self, ConnectFailure, PgError, PgRunnerLock, PgStore, QueueName, Target, record, store,
+    self, ConnectFailure, PgError, PgQueue, PgRunnerLock, PgStore, QueueName, Target, record, store,
 };
 use hookq::queue::store::{Cleared, NewHistory, Outcome};
 use hookq::queue::{MoveFacts, Phase, PlanId, TaskId, Wait};
@@ -822,4 +827,204 @@ fn the_drains_reads_and_writes() {
             .unwrap()
             .is_empty()
     );
+}
+
+/// A workspace in a fresh temporary directory whose `config.toml` has this `[hooks]` body.
+fn hooked_workspace(hooks: &str) -> (tempfile::TempDir, hookq::queue::Workspace) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = hookq::queue::Workspace::at(dir.path());
+    std::fs::create_dir_all(ws.state_dir()).unwrap();
+    std::fs::write(ws.config_path(), format!("[hooks]\n{hooks}")).unwrap();
+    (dir, ws)
+}
+
+/// The lines the hooks appended to `ran` in the workspace.
+fn ran(dir: &tempfile::TempDir) -> Vec<String> {
+    std::fs::read_to_string(dir.path().join("ran"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_drainer_drains_a_postgres_queue_in_order_per_task() {
+    use hookq::exec::Stop;
+    use hookq::queue::{Drainer, QueueStore, RunnerLock};
+    let (dir, ws) = hooked_workspace(
+        r#"after_fail = ['echo "fail $ARC_TASK $ARC_STATE" >> ran', 'true']
+after_rework = ['echo "rework $ARC_TASK" >> ran']
+after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
+"#,
+    );
+    let (db, mut s) = fresh("hooked");
+    let none = MoveFacts::default();
+    s.write(|tx, q| {
+        record::add_task(tx, q, &task("t1"), &plan("p"), &ph("failed.x"))?;
+        record::add_task(tx, q, &task("t2"), &plan("p"), &ph("todo.proposed"))?;
+        record::move_task(tx, q, &task("t1"), &ph("review.rework_pending"), &none)?;
+        record::move_task(tx, q, &task("t2"), &ph("review.rework_pending"), &none)?;
+        record::move_task(tx, q, &task("t1"), &ph("failed.y"), &none)
+    })
+    .unwrap();
+    let q = s.queue().clone();
+    let lock = s.lock(Wait::No).unwrap().unwrap();
+    let mut other = open(&db, "hooked");
+    assert!(
+        other.lock(Wait::No).unwrap().is_none(),
+        "the queue's runner lock is held while its PgQueue lives"
+    );
+    let mut pq = PgQueue::new(s, lock).unwrap();
+    let stop = Stop::new();
+    let runner = RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
+        .unwrap()
+        .unwrap();
+    let mut warnings = Vec::new();
+    let report = Drainer::with_warnings(ws.clone(), &stop, |w| warnings.push(w.to_owned()))
+        .jobs(2)
+        .drain(&mut pq, &runner)
+        .unwrap();
+    drop(runner);
+    assert_eq!(
+        (
+            report.cleared,
+            report.commands,
+            report.failed,
+            report.parked
+        ),
+        (5, 8, 1, 0),
+        "{warnings:?}"
+    );
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("after_proposed-02 for task t2"),
+        "{warnings:?}"
+    );
+
+    // Each task's points ran in the order they were recorded.
+    let lines = ran(&dir);
+    let of = |t: &str| -> Vec<&str> {
+        lines
+            .iter()
+            .filter(|l| l.split(' ').nth(1) == Some(t))
+            .map(String::as_str)
+            .collect()
+    };
+    assert_eq!(
+        of("t1"),
+        ["fail t1 failed.x", "rework t1", "fail t1 failed.y"]
+    );
+    assert_eq!(of("t2"), ["proposed t2", "rework t2"]);
+    assert_eq!(lines.len(), 5);
+    assert!(pending(pq.store()).is_empty(), "nothing stays pending");
+
+    // A history row per command, each with its outcome, the point's state and one pass.
+    let mut h = store::history(pq.store().client(), &q, None, None, 100).unwrap();
+    h.sort_by_key(|r| (r.occurrence, r.command_index));
+    assert_eq!(
+        h.iter()
+            .map(|r| (
+                r.occurrence,
+                r.task.as_str(),
+                r.point.as_str(),
+                r.command_index,
+                r.outcome.as_str(),
+                r.exit_code,
+                r.passes,
+            ))
+            .collect::<Vec<_>>(),
+        [
+            (1, "t1", "after_fail", Some(1), "ok", Some(0), 1),
+            (1, "t1", "after_fail", Some(2), "ok", Some(0), 1),
+            (2, "t2", "after_proposed", Some(1), "ok", Some(0), 1),
+            (2, "t2", "after_proposed", Some(2), "failed", Some(3), 1),
+            (3, "t1", "after_rework", Some(1), "ok", Some(0), 1),
+            (4, "t2", "after_rework", Some(1), "ok", Some(0), 1),
+            (5, "t1", "after_fail", Some(1), "ok", Some(0), 1),
+            (5, "t1", "after_fail", Some(2), "ok", Some(0), 1),
+        ]
+    );
+    assert_eq!(h[0].state, "failed.x");
+    assert_eq!(h[6].state, "failed.y");
+    assert!(
+        h.iter()
+            .all(|r| r.log_path.as_deref().is_some_and(|p| p.ends_with(".log")))
+    );
+
+    // The wait for a change: a rollback wakes no one, a commit does, and only this queue's.
+    let seen = pq.change_mark().unwrap();
+    assert!(
+        !pq.wait_for_change(seen, Duration::from_millis(200))
+            .unwrap()
+    );
+    {
+        let oq = other.queue().clone();
+        let mut tx = other.client().transaction().unwrap();
+        record::add_task(&mut tx, &oq, &task("t3"), &plan("p"), &ph("failed.z")).unwrap();
+        tx.rollback().unwrap();
+    }
+    assert!(
+        !pq.wait_for_change(seen, Duration::from_millis(300))
+            .unwrap()
+    );
+    let mut elsewhere = open(&db, "elsewhere");
+    elsewhere
+        .write(|tx, q| record::add_task(tx, q, &task("t3"), &plan("p"), &ph("failed.z")))
+        .unwrap();
+    assert!(
+        !pq.wait_for_change(seen, Duration::from_millis(300))
+            .unwrap()
+    );
+    let waiter = std::thread::spawn(move || {
+        let started = Instant::now();
+        let woken = pq.wait_for_change(seen, Duration::from_secs(30)).unwrap();
+        (pq, woken, started.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    other
+        .write(|tx, q| record::add_task(tx, q, &task("t3"), &plan("p"), &ph("failed.z")))
+        .unwrap();
+    let (pq, woken, waited) = waiter.join().unwrap();
+    assert!(woken && waited < Duration::from_secs(20), "{waited:?}");
+
+    // Released, the lock is free for the next runner.
+    let mut s = pq.release().unwrap();
+    assert_eq!(pending(&mut s).len(), 1);
+    assert!(other.lock(Wait::No).unwrap().is_some());
+}
+
+#[test]
+fn a_runner_whose_lock_connection_was_lost_runs_and_clears_nothing() {
+    use hookq::exec::Stop;
+    use hookq::queue::{Drainer, RunnerLock};
+    let (dir, ws) = hooked_workspace("after_fail = ['echo \"$ARC_TASK\" >> ran']\n");
+    let (db, mut s) = fresh("lost");
+    s.write(|tx, q| record::add_task(tx, q, &task("t1"), &plan("p"), &ph("failed.x")))
+        .unwrap();
+    let lock = s.lock(Wait::No).unwrap().unwrap();
+    let mut pq = PgQueue::new(s, lock).unwrap();
+    let mut admin = cluster().admin(&db);
+    let n = admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name LIKE 'hookq runner%'",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    let stop = Stop::new();
+    let runner = RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
+        .unwrap()
+        .unwrap();
+    let err = Drainer::with_warnings(ws.clone(), &stop, |_| {})
+        .drain(&mut pq, &runner)
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("queue lost: lost the connection that held the runner lock"),
+        "{err}"
+    );
+    assert_eq!(err.exit_code(), code::DATABASE);
+    assert!(ran(&dir).is_empty(), "a hook ran without the lock");
+    assert_eq!(pending(pq.store()).len(), 1);
 }

@@ -102,6 +102,12 @@ pub struct Queue {
     pub max_interrupted_runs: u32,
     /// How long history rows are kept.
     pub keep_history_days: u32,
+    /// `queue.database`: a PostgreSQL connection string (URL or key/value pairs); unset for the
+    /// workspace's SQLite file. Never serialized: it may hold a password.
+    #[serde(skip)]
+    pub database: Option<String>,
+    /// `queue.name`: the queue's name in that database (see `hookq::queue::pg::choose`).
+    pub name: Option<String>,
 }
 
 /// The whole configuration hookq reads.
@@ -136,6 +142,8 @@ impl Default for Config {
             queue: Queue {
                 max_interrupted_runs: 5,
                 keep_history_days: 30,
+                database: None,
+                name: None,
             },
             hooks: Default::default(),
             warnings: Vec::new(),
@@ -361,7 +369,12 @@ impl<'a> Parser<'a> {
             self.only_known(
                 t,
                 "queue",
-                &["max_interrupted_runs", "keep_history_days"],
+                &[
+                    "max_interrupted_runs",
+                    "keep_history_days",
+                    "database",
+                    "name",
+                ],
                 "",
             )?;
             if let Some(v) = self.int(t, "queue", "max_interrupted_runs", 1, 1000)? {
@@ -370,6 +383,8 @@ impl<'a> Parser<'a> {
             if let Some(v) = self.int(t, "queue", "keep_history_days", 1, 36500)? {
                 cfg.queue.keep_history_days = v as u32;
             }
+            cfg.queue.database = self.string(t, "queue", "database")?;
+            cfg.queue.name = self.string(t, "queue", "name")?;
         }
         if let Some(t) = self.table(doc, "hooks")? {
             let names = Point::ALL.map(Point::as_str);
@@ -597,6 +612,7 @@ mod tests {
             "[repository]\nmain_branch = 'trunk'\nremote = 'up'\n[integration]\ntarget_branch = 'rel'\n\
              [gate]\ncommand_timeout_secs = 7\nkill_grace_secs = 2\nmax_log_bytes = 4096\n\
              [queue]\nmax_interrupted_runs = 3\nkeep_history_days = 9\n\
+             database = 'postgres://u:pw@db/q'\nname = 'acme/widgets'\n\
              [hooks]\nafter_merge = ['a', 'b']\nafter_proposed = ['c']\n",
         )
         .unwrap();
@@ -607,6 +623,10 @@ mod tests {
         assert_eq!(c.gate.max_log_bytes, 4096);
         assert_eq!(c.queue.max_interrupted_runs, 3);
         assert_eq!(c.queue.keep_history_days, 9);
+        assert_eq!(c.queue.database.as_deref(), Some("postgres://u:pw@db/q"));
+        assert_eq!(c.queue.name.as_deref(), Some("acme/widgets"));
+        let shown = serde_json::to_string(&c).unwrap();
+        assert!(!shown.contains("pw@"), "the password is never serialized: {shown}");
         assert_eq!(c.hooks(Point::AfterMerge), ["a", "b"]);
         assert_eq!(c.hooks(Point::AfterProposed), ["c"]);
         assert!(c.hooks(Point::AfterFail).is_empty());

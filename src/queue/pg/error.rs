@@ -79,6 +79,12 @@ pub enum PgError {
         /// What the client said.
         reason: String,
     },
+    /// Another runner held the queue's runner lock throughout the wait.
+    #[error("runner lock is held{}", holder.as_ref().map(|h| format!(" by {h}")).unwrap_or_default())]
+    Locked {
+        /// Who holds it, as [`crate::queue::pg::PgHolder`] shows it.
+        holder: Option<String>,
+    },
     /// Any other error from the server or the connection.
     #[error("postgres: {0}")]
     Postgres(String),
@@ -154,6 +160,7 @@ impl Failure for PgError {
                 code::USAGE
             }
             PgError::TaskExists(_) => code::USAGE,
+            PgError::Locked { .. } => code::LOCKED,
             PgError::NoTask(_) | PgError::NoEntry(_) | PgError::NoHistory(_) => code::NOT_FOUND,
             PgError::Connect { .. }
             | PgError::NoSchema { .. }
@@ -193,6 +200,9 @@ impl Failure for PgError {
                 "a newer hookq migrated this database; use that version here too"
             }
             PgError::OlderSchema { .. } => "open the queue once with migration allowed",
+            PgError::Locked { .. } => {
+                "a hub or another pass is draining this queue; pending points stay queued for it"
+            }
             PgError::LockLost { .. } => {
                 "another runner may have taken the queue over; points this runner had not cleared run again there"
             }

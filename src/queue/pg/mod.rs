@@ -4,21 +4,26 @@
 //! [`PgStore::open`] connects and creates or upgrades the schema; [`record`] writes transitions
 //! and their points inside the host's own [`postgres::Transaction`], with the same rules as
 //! the SQLite queue; [`PgRunnerLock`] is the one-runner-per-queue advisory lock; the functions
-//! of [`store`] are the reads and the drain's writes.
+//! of [`store`] are the reads and the drain's writes; [`PgQueue`] puts them behind
+//! [`QueueStore`](crate::queue::QueueStore), so the drain and the hub run on PostgreSQL.
 
+pub mod choose;
 pub mod connect;
 pub mod error;
 pub mod lock;
 pub mod name;
+pub mod queue;
 pub mod record;
 pub mod schema;
 pub mod store;
 pub mod target;
 
+pub use choose::{ChosenBy, DATABASE_ENV, PgChoice, choose};
 pub use connect::connect;
 pub use error::{ConnectFailure, PgError};
 pub use lock::{PgHolder, PgRunnerLock, holder};
 pub use name::QueueName;
+pub use queue::PgQueue;
 pub use record::CHANNEL;
 pub use store::PgStore;
 pub use target::{RootCerts, SslMode, Target, mask};

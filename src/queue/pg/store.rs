@@ -350,6 +350,36 @@ pub fn clear_all(lock: &mut PgRunnerLock, points: &[Cleared]) -> Result<(), PgEr
     Ok(())
 }
 
+/// [`clear_all`] unless another transaction holds a row it must change (a `queue drop` of
+/// the same point, a host's transaction on the task): then it gives up within
+/// [`TRY_LOCK_TIMEOUT`], clears nothing and returns `Ok(false)`.
+pub fn try_clear_all(lock: &mut PgRunnerLock, points: &[Cleared]) -> Result<bool, PgError> {
+    if points.is_empty() {
+        return Ok(true);
+    }
+    let queue = lock.queue().clone();
+    let mut tx = lock.client().transaction()?;
+    tx.batch_execute(&format!(
+        "SET LOCAL lock_timeout = '{}ms'",
+        TRY_LOCK_TIMEOUT.as_millis()
+    ))?;
+    for p in points {
+        match clear_in(&mut tx, &queue, &p.entry, &p.rows) {
+            Ok(()) => {}
+            // Rolled back as the transaction drops.
+            Err(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {
+                return Ok(false);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    tx.commit()?;
+    Ok(true)
+}
+
+/// How long [`try_clear_all`] waits for a row another transaction holds.
+pub const TRY_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Parks points to history as `abandoned` (passes started them too often without clearing
 /// them, or they cannot run), in one transaction on the lock's connection.
 pub fn park(lock: &mut PgRunnerLock, entries: &[PendingRow]) -> Result<(), PgError> {
@@ -412,7 +442,7 @@ fn clear_in(
     queue: &QueueName,
     entry: &PendingRow,
     rows: &[NewHistory],
-) -> Result<(), PgError> {
+) -> Result<(), postgres::Error> {
     // The state row goes with it (ON DELETE CASCADE).
     tx.execute(
         "DELETE FROM hookq_pending_hooks WHERE queue = $1 AND id = $2",

@@ -1,0 +1,295 @@
+//! The commands that record and drain, on a workspace whose queue is on PostgreSQL
+//! (`HOOKQ_DATABASE_URL`, or `[queue] database` in its config): the same steps as on SQLite,
+//! with the queue's advisory runner lock taken before the workspace's `runner.lock`.
+
+use std::time::{Duration, Instant};
+
+use crate::cli::error::Error;
+use hookq::exec::Stop;
+use hookq::queue::Error as QueueError;
+use hookq::queue::drain::Drainer;
+use hookq::queue::hub::{self, HubOptions};
+use hookq::queue::lock::{self, RunnerLock, Wait};
+use hookq::queue::pg::{
+    self, ConnectFailure, PgChoice, PgError, PgQueue, PgRunnerLock, PgStore, QueueName,
+};
+use hookq::queue::workspace::Workspace;
+
+use super::app::stop_on_signals;
+use super::output;
+
+/// How long one try for the queue's runner lock waits before a stop request is looked at.
+const LOCK_STEP: Duration = Duration::from_secs(1);
+/// The first and the longest wait before a hub connects again after losing its database.
+const BACKOFF_FIRST: Duration = Duration::from_millis(500);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// The PostgreSQL queue `ws` asks for, `None` for its SQLite file.
+pub(super) fn choice(ws: &Workspace) -> Result<Option<PgChoice>, Error> {
+    let env = std::env::var(pg::DATABASE_ENV).ok();
+    Ok(pg::choose(ws, env.as_deref())?)
+}
+
+/// `source`, a failure of `queue`'s database.
+pub(super) fn placed(queue: &QueueName, source: PgError) -> Error {
+    Error::Queue(QueueError::Postgres {
+        queue: queue.to_string(),
+        source,
+    })
+}
+
+/// Connects and opens the queue, creating or upgrading the schema.
+pub(super) fn open(choice: &PgChoice) -> Result<PgStore, Error> {
+    PgStore::open(&choice.target, choice.queue.clone()).map_err(|e| placed(&choice.queue, e))
+}
+
+/// Takes the queue's runner lock, waiting as `wait` says and ending the wait on a stop request.
+fn take_lock(store: &PgStore, wait: Wait, stop: &Stop) -> Result<Option<PgRunnerLock>, Error> {
+    let deadline = match wait {
+        Wait::No => Some(Instant::now()),
+        Wait::For(d) => Instant::now().checked_add(d),
+        Wait::Forever => None,
+    };
+    loop {
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let step = left.map_or(LOCK_STEP, |l| l.min(LOCK_STEP));
+        let taken = store
+            .lock(Wait::For(step))
+            .map_err(|e| placed(store.queue(), e))?;
+        if taken.is_some() {
+            return Ok(taken);
+        }
+        if stop.graceful() || left.is_some_and(|l| l <= step) {
+            return Ok(None);
+        }
+    }
+}
+
+/// Why the queue's runner lock was not taken: a stop request, or its holder.
+fn not_taken(ws: &Workspace, store: &mut PgStore, stop: &Stop) -> Error {
+    if stop.graceful() {
+        return QueueError::Stopped {
+            path: ws.lock_path(),
+        }
+        .into();
+    }
+    let queue = store.queue().clone();
+    let holder = pg::holder(store.client(), &queue)
+        .ok()
+        .flatten()
+        .map(|h| h.to_string());
+    placed(&queue, PgError::Locked { holder })
+}
+
+/// The workspace's `runner.lock`, after the queue's: the drain's proof that it runs hooks here
+/// alone, and the owner of the process groups it starts.
+fn file_lock(ws: &Workspace, wait: Wait, stop: &Stop) -> Result<Option<RunnerLock>, Error> {
+    Ok(RunnerLock::acquire(&ws.lock_path(), wait, &|| {
+        !stop.graceful()
+    })?)
+}
+
+/// `hookq run`: one pass over the queue.
+pub(super) fn run(ws: &Workspace, choice: &PgChoice, jobs: usize, wait: Wait) -> Result<(), Error> {
+    let stop = stop_on_signals();
+    let mut store = open(choice)?;
+    let Some(queue_lock) = take_lock(&store, wait, stop)? else {
+        return Err(not_taken(ws, &mut store, stop));
+    };
+    let path = ws.lock_path();
+    let Some(lock) = file_lock(ws, wait, stop)? else {
+        if stop.graceful() {
+            return Err(QueueError::Stopped { path }.into());
+        }
+        let holder = lock::holder(&path);
+        return Err(QueueError::Locked { path, holder }.into());
+    };
+    let mut queue = PgQueue::new(store, queue_lock).map_err(|e| placed(&choice.queue, e))?;
+    let mut drainer = Drainer::new(ws.clone(), stop).jobs(jobs);
+    if let Ok(cfg) = drainer.config() {
+        super::app::warn_config(&cfg);
+    }
+    let report = drainer.drain_and_release(&mut queue, lock)?;
+    queue.release().map_err(|e| placed(&choice.queue, e))?;
+    if let Some(line) = output::ran(&report) {
+        outln!("{line}");
+    }
+    Ok(())
+}
+
+/// After an owner transition: drain only if both runner locks are free right now. Hooks never
+/// make the transition fail, so problems here are warnings and the points stay pending.
+pub(super) fn drain_if_free(ws: &Workspace, store: PgStore) {
+    let stop = stop_on_signals();
+    let queue_lock = match take_lock(&store, Wait::No, stop) {
+        Ok(Some(l)) => l,
+        Ok(None) => {
+            outln!("runner lock is held elsewhere; its holder runs the pending hooks");
+            return;
+        }
+        Err(e) => {
+            errln!("warning: hooks left pending: {e}");
+            return;
+        }
+    };
+    let lock = match file_lock(ws, Wait::No, stop) {
+        Ok(Some(l)) => l,
+        Ok(None) => {
+            outln!("runner lock is held elsewhere; its holder runs the pending hooks");
+            return;
+        }
+        Err(e) => {
+            errln!("warning: hooks left pending: {e}");
+            return;
+        }
+    };
+    let name = store.queue().clone();
+    let mut queue = match PgQueue::new(store, queue_lock) {
+        Ok(q) => q,
+        Err(e) => {
+            errln!("warning: hooks left pending: {}", placed(&name, e));
+            return;
+        }
+    };
+    let mut drainer = Drainer::new(ws.clone(), stop);
+    if let Ok(cfg) = drainer.config() {
+        super::app::warn_config(&cfg);
+    }
+    match drainer.drain_and_release(&mut queue, lock) {
+        Ok(r) => {
+            if let Some(line) = output::ran(&r) {
+                outln!("{line}");
+            }
+        }
+        Err(e) => errln!("warning: hooks left pending: {e}"),
+    }
+    // Failing, the lock's connection still closes as it drops, which releases it as well.
+    let _ = queue.release();
+}
+
+/// Records in one transaction of the queue's database.
+pub(super) fn write<T>(
+    store: &mut PgStore,
+    f: impl FnOnce(&mut postgres::Transaction<'_>, &QueueName) -> Result<T, PgError>,
+) -> Result<T, Error> {
+    let queue = store.queue().clone();
+    store.write(f).map_err(|e| placed(&queue, e))
+}
+
+/// Whether a failure of the database is an outage a hub waits out, not a setting to fix.
+fn passing(e: &QueueError) -> bool {
+    match e {
+        QueueError::Postgres { source, .. } => match source {
+            PgError::Connect { kind, .. } => {
+                matches!(kind, ConnectFailure::Unreachable | ConnectFailure::Other)
+            }
+            PgError::LockLost { .. } | PgError::Postgres(_) => true,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// `hookq hub`: holds the queue's runner lock for as long as it runs, drains on every
+/// notification of a commit, and outlives outages of the database: it connects again with
+/// a growing backoff, saying so in one `warning:` line per outage.
+pub(super) fn hub(
+    ws: &Workspace,
+    choice: &PgChoice,
+    drainer: &mut Drainer<'_>,
+    stop: &Stop,
+    opts: HubOptions,
+) -> Result<(), Error> {
+    let mut backoff = BACKOFF_FIRST;
+    let mut down = false;
+    loop {
+        if stop.graceful() {
+            return Ok(());
+        }
+        let held = open(choice).and_then(|store| {
+            let Some(l) = take_lock(&store, Wait::Forever, stop)? else {
+                return Ok(None);
+            };
+            PgQueue::new(store, l)
+                .map(Some)
+                .map_err(|e| placed(&choice.queue, e))
+        });
+        let failure = match held {
+            Ok(None) => return Ok(()),
+            Ok(Some(mut queue)) => {
+                if down {
+                    tracing::info!("the hub is connected again to {}", choice.target);
+                }
+                down = false;
+                backoff = BACKOFF_FIRST;
+                let mut on_error = |e| errln!("error: {e}");
+                match hub::run(ws, &mut queue, drainer, stop, opts, &mut on_error) {
+                    Ok(()) => {
+                        // Closing the connection releases the lock whatever this says.
+                        let _ = queue.release();
+                        return Ok(());
+                    }
+                    Err(e) if passing(&e) => e,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Err(Error::Queue(e)) if passing(&e) => e,
+            Err(e) => return Err(e),
+        };
+        if !down {
+            errln!(
+                "warning: hub lost the queue's database {}; connecting again with backoff: {failure}",
+                choice.target
+            );
+            down = true;
+        }
+        let until = Instant::now() + backoff;
+        while Instant::now() < until && !stop.graceful() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+    }
+}
+
+/// What `hookq check` says of the queue's database.
+#[derive(Debug, serde::Serialize)]
+pub(super) struct Checked {
+    /// The connection string, password masked.
+    pub(super) url: String,
+    /// Which setting chose it: `HOOKQ_DATABASE_URL` or `config.toml`.
+    pub(super) from: &'static str,
+    /// The queue's name.
+    pub(super) queue: String,
+    /// What `SHOW server_version` says.
+    pub(super) server_version: String,
+    /// The hookq schema version applied, `None` before the first command that writes.
+    pub(super) schema_version: Option<i64>,
+    /// The schema version this hookq writes.
+    pub(super) supported_schema_version: i64,
+}
+
+/// Connects to the queue's database and reads its versions, changing nothing.
+pub(super) fn check(choice: &PgChoice) -> Result<Checked, Error> {
+    let at = |e| placed(&choice.queue, e);
+    let mut client = pg::connect(
+        &choice.target,
+        &format!("hookq check pid {}", std::process::id()),
+    )
+    .map_err(at)?;
+    let server_version: String = client
+        .query_one("SHOW server_version", &[])
+        .map_err(|e| at(e.into()))?
+        .get(0);
+    let schema_version = pg::schema::applied_version(&mut client).map_err(at)?;
+    Ok(Checked {
+        url: choice.target.to_string(),
+        from: match choice.by {
+            pg::ChosenBy::Environment => pg::DATABASE_ENV,
+            pg::ChosenBy::Config => "config.toml",
+        },
+        queue: choice.queue.to_string(),
+        server_version,
+        schema_version,
+        supported_schema_version: pg::schema::schema_version(),
+    })
+}

@@ -1,0 +1,235 @@
+//! [`PgQueue`]: the queue on PostgreSQL behind [`QueueStore`], so that the
+//! [`Drainer`](crate::queue::Drainer) and the [hub](crate::queue::hub) run on it unchanged.
+//!
+//! It holds two connections: the store's, for the reads and for `LISTEN`, and the runner
+//! lock's, through which every write of the drain goes. Only the holder of the queue's runner
+//! lock can make one, and a runner whose lock connection was lost clears nothing: its points run
+//! again under the next holder.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use postgres::fallible_iterator::FallibleIterator;
+
+use crate::queue::backend::{ChangeMark, MarkStarts, QueueStore};
+use crate::queue::error::Error;
+use crate::queue::lock::RunnerLock;
+use crate::queue::pg::error::PgError;
+use crate::queue::pg::lock::PgRunnerLock;
+use crate::queue::pg::record::CHANNEL;
+use crate::queue::pg::store::{self, PgStore};
+use crate::queue::store::{Cleared, PendingRow, StoreError};
+
+/// How often [`QueueStore::wait_for_change`] reads the queue's mark when no notification came:
+/// a fallback for a notification lost with a connection, not the way a hub learns of commits.
+pub const SLOW_POLL: Duration = Duration::from_secs(5);
+
+/// A queue on PostgreSQL, drained by the holder of its runner lock.
+pub struct PgQueue {
+    store: PgStore,
+    lock: Arc<Mutex<PgRunnerLock>>,
+    listening: bool,
+    polled: Instant,
+}
+
+impl std::fmt::Debug for PgQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgQueue")
+            .field("store", &self.store)
+            .field("listening", &self.listening)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgQueue {
+    /// The queue of `store`, drained with `lock`, its runner lock. Refuses a lock of another
+    /// queue.
+    pub fn new(store: PgStore, lock: PgRunnerLock) -> Result<Self, PgError> {
+        if lock.queue() != store.queue() {
+            return Err(PgError::Invalid(format!(
+                "the runner lock is queue {}'s, not queue {}'s",
+                lock.queue(),
+                store.queue()
+            )));
+        }
+        Ok(Self {
+            store,
+            lock: Arc::new(Mutex::new(lock)),
+            listening: false,
+            polled: Instant::now(),
+        })
+    }
+
+    /// The store: its connection reads, and records a host's transitions.
+    pub fn store(&mut self) -> &mut PgStore {
+        &mut self.store
+    }
+
+    /// Releases the runner lock and hands the store back. A start marker still alive (none is
+    /// once a pass returned) keeps the lock until it is dropped.
+    pub fn release(self) -> Result<PgStore, PgError> {
+        if let Ok(lock) = Arc::try_unwrap(self.lock) {
+            lock.into_inner()
+                .unwrap_or_else(PoisonError::into_inner)
+                .release()?;
+        }
+        Ok(self.store)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, PgRunnerLock> {
+        self.lock.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn placed(&self, source: PgError) -> Error {
+        placed(self.store.queue().as_str(), source)
+    }
+
+    /// Whether a notification for this queue is buffered or arrives within `timeout`.
+    fn notified(&mut self, timeout: Duration) -> Result<bool, PgError> {
+        let queue = self.store.queue().as_str().to_owned();
+        let ours = |n: &postgres::Notification| n.channel() == CHANNEL && n.payload() == queue;
+        let mut notes = self.store.client().notifications();
+        let mut woken = false;
+        {
+            // What came while other statements ran is buffered already.
+            let mut buffered = notes.iter();
+            while let Some(n) = buffered.next()? {
+                woken |= ours(&n);
+            }
+        }
+        if woken {
+            return Ok(true);
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            match notes.timeout_iter(left).next()? {
+                Some(n) if ours(&n) => return Ok(true),
+                Some(_) => {}
+                None => return Ok(false),
+            }
+        }
+    }
+}
+
+/// `source` as the queue's error, naming `queue`.
+fn placed(queue: &str, source: PgError) -> Error {
+    Error::Postgres {
+        queue: queue.to_owned(),
+        source,
+    }
+}
+
+/// Marks starts from a worker thread of a parallel pass, on the runner lock's connection.
+pub struct PgStartMarker {
+    lock: Arc<Mutex<PgRunnerLock>>,
+}
+
+impl std::fmt::Debug for PgStartMarker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStartMarker").finish_non_exhaustive()
+    }
+}
+
+impl MarkStarts for PgStartMarker {
+    fn mark_started(&mut self, entry: &PendingRow) -> Result<bool, Error> {
+        let mut lock = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let queue = lock.queue().as_str().to_owned();
+        store::mark_started(&mut lock, entry).map_err(|e| placed(&queue, e))
+    }
+}
+
+/// A start is committed as it is marked (one more pass counted in the point's row), so there
+/// is never a start left to fold; a pass's first call checks that the lock is still held.
+impl QueueStore for PgQueue {
+    type Marker = PgStartMarker;
+
+    fn next_batch(&mut self, after: i64, limit: usize) -> Result<Vec<PendingRow>, Error> {
+        let queue = self.store.queue().clone();
+        store::pending(self.store.client(), &queue, after, limit, None)
+            .map_err(|e| self.placed(e))
+    }
+
+    fn mark_started(&mut self, entry: &PendingRow, _lock: &RunnerLock) -> Result<bool, Error> {
+        let marked = store::mark_started(&mut self.lock(), entry);
+        marked.map_err(|e| self.placed(e))
+    }
+
+    fn start_marker(&mut self, _lock: &RunnerLock) -> PgStartMarker {
+        PgStartMarker {
+            lock: Arc::clone(&self.lock),
+        }
+    }
+
+    fn fold_starts(&mut self, _lock: &RunnerLock) -> Result<usize, Error> {
+        let held = self.lock().check();
+        held.map(|()| 0).map_err(|e| self.placed(e))
+    }
+
+    fn clear_all(&mut self, points: &[Cleared]) -> Result<(), Error> {
+        let cleared = store::clear_all(&mut self.lock(), points);
+        cleared.map_err(|e| self.placed(e))
+    }
+
+    fn try_clear_all(&mut self, points: &[Cleared]) -> Result<bool, Error> {
+        let cleared = store::try_clear_all(&mut self.lock(), points);
+        cleared.map_err(|e| self.placed(e))
+    }
+
+    fn prune_history(&mut self, cutoff_ms: i64, limit: usize) -> Result<usize, Error> {
+        let pruned = store::prune_history(&mut self.lock(), cutoff_ms, limit);
+        pruned.map_err(|e| self.placed(e))
+    }
+
+    fn change_mark(&mut self) -> Result<ChangeMark, Error> {
+        let queue = self.store.queue().clone();
+        store::last_recorded(self.store.client(), &queue)
+            .map(ChangeMark)
+            .map_err(|e| self.placed(e))
+    }
+
+    /// Waits on `LISTEN` for the notification a recording transaction sends as it commits, and
+    /// reads the queue's mark only then, or every [`SLOW_POLL`] in case one was lost, checking
+    /// then that the runner lock is still held (an error when it is not).
+    fn wait_for_change(&mut self, seen: ChangeMark, timeout: Duration) -> Result<bool, Error> {
+        if !self.listening {
+            let listen = self.store.client().batch_execute(&format!("LISTEN {CHANNEL}"));
+            listen.map_err(|e| self.placed(e.into()))?;
+            self.listening = true;
+            // A commit before the LISTEN took effect sent its notification to no one.
+            self.polled = Instant::now();
+            if self.change_mark()? != seen {
+                return Ok(true);
+            }
+        }
+        let woken = self.notified(timeout).map_err(|e| self.placed(e))?;
+        // A closed connection ends the wait at once, with no notification: reading the mark
+        // then fails, and says why.
+        if !woken && self.polled.elapsed() < SLOW_POLL && !self.store.client().is_closed() {
+            return Ok(false);
+        }
+        self.polled = Instant::now();
+        if !woken {
+            // Nothing else uses the lock's connection while a hub waits: a lock lost with it
+            // is found here, so that the hub connects again rather than wait on without it.
+            let held = self.lock().check();
+            held.map_err(|e| self.placed(e))?;
+        }
+        Ok(self.change_mark()? != seen)
+    }
+
+    fn pass<T, E: From<Error>>(
+        &mut self,
+        _lock: &RunnerLock,
+        f: impl FnOnce(&mut Self) -> Result<T, E>,
+    ) -> Result<T, E> {
+        f(self)
+    }
+
+    fn located(&self, source: StoreError) -> Error {
+        self.placed(PgError::BadRow(source.to_string()))
+    }
+}

@@ -1,0 +1,408 @@
+//! The commands that record and drain, through the real binary, on a workspace whose queue is
+//! on PostgreSQL: `init --database`, `task add|move`, `plan cancel`, `run`, `hub`, `check`.
+
+use std::time::Duration;
+
+use hookq::queue::Wait;
+use hookq::queue::pg::{PgStore, QueueName, Target, store};
+
+use crate::cluster::{PASSWORD, cluster};
+use crate::support::queue::{Config, Ws};
+
+const HOOKS: &str = r#"after_fail = ['echo "fail $ARC_TASK $ARC_STATE" >> ran']
+after_rework = ['echo "rework $ARC_TASK" >> ran']
+"#;
+
+/// A workspace after `hookq init` whose config names a fresh database and queue `q`, with
+/// `HOOKS`: the database's name and URL.
+fn pg_workspace() -> (Ws, String, String) {
+    let ws = Ws::init();
+    let db = cluster().database();
+    let url = cluster().url(&db, "");
+    let text = Config::hooks(HOOKS).text().replacen(
+        "[queue]\n",
+        &format!("[queue]\ndatabase = {url:?}\nname = \"q\"\n"),
+        1,
+    );
+    ws.write_config_text(text.as_bytes());
+    (ws, db, url)
+}
+
+fn open(url: &str, queue: &str) -> PgStore {
+    PgStore::open(&Target::parse(url).unwrap(), QueueName::new(queue).unwrap()).unwrap()
+}
+
+/// `(task, point, state)` of the queue's pending points, in order.
+fn pending(s: &mut PgStore) -> Vec<(String, String)> {
+    let q = s.queue().clone();
+    store::pending(s.client(), &q, 0, 1000, None)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.task, r.point))
+        .collect()
+}
+
+/// `(task, point, outcome)` of the queue's history, oldest first.
+fn history(s: &mut PgStore) -> Vec<(String, String, String)> {
+    let q = s.queue().clone();
+    let mut h = store::history(s.client(), &q, None, None, 1000).unwrap();
+    h.reverse();
+    h.into_iter()
+        .map(|r| (r.task, r.point, r.outcome))
+        .collect()
+}
+
+fn no_password(out: &crate::support::queue::Out) {
+    assert!(
+        !out.stdout().contains(PASSWORD) && !out.stderr().contains(PASSWORD),
+        "the password was printed: {}",
+        out.describe()
+    );
+}
+
+#[test]
+fn task_commands_record_into_postgres_and_run_drains_it() {
+    let (ws, _db, url) = pg_workspace();
+    let mut s = open(&url, "q");
+    no_password(&ws.task_add("t1", "p", "failed.x").ok());
+    no_password(&ws.task_add("t2", "p", "todo.ready").ok());
+    let out = ws
+        .hookq(&["task", "move", "t1", "review.rework_pending", "--no-run"])
+        .ok();
+    assert!(
+        out.stdout().contains("recorded after_rework"),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(
+        pending(&mut s),
+        [
+            ("t1".to_owned(), "after_fail".to_owned()),
+            ("t1".to_owned(), "after_rework".to_owned())
+        ]
+    );
+    assert!(ws.pending().is_empty(), "nothing went into arc.db");
+    assert!(
+        ws.lines("ran").is_empty(),
+        "task add and --no-run run nothing"
+    );
+
+    let out = ws.hookq(&["run"]).ok();
+    no_password(&out);
+    assert_eq!(ws.lines("ran"), ["fail t1 failed.x", "rework t1"]);
+    assert!(pending(&mut s).is_empty());
+    assert_eq!(
+        history(&mut s),
+        [
+            ("t1".into(), "after_fail".into(), "ok".into()),
+            ("t1".into(), "after_rework".into(), "ok".into())
+        ]
+    );
+
+    // An owner transition runs what is pending when the lock is free right now...
+    ws.hookq(&["task", "move", "t2", "failed.y"]).ok();
+    assert_eq!(ws.lines("ran").last().unwrap(), "fail t2 failed.y");
+    assert!(pending(&mut s).is_empty());
+
+    // ... and leaves it to the holder when it is not, as `run --wait` does.
+    let held = s.lock(Wait::No).unwrap().unwrap();
+    let out = ws
+        .hookq(&["task", "move", "t2", "review.rework_pending"])
+        .ok();
+    assert!(
+        out.stdout().contains("runner lock is held elsewhere"),
+        "{}",
+        out.describe()
+    );
+    let out = ws.hookq(&["run", "--wait", "1"]).expect_code(6);
+    assert!(
+        out.stderr()
+            .contains("error: queue q: runner lock is held by pid"),
+        "{}",
+        out.describe()
+    );
+    no_password(&out);
+    assert_eq!(pending(&mut s).len(), 1);
+    held.release().unwrap();
+
+    // A cancel records a point per unfinished task and runs them.
+    let out = ws.hookq(&["plan", "cancel", "p"]).ok();
+    assert!(
+        out.stdout().contains("plan p: cancelled 2 task(s)"),
+        "{}",
+        out.describe()
+    );
+    let ran = ws.lines("ran");
+    assert_eq!(
+        ran[ran.len() - 3..],
+        [
+            "rework t2",
+            "fail t1 failed.cancelled",
+            "fail t2 failed.cancelled"
+        ]
+    );
+    assert!(pending(&mut s).is_empty());
+    let out = ws
+        .hookq(&["task", "add", "t1", "--plan", "p"])
+        .expect_code(2);
+    assert!(
+        out.stderr().contains("task t1 exists already"),
+        "{}",
+        out.describe()
+    );
+
+    // A command not wired to PostgreSQL yet refuses, rather than read the unused SQLite file.
+    let out = ws.hookq(&["queue", "log", "t1"]).expect_code(2);
+    assert!(
+        out.stderr()
+            .contains("works on a workspace's SQLite file only"),
+        "{}",
+        out.describe()
+    );
+    no_password(&out);
+}
+
+#[test]
+fn task_and_queue_views_read_postgres() {
+    let (ws, _db, url) = pg_workspace();
+    let mut s = open(&url, "q");
+    ws.task_add("t1", "p", "failed.x").ok();
+    ws.task_add("t2", "p", "todo.ready").ok();
+    ws.task_add("t3", "other", "failed.y").ok();
+
+    let out = ws.hookq(&["task", "list", "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
+    let ids: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["t1", "t2", "t3"]);
+    let out = ws.hookq(&["task", "list", "--plan", "p"]).ok();
+    assert!(
+        out.stdout().contains("t2") && !out.stdout().contains("t3"),
+        "{}",
+        out.describe()
+    );
+    let out = ws.hookq(&["task", "show", "t1", "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
+    assert_eq!(v["pending"][0]["point"], "after_fail");
+    ws.hookq(&["task", "show", "nope"]).expect_code(4);
+
+    // The listing names the queue's lock holder.
+    let held = s.lock(Wait::No).unwrap().unwrap();
+    let out = ws.hookq(&["queue"]).ok();
+    assert!(
+        out.stdout()
+            .contains("runner lock of queue q: held by pid "),
+        "{}",
+        out.describe()
+    );
+    assert!(out.stdout().contains("after_fail"), "{}", out.describe());
+    let out = ws.hookq(&["queue", "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
+    assert_eq!(v["pending"].as_array().unwrap().len(), 2);
+    assert!(v["lock"]["backend_pid"].as_i64().is_some(), "{v}");
+    held.release().unwrap();
+    let out = ws.hookq(&["queue"]).ok();
+    assert!(
+        out.stdout().contains("runner lock of queue q: free"),
+        "{}",
+        out.describe()
+    );
+
+    // Dropped, shown, retried, counted.
+    let out = ws.hookq(&["queue", "drop", "1"]).ok();
+    assert!(
+        out.stdout()
+            .contains("dropped occurrence 1 (after_fail for task t1)"),
+        "{}",
+        out.describe()
+    );
+    ws.hookq(&["queue", "drop", "1"]).expect_code(4);
+    let out = ws.hookq(&["queue", "show", "1", "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
+    assert_eq!(v["status"], "cleared");
+    assert_eq!(v["history"][0]["outcome"], "dropped");
+    let hid = v["history"][0]["id"].as_i64().unwrap().to_string();
+    let out = ws.hookq(&["queue", "history", "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 1);
+    let out = ws.hookq(&["queue", "retry", &hid]).ok();
+    assert!(
+        out.stdout()
+            .contains("queued after_fail again as occurrence 3"),
+        "{}",
+        out.describe()
+    );
+    let out = ws.hookq(&["queue", "stats", "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
+    assert_eq!(
+        (v["pending"].as_i64(), v["tasks"].as_i64()),
+        (Some(2), Some(3)),
+        "{v}"
+    );
+    ws.hookq(&["queue", "show", "99"]).expect_code(4);
+    assert_eq!(pending(&mut s).len(), 2);
+}
+
+#[test]
+fn the_environment_wins_over_the_config_and_check_names_the_server() {
+    let (ws, db, url) = pg_workspace();
+    let other_db = cluster().database();
+    let other = cluster().url(&other_db, "");
+    ws.hookq_env(
+        &["task", "add", "t1", "--plan", "p", "--phase", "failed.x"],
+        &[("HOOKQ_DATABASE_URL", &other)],
+    )
+    .ok();
+    assert_eq!(pending(&mut open(&other, "q")).len(), 1);
+    assert!(pending(&mut open(&url, "q")).is_empty());
+
+    let out = ws.hookq(&["check"]).ok();
+    no_password(&out);
+    let line = out
+        .stdout()
+        .lines()
+        .find(|l| l.starts_with("queue q on "))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("{}", out.describe()));
+    assert!(
+        line.contains(&format!("/{db}?")) && line.contains("(from config.toml): PostgreSQL "),
+        "{line}"
+    );
+    assert!(line.contains("schema version 1"), "{line}");
+    let out = ws
+        .hookq_env(&["check", "--json"], &[("HOOKQ_DATABASE_URL", &other)])
+        .ok();
+    no_password(&out);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
+    let d = &v["database"];
+    assert_eq!(d["from"], "HOOKQ_DATABASE_URL");
+    assert_eq!(d["queue"], "q");
+    assert_eq!(d["schema_version"], d["supported_schema_version"]);
+    assert!(
+        d["server_version"].as_str().is_some_and(|s| !s.is_empty()),
+        "{d}"
+    );
+
+    // A wrong password is refused in one line, without it.
+    let wrong = other.replace(PASSWORD, "not-the-Pa55word");
+    let out = ws
+        .hookq_env(&["run"], &[("HOOKQ_DATABASE_URL", &wrong)])
+        .expect_code(5);
+    assert!(
+        !out.stderr().contains("not-the-Pa55word"),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        out.stderr()
+            .starts_with("error: queue q: cannot connect to"),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn init_with_a_database_writes_it_and_names_the_queue_after_the_folder() {
+    let ws = Ws::new();
+    let db = cluster().database();
+    let url = cluster().url(&db, "");
+    let out = ws.hookq(&["init", "--database", &url]).ok();
+    no_password(&out);
+    assert!(
+        out.stdout().contains("queue database postgres://hookq:"),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        !ws.db_path().exists(),
+        "no SQLite file for a PostgreSQL workspace"
+    );
+    assert!(
+        std::fs::read_to_string(ws.config_path())
+            .unwrap()
+            .contains("database = ")
+    );
+    let out = ws.hookq(&["check", "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
+    let folder = ws.root().file_name().unwrap().to_str().unwrap().to_owned();
+    assert_eq!(v["database"]["queue"], folder.as_str());
+    assert_eq!(v["database"]["schema_version"], serde_json::Value::Null);
+    ws.task_add("t1", "p", "failed.x").ok();
+    assert_eq!(pending(&mut open(&url, &folder)).len(), 1);
+    let out = ws
+        .hookq(&["init", "--database", "postgres://u@h/d?sslmode=bogus"])
+        .expect_code(2);
+    assert!(out.stderr().contains("sslmode"), "{}", out.describe());
+}
+
+#[test]
+fn a_hub_drains_on_notifications_and_outlives_an_outage() {
+    let (ws, db, url) = pg_workspace();
+    let mut hub = ws.spawn_env(&["hub"], &[("HOOKQ_LOG", "info")]);
+    ws.task_add("t1", "p", "failed.x").ok();
+    ws.eventually("the hub runs t1's point", || ws.lines("ran").len() == 1);
+
+    // The server ends every connection of the hub, three times: each time it connects again
+    // and drains on.
+    let mut admin = cluster().admin(&db);
+    let outages = 3;
+    for n in 2..=outages + 1 {
+        ws.eventually("the hub clears what it ran", || {
+            let left: i64 = admin
+                .query_one("SELECT COUNT(*) FROM hookq_pending_hooks", &[])
+                .unwrap()
+                .get(0);
+            left == 0
+        });
+        let ended = admin
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE datname = current_database() AND application_name LIKE 'hookq %'",
+                &[],
+            )
+            .unwrap();
+        assert!(ended >= 2, "the hub holds its reads and its lock: {ended}");
+        std::thread::sleep(Duration::from_millis(200));
+        ws.task_add(&format!("t{n}"), "p", &format!("failed.n{n}"))
+            .ok();
+        let deadline = std::time::Instant::now() + crate::support::queue::EVENTUALLY;
+        while ws.lines("ran").len() < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the hub did not run t{n}'s point after an outage; its stderr:\n{}",
+                hub.stderr_so_far()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    assert!(!hub.exited());
+    hub.signal(rustix::process::Signal::TERM);
+    let out = hub.wait_within(Duration::from_secs(60));
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    no_password(&out);
+    let warnings = out.warnings();
+    assert_eq!(
+        warnings.len(),
+        outages,
+        "one line per outage: {}",
+        out.describe()
+    );
+    assert!(
+        warnings[0].starts_with("warning: hub lost the queue's database"),
+        "{warnings:?}"
+    );
+    assert!(pending(&mut open(&url, "q")).is_empty());
+    assert_eq!(
+        ws.lines("ran"),
+        [
+            "fail t1 failed.x",
+            "fail t2 failed.n2",
+            "fail t3 failed.n3",
+            "fail t4 failed.n4"
+        ]
+    );
+}
