@@ -17,7 +17,7 @@ use crate::cli::error::Error;
 use hookq::lifecycle::ledger::{PreviewJson, label};
 use hookq::lifecycle::{
     self, CreateRequest, InputPolicy, Ledger, NewWorktree, Notice, Removal, RemoveRequest,
-    RollbackReport, RunOptions, Worktrees,
+    RollbackReport, RunOptions, Status, Worktrees,
 };
 use hookq::{Failure as _, Stop};
 
@@ -304,12 +304,12 @@ fn failure_blocks(ledger: &Ledger) {
             o.hook.source.describe(),
             o.hook.source.kind()
         );
-        outln!(
-            "  status: {} ({}) after {} ms",
-            o.status.as_str(),
-            o.status.describe(),
-            o.duration.as_millis()
-        );
+        // "timed-out" says all that "timed out" would.
+        let how = match &o.status {
+            Status::TimedOut => o.status.as_str().to_string(),
+            s => format!("{} ({})", s.as_str(), s.describe()),
+        };
+        outln!("  status: {how} after {} ms", o.duration.as_millis());
         if let Some(cwd) = &o.cwd {
             outln!("  ran in: {}", cwd.display());
         }

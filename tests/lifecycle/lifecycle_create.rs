@@ -167,6 +167,20 @@ fn a_failing_or_timed_out_workspace_pre_create_changes_nothing() {
         assert_eq!(outcomes[0]["status"], status, "{hook}");
         assert_eq!(outcomes[1]["status"], "skipped");
         assert!(!ws.root.join("worktrees").exists());
+        // The human block names how it ended once: not "timed-out (timed out)".
+        let out = ws.run(&["worktree", "create", "feature/x"]);
+        out.expect(7);
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("status: "))
+            .unwrap_or_else(|| panic!("no status line: {}", out.stdout));
+        let want = if status == "timed-out" {
+            "status: timed-out after "
+        } else {
+            "status: exited-nonzero (exited with 3) after "
+        };
+        assert!(line.trim_start().starts_with(want), "{line}");
     }
 }
 
