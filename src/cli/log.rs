@@ -10,7 +10,6 @@ use crate::cli::error::Error;
 use hookq::queue::ids::TaskId;
 use hookq::queue::logs::{self, LogFile};
 use hookq::queue::phase::Point;
-use hookq::queue::store::Store;
 use hookq::queue::workspace::Workspace;
 
 use super::app::stop_on_signals;
@@ -32,9 +31,13 @@ pub(super) struct Options {
     pub(super) json: bool,
 }
 
+/// Prints the logs of `task`. `known` says whether the queue (`place`, as the user sees it) has
+/// the task, asked only when no log is found: a queue's logs stay on the host that ran its hooks,
+/// whichever database holds the queue.
 pub(super) fn run(
     ws: &Workspace,
-    store: &Store,
+    place: &str,
+    known: impl FnOnce() -> Result<bool, Error>,
     task: &TaskId,
     opts: Options,
 ) -> Result<(), Error> {
@@ -46,15 +49,9 @@ pub(super) fn run(
         })
     };
     let found = list()?;
-    if found.is_empty()
-        && store
-            .task(task.as_str())
-            .map_err(|e| Error::store(ws.db_path(), e))?
-            .is_none()
-    {
+    if found.is_empty() && !known()? {
         return Err(Error::NotFound(format!(
-            "no task {task} in {}, and no hook logs for it",
-            ws.db_path().display()
+            "no task {task} in {place}, and no hook logs for it"
         )));
     }
     if opts.json {

@@ -162,9 +162,17 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
                 .map(|p| p.parse::<Point>())
                 .transpose()
                 .map_err(|e| Error::Usage(e.to_string()))?;
+            let place = ws.db_path().display().to_string();
+            let known = || {
+                let row = store
+                    .task(task.as_str())
+                    .map_err(|e| Error::store(ws.db_path(), e))?;
+                Ok(row.is_some())
+            };
             super::log::run(
                 &ws,
-                &store,
+                &place,
+                known,
                 &task,
                 super::log::Options {
                     point,
@@ -222,7 +230,14 @@ struct Shown {
     commands: Option<Vec<String>>,
     config_error: Option<String>,
     history: Vec<HistoryRow>,
+    /// For a queue other hosts drain too: where its commands' logs are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logs: Option<&'static str>,
 }
+
+/// Where the logs of a shared queue's commands are, as `queue show` says it.
+const SHARED_LOGS: &str = "each command's log is on the host that ran it (the paths are that \
+                           host's); `hookq queue log TASK` there prints them";
 
 fn show(
     ws: &hookq::queue::workspace::Workspace,
@@ -234,7 +249,7 @@ fn show(
     let pending = store.pending_entry(id).map_err(dberr)?;
     let history = store.history(None, Some(id), 1000).map_err(dberr)?;
     let place = ws.db_path().display().to_string();
-    show_found(ws, id, pending, history, json, &place)
+    show_found(ws, id, pending, history, json, &place, None)
 }
 
 /// `queue show` of what was read of occurrence `id` in the database at `place`.
@@ -245,6 +260,7 @@ fn show_found(
     history: Vec<HistoryRow>,
     json: bool,
     place: &str,
+    logs: Option<&'static str>,
 ) -> Result<(), Error> {
     if pending.is_none() && history.is_empty() {
         return Err(Error::NotFound(format!(
@@ -272,6 +288,7 @@ fn show_found(
         commands,
         config_error,
         history,
+        logs,
     };
     if json {
         return output::json(&shown);
@@ -305,6 +322,9 @@ fn show_found(
     }
     if !shown.history.is_empty() {
         print_history(&shown.history);
+    }
+    if let Some(logs) = shown.logs {
+        outln!("logs      {logs}");
     }
     Ok(())
 }
@@ -365,7 +385,8 @@ fn on_postgres(
             let pending = pg_store::pending_entry(store.client(), &queue, id).map_err(dberr)?;
             let history =
                 pg_store::history(store.client(), &queue, None, Some(id), 1000).map_err(dberr)?;
-            show_found(ws, id, pending, history, json || args.json, &place)
+            let (json, logs) = (json || args.json, Some(SHARED_LOGS));
+            show_found(ws, id, pending, history, json, &place, logs)
         }
         Some(Sub::History { task, limit, json }) => {
             let task = task
@@ -386,10 +407,36 @@ fn on_postgres(
             print_history(&rows);
             Ok(())
         }
-        Some(Sub::Log { .. }) => Err(Error::Usage(format!(
-            "`hookq queue log` works on a workspace's SQLite file only, for now; the logs of {place} drained here are under {}",
-            ws.state_dir().join("runs").display()
-        ))),
+        Some(Sub::Log {
+            task,
+            point,
+            tail,
+            follow,
+            json,
+        }) => {
+            // The logs are this host's: those of the hooks it ran for the queue.
+            let task = TaskId::new(task).map_err(|e| Error::Usage(e.to_string()))?;
+            let point = point
+                .map(|p| p.parse::<Point>())
+                .transpose()
+                .map_err(|e| Error::Usage(e.to_string()))?;
+            let known = || {
+                let row = pg_store::task(store.client(), &queue, task.as_str()).map_err(dberr)?;
+                Ok(row.is_some())
+            };
+            super::log::run(
+                ws,
+                &place,
+                known,
+                &task,
+                super::log::Options {
+                    point,
+                    tail,
+                    follow,
+                    json: json || (args.json && !follow),
+                },
+            )
+        }
         Some(Sub::Drop { id }) => {
             let e = pg_store::drop_entry(store.client(), &queue, id).map_err(|e| match e {
                 pg::PgError::NoEntry(id) => {
