@@ -1,0 +1,222 @@
+//! Faults against the real server, through the real binary: two hubs on one queue (two
+//! workspaces standing for two hosts), a hub killed with SIGKILL mid-hook, the holder's
+//! connection ended by the server.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hookq::queue::pg::{PgStore, QueueName, Target, holder, store};
+
+use crate::cluster::cluster;
+use crate::support::queue::{Config, EVENTUALLY, Running, Ws};
+
+/// A workspace after `hookq init` whose queue is `q` in `url`'s database, with `hooks`.
+fn host(url: &str, hooks: &str) -> Ws {
+    let ws = Ws::init();
+    let text = Config::hooks(hooks).text().replacen(
+        "[queue]\n",
+        &format!("[queue]\ndatabase = {url:?}\nname = \"q\"\n"),
+        1,
+    );
+    ws.write_config_text(text.as_bytes());
+    ws
+}
+
+/// An `after_fail` hook that appends `start <task> <ns>` and `end <task> <ns>` to `times`
+/// around a sleep of `sleep` seconds.
+fn timed_hook(times: &Path, sleep: &str) -> String {
+    let t = times.display();
+    format!(
+        "after_fail = ['echo \"start $ARC_TASK $(date +%s%N)\" >> {t}; sleep {sleep}; echo \"end $ARC_TASK $(date +%s%N)\" >> {t}']\n"
+    )
+}
+
+fn open(url: &str) -> PgStore {
+    PgStore::open(&Target::parse(url).unwrap(), QueueName::new("q").unwrap()).unwrap()
+}
+
+fn pending_count(s: &mut PgStore) -> usize {
+    let q = s.queue().clone();
+    store::pending(s.client(), &q, 0, 100_000, None)
+        .unwrap()
+        .len()
+}
+
+/// `(event, task, ns)` of every line of `times`.
+fn events(times: &Path) -> Vec<(String, String, u128)> {
+    std::fs::read_to_string(times)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let mut w = l.split(' ');
+            let (e, t, ns) = (w.next().unwrap(), w.next().unwrap(), w.next().unwrap());
+            (e.to_owned(), t.to_owned(), ns.parse().unwrap())
+        })
+        .collect()
+}
+
+fn hub(ws: &Ws) -> Running {
+    ws.spawn_env(&["hub"], &[("HOOKQ_LOG", "info")])
+}
+
+/// Waits until `f` holds, failing with the hubs' stderr.
+fn until(what: &str, hubs: &[&Running], mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + EVENTUALLY;
+    while !f() {
+        if Instant::now() > deadline {
+            let errs: Vec<String> = hubs.iter().map(|h| h.stderr_so_far()).collect();
+            panic!(
+                "gave up waiting for {what}; the hubs' stderr:\n{}",
+                errs.join("\n---\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A small pseudo-random sequence (xorshift), seeded from the clock and printed, for kill
+/// delays.
+struct Rng(u64);
+
+impl Rng {
+    fn new() -> Self {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+            | 1;
+        println!("kill delays seeded with {seed}");
+        Self(seed)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Two hubs on one queue, from two workspaces standing for two hosts, while both workspaces
+/// record and run passes of their own: the hooks' start and end times never overlap (one runner
+/// per queue), and every point runs exactly once.
+#[test]
+fn two_hubs_and_passes_on_one_queue_never_overlap_and_lose_nothing() {
+    let db = cluster().database();
+    let url = cluster().url(&db, "");
+    let dir = tempfile::tempdir().unwrap();
+    let times = dir.path().join("times");
+    let hooks = timed_hook(&times, "0.02");
+    let (a, b) = (host(&url, &hooks), host(&url, &hooks));
+    let (hub_a, hub_b) = (hub(&a), hub(&b));
+    let tasks = 40;
+    for n in 0..tasks {
+        let ws = if n % 2 == 0 { &a } else { &b };
+        ws.task_add(&format!("t{n}"), "p", "failed.x").ok();
+        if n % 5 == 0 {
+            // A pass of its own: it drains when the lock is free, or says who holds it.
+            let out = ws.hookq(&["run", "--wait", "0"]);
+            assert!(matches!(out.code(), Some(0 | 6)), "{}", out.describe());
+        }
+    }
+    let mut s = open(&url);
+    until("every point ran and was cleared", &[&hub_a, &hub_b], || {
+        events(&times).len() == 2 * tasks && pending_count(&mut s) == 0
+    });
+
+    let ev = events(&times);
+    let mut runs: Vec<(u128, u128, String)> = Vec::new();
+    for (e, task, ns) in &ev {
+        if e == "start" {
+            let end = ev
+                .iter()
+                .find(|(e2, t2, n2)| e2 == "end" && t2 == task && n2 >= ns)
+                .unwrap_or_else(|| panic!("{task} started and never ended: {ev:?}"));
+            runs.push((*ns, end.2, task.clone()));
+        }
+    }
+    runs.sort();
+    for w in runs.windows(2) {
+        assert!(
+            w[1].0 >= w[0].1,
+            "{} started before {} ended: {runs:?}",
+            w[1].2,
+            w[0].2
+        );
+    }
+    let mut ran: Vec<&str> = runs.iter().map(|r| r.2.as_str()).collect();
+    ran.sort();
+    let mut want: Vec<String> = (0..tasks).map(|n| format!("t{n}")).collect();
+    want.sort();
+    assert_eq!(ran, want, "every point once");
+    for h in [hub_a, hub_b] {
+        assert!(h.stderr_so_far().lines().all(|l| !l.starts_with("error:")));
+    }
+}
+
+/// The hub of `hubs` whose process holds the queue's lock, if one does.
+fn holding(s: &mut PgStore, hubs: &[Running; 2]) -> Option<usize> {
+    let q = s.queue().clone();
+    let pid = holder(s.client(), &q).unwrap()?.pid?;
+    hubs.iter().position(|h| h.pid() as u32 == pid)
+}
+
+/// SIGKILL of the hub holding the queue's lock at a random moment while its hook runs, round
+/// after round, with a second hub (another workspace, standing for another host) waiting: the
+/// other hub takes the lock over, every point runs to its end at least once and is cleared
+/// with an `ok` outcome, and none is left pending. Each round kills once and starts the killed
+/// hub again; 50 rounds take a few seconds.
+#[test]
+fn killing_the_holding_hub_mid_hook_loses_no_point() {
+    let db = cluster().database();
+    let url = cluster().url(&db, "");
+    let dir = tempfile::tempdir().unwrap();
+    let times = dir.path().join("times");
+    let hooks = timed_hook(&times, "0.03");
+    let hosts = [host(&url, &hooks), host(&url, &hooks)];
+    let mut hubs = [hub(&hosts[0]), hub(&hosts[1])];
+    let mut s = open(&url);
+    let mut rng = Rng::new();
+    let rounds = 50;
+    let started = Instant::now();
+    let mut kills = 0;
+    for r in 0..rounds {
+        let task = format!("k{r}");
+        hosts[r % 2].task_add(&task, "p", "failed.x").ok();
+        until(
+            &format!("{task}'s hook starts"),
+            &[&hubs[0], &hubs[1]],
+            || {
+                events(&times)
+                    .iter()
+                    .any(|(e, t, _)| e == "start" && *t == task)
+            },
+        );
+        std::thread::sleep(Duration::from_millis(rng.below(40)));
+        if let Some(i) = holding(&mut s, &hubs) {
+            hubs[i].signal(rustix::process::Signal::KILL);
+            let killed = std::mem::replace(&mut hubs[i], hub(&hosts[i]));
+            drop(killed);
+            kills += 1;
+        }
+    }
+    until("every point is cleared", &[&hubs[0], &hubs[1]], || {
+        pending_count(&mut s) == 0
+    });
+    println!("{rounds} rounds, {kills} kills in {:?}", started.elapsed());
+    assert!(kills >= rounds / 2, "the hubs were killed {kills} times");
+    let ev = events(&times);
+    let q = s.queue().clone();
+    let history = store::history(s.client(), &q, None, None, 100_000).unwrap();
+    for r in 0..rounds {
+        let task = format!("k{r}");
+        assert!(
+            ev.iter().any(|(e, t, _)| e == "end" && *t == task),
+            "{task} never ran to its end: {ev:?}"
+        );
+        assert!(
+            history.iter().any(|h| h.task == task && h.outcome == "ok"),
+            "{task} was not cleared as run"
+        );
+    }
+}
