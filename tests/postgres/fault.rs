@@ -220,3 +220,61 @@ fn killing_the_holding_hub_mid_hook_loses_no_point() {
         );
     }
 }
+
+/// The server ends the lock holder's connection (`pg_terminate_backend` of the backend the
+/// lock table names) three times mid-drain, with two hubs on the queue: both hubs live on, the
+/// queue is finished, and every point ran to its end and was cleared with an `ok` outcome.
+#[test]
+fn ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue() {
+    let db = cluster().database();
+    let url = cluster().url(&db, "");
+    let dir = tempfile::tempdir().unwrap();
+    let times = dir.path().join("times");
+    let hooks = timed_hook(&times, "0.02");
+    let hosts = [host(&url, &hooks), host(&url, &hooks)];
+    let mut hubs = [hub(&hosts[0]), hub(&hosts[1])];
+    let mut s = open(&url);
+    let mut admin = cluster().admin(&db);
+    let tasks = 30;
+    let mut ended = 0;
+    for n in 0..tasks {
+        let task = format!("e{n}");
+        hosts[n % 2].task_add(&task, "p", "failed.x").ok();
+        if n % 10 == 9 {
+            until(&format!("{task}'s hook starts"), &[&hubs[0], &hubs[1]], || {
+                events(&times)
+                    .iter()
+                    .any(|(e, t, _)| e == "start" && *t == task)
+            });
+            let q = s.queue().clone();
+            if let Some(h) = holder(s.client(), &q).unwrap() {
+                let done: bool = admin
+                    .query_one("SELECT pg_terminate_backend($1)", &[&h.backend_pid])
+                    .unwrap()
+                    .get(0);
+                ended += usize::from(done);
+            }
+        }
+    }
+    until("every point is cleared", &[&hubs[0], &hubs[1]], || {
+        pending_count(&mut s) == 0
+    });
+    assert!(ended >= 2, "the holder's connection was ended {ended} times");
+    let ev = events(&times);
+    let q = s.queue().clone();
+    let history = store::history(s.client(), &q, None, None, 100_000).unwrap();
+    for n in 0..tasks {
+        let task = format!("e{n}");
+        assert!(
+            ev.iter().any(|(e, t, _)| e == "end" && *t == task),
+            "{task} never ran to its end: {ev:?}"
+        );
+        assert!(
+            history.iter().any(|h| h.task == task && h.outcome == "ok"),
+            "{task} was not cleared as run"
+        );
+    }
+    for h in &mut hubs {
+        assert!(!h.exited(), "a hub exited: {}", h.stderr_so_far());
+    }
+}
