@@ -241,11 +241,15 @@ fn ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue() {
         let task = format!("e{n}");
         hosts[n % 2].task_add(&task, "p", "failed.x").ok();
         if n % 10 == 9 {
-            until(&format!("{task}'s hook starts"), &[&hubs[0], &hubs[1]], || {
-                events(&times)
-                    .iter()
-                    .any(|(e, t, _)| e == "start" && *t == task)
-            });
+            until(
+                &format!("{task}'s hook starts"),
+                &[&hubs[0], &hubs[1]],
+                || {
+                    events(&times)
+                        .iter()
+                        .any(|(e, t, _)| e == "start" && *t == task)
+                },
+            );
             let q = s.queue().clone();
             if let Some(h) = holder(s.client(), &q).unwrap() {
                 let done: bool = admin
@@ -259,7 +263,10 @@ fn ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue() {
     until("every point is cleared", &[&hubs[0], &hubs[1]], || {
         pending_count(&mut s) == 0
     });
-    assert!(ended >= 2, "the holder's connection was ended {ended} times");
+    assert!(
+        ended >= 2,
+        "the holder's connection was ended {ended} times"
+    );
     let ev = events(&times);
     let q = s.queue().clone();
     let history = store::history(s.client(), &q, None, None, 100_000).unwrap();
@@ -277,4 +284,93 @@ fn ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue() {
     for h in &mut hubs {
         assert!(!h.exited(), "a hub exited: {}", h.stderr_so_far());
     }
+}
+
+/// The error lines a user meets when the queue's database cannot be used, through the binary:
+/// one `error:` line, a `hint:`, the database's exit code, and never the password.
+#[test]
+fn an_unusable_database_is_refused_in_one_line_with_a_hint() {
+    use crate::cluster::PASSWORD;
+    let c = cluster();
+    let ws = Ws::init();
+    let good_db = c.database();
+    let good = c.url(&good_db, "");
+    // A database the role may connect to but not make the schema in.
+    let bare = {
+        let name = format!("bare_{good_db}");
+        c.admin("postgres")
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap();
+        c.url(&name, "")
+    };
+    let newer_db = c.database();
+    let newer = c.url(&newer_db, "");
+    drop(open(&newer));
+    c.admin(&newer_db)
+        .batch_execute(&format!(
+            "INSERT INTO {} (version, name, applied_on, checksum) VALUES (999, 'future', '', '0')",
+            hookq::queue::pg::schema::HISTORY_TABLE
+        ))
+        .unwrap();
+    let cases = [
+        (
+            good.replace(PASSWORD, "not-the-Pa55word"),
+            "password authentication failed",
+            "check the user and password",
+        ),
+        (
+            format!("postgres://hookq:{PASSWORD}@no-such-host.invalid/db?sslmode=disable"),
+            "cannot connect to postgres://hookq:***@no-such-host.invalid/db",
+            "check the host and port",
+        ),
+        (
+            bare,
+            "permission denied for schema public",
+            "GRANT CREATE ON SCHEMA",
+        ),
+        (
+            newer,
+            "schema is version 999, newer than this hookq supports",
+            "a newer hookq migrated this database",
+        ),
+    ];
+    for (url, says, hint) in cases {
+        let out = ws
+            .hookq_env(
+                &["task", "add", "t1", "--plan", "p", "--phase", "failed.x"],
+                &[("HOOKQ_DATABASE_URL", &url)],
+            )
+            .expect_code(5);
+        let err = out.stderr();
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 2, "{}", out.describe());
+        assert!(
+            lines[0].starts_with("error: queue ") && lines[0].contains(says),
+            "{}",
+            out.describe()
+        );
+        assert!(
+            lines[1].starts_with("hint: ") && lines[1].contains(hint),
+            "{}",
+            out.describe()
+        );
+        assert!(
+            !err.contains(PASSWORD) && !err.contains("not-the-Pa55word"),
+            "{}",
+            out.describe()
+        );
+        assert!(out.stdout().is_empty(), "{}", out.describe());
+    }
+    // The right database takes the same command.
+    ws.hookq_env(
+        &["task", "add", "t1", "--plan", "p", "--phase", "failed.x"],
+        &[("HOOKQ_DATABASE_URL", &good)],
+    )
+    .ok();
+    let mut s = PgStore::open(
+        &Target::parse(&good).unwrap(),
+        QueueName::new("ws").unwrap(),
+    )
+    .unwrap();
+    assert_eq!(pending_count(&mut s), 1);
 }
