@@ -374,3 +374,97 @@ fn an_unusable_database_is_refused_in_one_line_with_a_hint() {
     .unwrap();
     assert_eq!(pending_count(&mut s), 1);
 }
+
+/// The server restarted (fast shutdown, started again on the same dir and port) mid-drain, on a
+/// cluster of this test's own, with two hubs on the queue: the hubs connect again and finish the
+/// queue, every point run to its end and cleared with an `ok` outcome. Then, with the server
+/// down, `task move` fails in one `error:` line with the database's exit code and writes
+/// nothing; once the server is back the same command succeeds.
+#[test]
+fn a_server_restart_mid_drain_and_a_server_down_during_task_move() {
+    let c = crate::cluster::own_cluster();
+    let db = c.database();
+    let url = c.url(&db, "");
+    let dir = tempfile::tempdir().unwrap();
+    let times = dir.path().join("times");
+    let hooks = format!(
+        "{}after_rework = ['echo rework >> {}']\n",
+        timed_hook(&times, "0.05"),
+        dir.path().join("rework").display()
+    );
+    let hosts = [host(&url, &hooks), host(&url, &hooks)];
+    let mut hubs = [hub(&hosts[0]), hub(&hosts[1])];
+    let tasks = 20;
+    for n in 0..tasks {
+        hosts[n % 2]
+            .task_add(&format!("r{n}"), "p", "failed.x")
+            .ok();
+    }
+    until("the drain starts", &[&hubs[0], &hubs[1]], || {
+        events(&times).len() >= 2
+    });
+    c.stop();
+    c.start_again();
+    let mut s = open(&url);
+    until("every point is cleared", &[&hubs[0], &hubs[1]], || {
+        pending_count(&mut s) == 0
+    });
+    let ev = events(&times);
+    let q = s.queue().clone();
+    let history = store::history(s.client(), &q, None, None, 100_000).unwrap();
+    for n in 0..tasks {
+        let task = format!("r{n}");
+        assert!(
+            ev.iter().any(|(e, t, _)| e == "end" && *t == task),
+            "{task} never ran to its end: {ev:?}"
+        );
+        assert!(
+            history.iter().any(|h| h.task == task && h.outcome == "ok"),
+            "{task} was not cleared as run"
+        );
+    }
+    for h in &mut hubs {
+        assert!(!h.exited(), "a hub exited: {}", h.stderr_so_far());
+        assert!(
+            h.stderr_so_far()
+                .contains("warning: hub lost the queue's database"),
+            "each hub lost its connection: {}",
+            h.stderr_so_far()
+        );
+    }
+    drop(hubs);
+    drop(s);
+
+    // The server down during `task move`.
+    c.stop();
+    let out = hosts[0]
+        .hookq(&["task", "move", "r0", "review.rework_pending"])
+        .expect_code(5);
+    assert_eq!(out.errors().len(), 1, "{}", out.describe());
+    assert!(
+        out.stderr()
+            .starts_with("error: queue q: cannot connect to"),
+        "{}",
+        out.describe()
+    );
+    assert!(!out.stderr().contains(crate::cluster::PASSWORD));
+    c.start_again();
+    let mut s = open(&url);
+    let q = s.queue().clone();
+    assert_eq!(pending_count(&mut s), 0, "nothing half-written");
+    let r0 = store::task(s.client(), &q, "r0").unwrap().unwrap();
+    assert_eq!(r0.phase, "failed.x", "nothing half-written");
+    let out = hosts[0]
+        .hookq(&["task", "move", "r0", "review.rework_pending"])
+        .ok();
+    assert!(
+        out.stdout().contains("recorded after_rework"),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(pending_count(&mut s), 0, "the move ran its point");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("rework")).unwrap(),
+        "rework\n"
+    );
+}
