@@ -32,6 +32,8 @@ pub struct Cluster {
     pub other_ca: PathBuf,
     watchdog: Mutex<(Child, ChildStdin)>,
     databases: Mutex<u32>,
+    /// The server's command line, to start it again after [`Cluster::stop`].
+    argv: Vec<String>,
 }
 
 static CLUSTER: OnceLock<Cluster> = OnceLock::new();
@@ -39,6 +41,12 @@ static CLUSTER: OnceLock<Cluster> = OnceLock::new();
 /// The cluster, started on first use.
 pub fn cluster() -> &'static Cluster {
     CLUSTER.get_or_init(Cluster::start)
+}
+
+/// A cluster of the caller's own, for a test that stops the server, so that the other tests
+/// of the binary keep theirs; stopped and removed when the process ends, as the shared one.
+pub fn own_cluster() -> Cluster {
+    Cluster::start()
 }
 
 /// `(uid, gid)` of the `postgres` user when this process runs as root, else `None`.
@@ -271,16 +279,22 @@ impl Cluster {
             .map(str::to_owned),
         );
         // The server in the background; the watchdog waits for this process's end (its stdin
-        // closing), then stops the server (fast shutdown) and removes the dir.
+        // closing), then stops the server (fast shutdown) and removes the dir. A server started
+        // again by `start_again` is not its child: the pid in `postmaster.pid` finds it.
         let mut watchdog = Command::new("/bin/sh")
             .args([
                 "-c",
                 r#"dir=$1; shift; "$@" </dev/null >"$dir/server.log" 2>&1 & pid=$!
-                   read -r _; kill -INT "$pid"; wait "$pid"; rm -rf "$dir""#,
+                   read -r _; kill -INT "$pid"; wait "$pid"
+                   if [ -f "$dir/data/postmaster.pid" ]; then
+                       p=$(head -n 1 "$dir/data/postmaster.pid")
+                       kill -INT "$p"; while kill -0 "$p" 2>/dev/null; do sleep 0.1; done
+                   fi
+                   rm -rf "$dir""#,
                 "watchdog",
                 d,
             ])
-            .args(&argv)
+            .args(&argv[..])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -294,6 +308,7 @@ impl Cluster {
             port,
             watchdog: Mutex::new((watchdog, stdin)),
             databases: Mutex::new(0),
+            argv,
         };
         cluster.wait_ready();
         let mut admin = cluster.admin("postgres");
@@ -303,6 +318,42 @@ impl Cluster {
             ))
             .unwrap();
         cluster
+    }
+
+    /// The running server's pid, from `postmaster.pid`.
+    fn server_pid(&self) -> Option<i32> {
+        let text = std::fs::read_to_string(self.dir.join("data/postmaster.pid")).ok()?;
+        text.lines().next()?.trim().parse().ok()
+    }
+
+    /// Stops the server (fast shutdown: every connection is ended) and waits for it to be gone.
+    pub fn stop(&self) {
+        let pid = self.server_pid().expect("the server runs");
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid).unwrap(),
+            rustix::process::Signal::INT,
+        )
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.dir.join("data/postmaster.pid").exists() {
+            assert!(Instant::now() < deadline, "the server did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts the server again on the same dir and port, after [`Cluster::stop`].
+    pub fn start_again(&self) {
+        Command::new("/bin/sh")
+            .args([
+                "-c",
+                r#"log=$1; shift; "$@" </dev/null >>"$log" 2>&1 &"#,
+                "start",
+                self.dir.join("server.log").to_str().unwrap(),
+            ])
+            .args(&self.argv)
+            .status()
+            .unwrap();
+        self.wait_ready();
     }
 
     fn wait_ready(&self) {

@@ -4,6 +4,7 @@
 
 mod cli;
 mod cluster;
+mod fault;
 // Each binary uses a different part of the shared helpers.
 #[allow(dead_code)]
 #[path = "../support/mod.rs"]

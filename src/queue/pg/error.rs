@@ -200,6 +200,9 @@ impl Failure for PgError {
                 "a newer hookq migrated this database; use that version here too"
             }
             PgError::OlderSchema { .. } => "open the queue once with migration allowed",
+            PgError::Migrate(_) => {
+                "hookq makes its tables when a queue is first opened: the connecting role needs the right to create tables in the database (GRANT CREATE ON SCHEMA public TO the role), or its owner opens the queue once"
+            }
             PgError::Locked { .. } => {
                 "a hub or another pass is draining this queue; pending points stay queued for it"
             }
