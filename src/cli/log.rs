@@ -31,6 +31,32 @@ pub(super) struct Options {
     pub(super) json: bool,
 }
 
+impl Options {
+    /// The task and options of `queue log` as given on the command line, checked.
+    pub(super) fn parse(
+        task: String,
+        point: Option<String>,
+        tail: Option<usize>,
+        follow: bool,
+        json: bool,
+    ) -> Result<(TaskId, Options), Error> {
+        let task = TaskId::new(task).map_err(|e| Error::Usage(e.to_string()))?;
+        let point = point
+            .map(|p| p.parse::<Point>())
+            .transpose()
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        Ok((
+            task,
+            Options {
+                point,
+                tail,
+                follow,
+                json,
+            },
+        ))
+    }
+}
+
 /// Prints the logs of `task`. `known` says whether the queue (`place`, as the user sees it) has
 /// the task, asked only when no log is found: a queue's logs stay on the host that ran its hooks,
 /// whichever database holds the queue.

@@ -157,11 +157,8 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
             follow,
             json,
         }) => {
-            let task = TaskId::new(task).map_err(|e| Error::Usage(e.to_string()))?;
-            let point = point
-                .map(|p| p.parse::<Point>())
-                .transpose()
-                .map_err(|e| Error::Usage(e.to_string()))?;
+            let json = json || (args.json && !follow);
+            let (task, opts) = super::log::Options::parse(task, point, tail, follow, json)?;
             let place = ws.db_path().display().to_string();
             let known = || {
                 let row = store
@@ -169,18 +166,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
                     .map_err(|e| Error::store(ws.db_path(), e))?;
                 Ok(row.is_some())
             };
-            super::log::run(
-                &ws,
-                &place,
-                known,
-                &task,
-                super::log::Options {
-                    point,
-                    tail,
-                    follow,
-                    json: json || (args.json && !follow),
-                },
-            )
+            super::log::run(&ws, &place, known, &task, opts)
         }
         Some(Sub::Drop { id }) => {
             let e = store.drop_entry(id).map_err(dberr)?;
@@ -415,27 +401,13 @@ fn on_postgres(
             json,
         }) => {
             // The logs are this host's: those of the hooks it ran for the queue.
-            let task = TaskId::new(task).map_err(|e| Error::Usage(e.to_string()))?;
-            let point = point
-                .map(|p| p.parse::<Point>())
-                .transpose()
-                .map_err(|e| Error::Usage(e.to_string()))?;
+            let json = json || (args.json && !follow);
+            let (task, opts) = super::log::Options::parse(task, point, tail, follow, json)?;
             let known = || {
                 let row = pg_store::task(store.client(), &queue, task.as_str()).map_err(dberr)?;
                 Ok(row.is_some())
             };
-            super::log::run(
-                ws,
-                &place,
-                known,
-                &task,
-                super::log::Options {
-                    point,
-                    tail,
-                    follow,
-                    json: json || (args.json && !follow),
-                },
-            )
+            super::log::run(ws, &place, known, &task, opts)
         }
         Some(Sub::Drop { id }) => {
             let e = pg_store::drop_entry(store.client(), &queue, id).map_err(|e| match e {
