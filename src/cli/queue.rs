@@ -137,18 +137,11 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         }
         Some(Sub::Show { id, json }) => show(&ws, &store, id, json || args.json),
         Some(Sub::History { task, limit, json }) => {
-            let task = task
-                .map(TaskId::new)
-                .transpose()
-                .map_err(|e| Error::Usage(e.to_string()))?;
+            let task = task_filter(task)?;
             let rows = store
                 .history(task.as_ref().map(TaskId::as_str), None, limit as usize)
                 .map_err(dberr)?;
-            if json || args.json {
-                return output::json(&rows);
-            }
-            print_history(&rows);
-            Ok(())
+            history_out(&rows, json || args.json)
         }
         Some(Sub::Log {
             task,
@@ -375,10 +368,7 @@ fn on_postgres(
             show_found(ws, id, pending, history, json, &place, logs)
         }
         Some(Sub::History { task, limit, json }) => {
-            let task = task
-                .map(TaskId::new)
-                .transpose()
-                .map_err(|e| Error::Usage(e.to_string()))?;
+            let task = task_filter(task)?;
             let rows = pg_store::history(
                 store.client(),
                 &queue,
@@ -387,11 +377,7 @@ fn on_postgres(
                 limit as usize,
             )
             .map_err(dberr)?;
-            if json || args.json {
-                return output::json(&rows);
-            }
-            print_history(&rows);
-            Ok(())
+            history_out(&rows, json || args.json)
         }
         Some(Sub::Log {
             task,
@@ -454,6 +440,22 @@ fn print_pending(pending: &[PendingRow], now: i64) {
         })
         .collect();
     output::table(&["ID", "TASK", "POINT", "STATE", "AGE", "PASSES"], &rows);
+}
+
+/// `queue history`'s task filter, checked.
+fn task_filter(task: Option<String>) -> Result<Option<TaskId>, Error> {
+    task.map(TaskId::new)
+        .transpose()
+        .map_err(|e| Error::Usage(e.to_string()))
+}
+
+/// `queue history`'s rows, as JSON or a table.
+fn history_out(rows: &[HistoryRow], json: bool) -> Result<(), Error> {
+    if json {
+        return output::json(rows);
+    }
+    print_history(rows);
+    Ok(())
 }
 
 fn print_history(rows: &[HistoryRow]) {
