@@ -290,7 +290,7 @@ fn the_environment_wins_over_the_config_and_check_names_the_server() {
         line.contains(&format!("/{db}?")) && line.contains("(from config.toml): PostgreSQL "),
         "{line}"
     );
-    assert!(line.contains("schema version 1"), "{line}");
+    assert!(line.contains("schema version 2"), "{line}");
     let out = ws
         .hookq_env(&["check", "--json"], &[("HOOKQ_DATABASE_URL", &other)])
         .ok();

@@ -44,7 +44,15 @@ impl std::fmt::Debug for PgQueue {
 impl PgQueue {
     /// The queue of `store`, drained with `lock`, its runner lock. Refuses a lock of another
     /// queue.
-    pub fn new(store: PgStore, lock: PgRunnerLock) -> Result<Self, PgError> {
+    ///
+    /// The drain's bookkeeping on the lock's connection (start marks, clears, parking,
+    /// pruning) then commits with `synchronous_commit = off`, as the SQLite store's pass commits
+    /// at `synchronous=NORMAL`: a commit is the server's at once, so it survives the runner's
+    /// crash, and it reaches disk within the WAL writer's delay (three times
+    /// `wal_writer_delay`, 600 ms by default). Only a crash of the server within that window
+    /// can undo it, which at worst runs a point again or counts one start fewer. Transitions are
+    /// never committed this way: a host's recording transaction keeps the server's setting.
+    pub fn new(store: PgStore, mut lock: PgRunnerLock) -> Result<Self, PgError> {
         if lock.queue() != store.queue() {
             return Err(PgError::Invalid(format!(
                 "the runner lock is queue {}'s, not queue {}'s",
@@ -52,6 +60,8 @@ impl PgQueue {
                 store.queue()
             )));
         }
+        lock.client()
+            .batch_execute("SET synchronous_commit = off")?;
         Ok(Self {
             store,
             lock: Arc::new(Mutex::new(lock)),

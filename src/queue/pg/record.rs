@@ -49,8 +49,8 @@ fn notify(tx: &mut Transaction<'_>, queue: &QueueName) -> Result<(), PgError> {
 }
 
 /// Records `point` for `task` entering `phase`: takes the next id, writes the point and its
-/// state and notifies, in one statement (one round trip, and typed, so no separate prepare:
-/// a transition pays for its round trips, not for the server's work).
+/// state and notifies, in one call of the schema's `hookq_record_point` (one round trip, and
+/// planned once per session).
 fn record_point(
     tx: &mut Transaction<'_>,
     queue: &QueueName,
@@ -61,23 +61,13 @@ fn record_point(
 ) -> Result<Occurrence, PgError> {
     let id = tx
         .query_typed_one(
-            "WITH taken AS (
-                 INSERT INTO hookq_queues (queue, last_id, created_ms) VALUES ($1, 1, $4)
-                 ON CONFLICT (queue) DO UPDATE SET last_id = hookq_queues.last_id + 1
-                 RETURNING last_id),
-             point AS (
-                 INSERT INTO hookq_pending_hooks (queue, id, task, point, recorded_ms)
-                 SELECT $1, last_id, $2, $3, $4 FROM taken RETURNING id),
-             state AS (
-                 INSERT INTO hookq_pending_hook_states (queue, hook_id, state)
-                 SELECT $1, id, $5 FROM point)
-             SELECT id, pg_notify($6, $1) FROM point",
+            "SELECT hookq_record_point($1, $2, $3, $4, $5, $6)",
             &[
                 (&queue.as_str(), Type::TEXT),
                 (&task.as_str(), Type::TEXT),
                 (&point.as_str(), Type::TEXT),
-                (&now, Type::INT8),
                 (&phase.as_str(), Type::TEXT),
+                (&now, Type::INT8),
                 (&CHANNEL, Type::TEXT),
             ],
         )?
@@ -140,32 +130,29 @@ pub fn move_task(
     }
     let now = now_ms();
     let attempt = facts.attempt.map(i64::from);
-    // The row lock this takes orders two moves of one task: the second reads the phase the
-    // first committed, and takes a later id.
-    let from: String = tx
+    let point = to.point().map(Point::as_str);
+    // One call of the schema's `hookq_move_task`, so that a transition costs the round trips
+    // of a bare commit and its statements are planned once per session.
+    let row = tx
         .query_typed_opt(
-            "SELECT phase FROM hookq_tasks WHERE queue = $1 AND id = $2 FOR UPDATE",
-            &[(&queue.as_str(), Type::TEXT), (&task.as_str(), Type::TEXT)],
+            "SELECT from_phase, point_id FROM hookq_move_task($1, $2, $3, $4, $5, $6, $7, $8)",
+            &[
+                (&queue.as_str(), Type::TEXT),
+                (&task.as_str(), Type::TEXT),
+                (&to.as_str(), Type::TEXT),
+                (&now, Type::INT8),
+                (&facts.merged_sha, Type::TEXT),
+                (&attempt, Type::INT8),
+                (&point, Type::TEXT),
+                (&CHANNEL, Type::TEXT),
+            ],
         )?
-        .ok_or_else(|| PgError::NoTask(task.to_string()))?
-        .get(0);
-    tx.execute_typed(
-        "UPDATE hookq_tasks SET phase = $3, updated_ms = $4, merged_sha = COALESCE($5, merged_sha),
-             attempt = COALESCE($6, attempt)
-         WHERE queue = $1 AND id = $2",
-        &[
-            (&queue.as_str(), Type::TEXT),
-            (&task.as_str(), Type::TEXT),
-            (&to.as_str(), Type::TEXT),
-            (&now, Type::INT8),
-            (&facts.merged_sha, Type::TEXT),
-            (&attempt, Type::INT8),
-        ],
-    )?;
-    let occurrence = match to.point() {
-        Some(point) if from != to.as_str() => Some(record_point(tx, queue, task, to, point, now)?),
-        _ => None,
-    };
+        .ok_or_else(|| PgError::NoTask(task.to_string()))?;
+    let from: String = row.get(0);
+    let occurrence = row.get::<_, Option<i64>>(1).map(|id| Occurrence {
+        id,
+        point: to.point().expect("a point was recorded only for a phase with one"),
+    });
     Ok(Transition {
         task: task.to_string(),
         from: Some(from),

@@ -12,10 +12,16 @@ pub const HISTORY_TABLE: &str = "hookq_schema_history";
 
 /// The migrations, embedded by name so they run under hookq's own history table (the SQLite
 /// store's are under `migrations/sqlite/`).
-const MIGRATIONS: &[(&str, &str)] = &[(
-    "V1__initial",
-    include_str!("../../../migrations/postgres/V1__initial.sql"),
-)];
+const MIGRATIONS: &[(&str, &str)] = &[
+    (
+        "V1__initial",
+        include_str!("../../../migrations/postgres/V1__initial.sql"),
+    ),
+    (
+        "V2__record_functions",
+        include_str!("../../../migrations/postgres/V2__record_functions.sql"),
+    ),
+];
 
 /// The advisory lock (of [`ADVISORY_CLASS`]) that serialises migrations: queue locks use the
 /// queues' numbers, which start at 1.

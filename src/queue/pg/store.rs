@@ -4,6 +4,7 @@
 //! Every statement names its queue. Rows are the SQLite store's ([`PendingRow`],
 //! [`HistoryRow`], [`TaskRow`], [`Stats`]), so that both stores look alike to their callers.
 
+use postgres::types::Type;
 use postgres::{Client, GenericClient, Row, Transaction};
 
 use crate::queue::lock::Wait;
@@ -188,16 +189,26 @@ pub fn pending(
     task: Option<&str>,
 ) -> Result<Vec<PendingRow>, PgError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    // Typed, so one round trip: the drain reads a batch at a time.
     let rows = match task {
-        Some(task) => client.query(
+        Some(task) => client.query_typed(
             &format!(
                 "{PENDING_SELECT} WHERE h.queue = $1 AND h.id > $2 AND h.task = $4 ORDER BY h.id LIMIT $3"
             ),
-            &[&queue.as_str(), &after, &limit, &task],
+            &[
+                (&queue.as_str(), Type::TEXT),
+                (&after, Type::INT8),
+                (&limit, Type::INT8),
+                (&task, Type::TEXT),
+            ],
         )?,
-        None => client.query(
+        None => client.query_typed(
             &format!("{PENDING_SELECT} WHERE h.queue = $1 AND h.id > $2 ORDER BY h.id LIMIT $3"),
-            &[&queue.as_str(), &after, &limit],
+            &[
+                (&queue.as_str(), Type::TEXT),
+                (&after, Type::INT8),
+                (&limit, Type::INT8),
+            ],
         )?,
     };
     Ok(rows.iter().map(pending_row).collect())
@@ -327,11 +338,16 @@ pub fn stats(client: &mut Client, queue: &QueueName) -> Result<Stats, PgError> {
 /// before. Returns false when the point is no longer pending (dropped since it was read).
 pub fn mark_started(lock: &mut PgRunnerLock, entry: &PendingRow) -> Result<bool, PgError> {
     let queue = lock.queue().clone();
-    let n = lock.client().execute(
+    // Typed, so one round trip: a start is marked before every command.
+    let n = lock.client().execute_typed(
         "UPDATE hookq_pending_hooks
          SET passes = passes + 1, last_started_ms = GREATEST($3, COALESCE(last_started_ms, 0) + 1)
          WHERE queue = $1 AND id = $2",
-        &[&queue.as_str(), &entry.id, &now_ms()],
+        &[
+            (&queue.as_str(), Type::TEXT),
+            (&entry.id, Type::INT8),
+            (&now_ms(), Type::INT8),
+        ],
     )?;
     Ok(n == 1)
 }
@@ -343,8 +359,9 @@ pub fn clear_all(lock: &mut PgRunnerLock, points: &[Cleared]) -> Result<(), PgEr
     }
     let queue = lock.queue().clone();
     let mut tx = lock.client().transaction()?;
+    let insert = tx.prepare(INSERT_HISTORY)?;
     for p in points {
-        clear_in(&mut tx, &queue, &p.entry, &p.rows)?;
+        clear_in(&mut tx, &insert, &queue, &p.entry, &p.rows)?;
     }
     tx.commit()?;
     Ok(())
@@ -363,8 +380,9 @@ pub fn try_clear_all(lock: &mut PgRunnerLock, points: &[Cleared]) -> Result<bool
         "SET LOCAL lock_timeout = '{}ms'",
         TRY_LOCK_TIMEOUT.as_millis()
     ))?;
+    let insert = tx.prepare(INSERT_HISTORY)?;
     for p in points {
-        match clear_in(&mut tx, &queue, &p.entry, &p.rows) {
+        match clear_in(&mut tx, &insert, &queue, &p.entry, &p.rows) {
             Ok(()) => {}
             // Rolled back as the transaction drops.
             Err(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {
@@ -409,8 +427,10 @@ pub fn drop_entry(client: &mut Client, queue: &QueueName, id: i64) -> Result<Pen
         None
     };
     let entry = entry.ok_or(PgError::NoEntry(id))?;
+    let insert = tx.prepare(INSERT_HISTORY)?;
     clear_in(
         &mut tx,
+        &insert,
         queue,
         &entry,
         &[NewHistory::bare(Outcome::Dropped)],
@@ -437,28 +457,30 @@ pub fn prune_history(
     Ok(n as usize)
 }
 
+/// One history row, prepared once per transaction that clears points.
+const INSERT_HISTORY: &str = "INSERT INTO hookq_hook_history (queue, occurrence, task, point,
+         state, recorded_ms, passes, command_index, command, outcome, exit_code, signal,
+         started_ms, duration_ms, log_path, finished_ms)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+
+/// Deletes `entry` and writes its history `rows` with `insert`, [`INSERT_HISTORY`] prepared.
 fn clear_in(
     tx: &mut Transaction<'_>,
+    insert: &postgres::Statement,
     queue: &QueueName,
     entry: &PendingRow,
     rows: &[NewHistory],
 ) -> Result<(), postgres::Error> {
     // The state row goes with it (ON DELETE CASCADE).
-    tx.execute(
+    tx.execute_typed(
         "DELETE FROM hookq_pending_hooks WHERE queue = $1 AND id = $2",
-        &[&queue.as_str(), &entry.id],
+        &[(&queue.as_str(), Type::TEXT), (&entry.id, Type::INT8)],
     )?;
     let now = now_ms();
     let state = entry.state.as_deref().unwrap_or("");
-    let insert = tx.prepare(
-        "INSERT INTO hookq_hook_history (queue, occurrence, task, point, state, recorded_ms,
-             passes, command_index, command, outcome, exit_code, signal, started_ms, duration_ms,
-             log_path, finished_ms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-    )?;
     for h in rows {
         tx.execute(
-            &insert,
+            insert,
             &[
                 &queue.as_str(),
                 &entry.id,
