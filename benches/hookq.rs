@@ -9,7 +9,8 @@
 //! and logs go (default: the system temp dir); `HOOKQ_BENCH_WAIT` is how many seconds a full run
 //! waits after the last one ended (default 360, see [`AFTER_THE_LAST_RUN`]). `-- --agent` measures
 //! only the agent tool hook figures (7a-7c), which create few files and so do not wait;
-//! `-- --lifecycle` only the worktree lifecycle figures (L1, L2), also the last of a full run.
+//! `-- --lifecycle` only the worktree lifecycle figures (L1, L2), also the last of a full run;
+//! `-- --postgres` only the queue on PostgreSQL (P0-P5b), on a server the bench starts.
 
 mod harness;
 
@@ -57,6 +58,15 @@ fn main() {
         });
         return;
     }
+    #[cfg(feature = "postgres")]
+    if args.iter().any(|a| a == "--postgres") {
+        alone(sizes, |dir, sizes| {
+            let step = |what: &str| eprintln!("hookq-bench {what}");
+            let pg = harness::postgres::measure(dir, sizes, &step);
+            harness::postgres::rows(&pg, sizes)
+        });
+        return;
+    }
     let full = matches!(sizes.mode, harness::sizes::Mode::Full);
     for stale in harness::fixture::stale_roots(&harness::fixture::bench_base()) {
         eprintln!(
@@ -96,7 +106,7 @@ fn main() {
     }
 }
 
-/// One group of figures alone (7a-7c, or L1 and L2), as a table of their own.
+/// One group of figures alone (7a-7c, L1 and L2, or the P figures), as a table of their own.
 fn alone(
     sizes: harness::Sizes,
     measure: impl FnOnce(&Path, &harness::Sizes) -> Vec<harness::report::Row>,

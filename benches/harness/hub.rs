@@ -17,7 +17,7 @@ use super::sizes::Sizes;
 use super::stats::{ms, percentile};
 
 /// How long one transition may take to reach its hook before it counts as lost.
-const LOST: Duration = Duration::from_secs(10);
+pub const LOST: Duration = Duration::from_secs(10);
 
 /// What figure 4 measured.
 pub struct Hub {
@@ -38,10 +38,11 @@ pub struct Hub {
 }
 
 /// A tiny deterministic generator for the gaps between commits.
-struct Lcg(u64);
+pub struct Lcg(pub u64);
 
 impl Lcg {
-    fn below(&mut self, n: u64) -> u64 {
+    /// The next number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
         self.0 = self
             .0
             .wrapping_mul(6_364_136_223_846_793_005)
@@ -50,7 +51,8 @@ impl Lcg {
     }
 }
 
-fn now_ns() -> i128 {
+/// The wall clock, ns since the epoch, as `date +%s%N` prints it.
+pub fn now_ns() -> i128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("clock after 1970")
@@ -146,7 +148,7 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> Hub {
 }
 
 /// `seen.log` read as it grows: `<task> <ns>` per hook run.
-struct Seen {
+pub struct Seen {
     file: std::fs::File,
     at: u64,
     partial: String,
@@ -154,7 +156,8 @@ struct Seen {
 }
 
 impl Seen {
-    fn new(path: &Path) -> Self {
+    /// Reads `path` from its start.
+    pub fn new(path: &Path) -> Self {
         Self {
             file: std::fs::File::open(path).expect("open seen.log"),
             at: 0,
@@ -164,7 +167,7 @@ impl Seen {
     }
 
     /// The hook start time of `task`, waiting up to `limit` for it to appear.
-    fn wait_for(&mut self, task: &str, limit: Duration) -> Option<i128> {
+    pub fn wait_for(&mut self, task: &str, limit: Duration) -> Option<i128> {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(ns) = self.lines.get(task) {

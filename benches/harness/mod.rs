@@ -13,6 +13,8 @@ pub mod floors;
 pub mod hub;
 pub mod lifecycle;
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod proc;
 pub mod report;
 pub mod scale;

@@ -37,6 +37,8 @@ pub fn run(sizes: Sizes) -> Report {
     // Last: its repositories are the run's most files, which would slow file creation after.
     step("L: worktree lifecycle");
     let l = lifecycle::measure(dir, &sizes);
+    #[cfg(feature = "postgres")]
+    let pg = super::postgres::measure(dir, &sizes, &step);
     step("done");
 
     let mut drain_rows = drain::rows(&d);
@@ -86,6 +88,8 @@ pub fn run(sizes: Sizes) -> Report {
     rows.push(parallel_cores);
     rows.extend(agent::rows(&a));
     rows.extend(lifecycle::rows(&l));
+    #[cfg(feature = "postgres")]
+    rows.extend(super::postgres::rows(&pg, &sizes));
     Report {
         machine: Machine::detect(dir),
         sizes,

@@ -49,6 +49,23 @@ pub fn own_cluster() -> Cluster {
     Cluster::start()
 }
 
+/// How a cluster writes: the tests' clusters skip every flush to disk (a test proves what is
+/// committed, never that it survives power loss), the bench's flushes as a production server
+/// does, so that its commits cost what a durable commit costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// `fsync=off`, `synchronous_commit=off`, `full_page_writes=off`.
+    Off,
+    /// PostgreSQL's defaults: `fsync=on`, `synchronous_commit=on`, `full_page_writes=on`.
+    Full,
+}
+
+/// A cluster of the caller's own in `parent` (the system temp dir when `None`), with
+/// `durability`; stopped and removed when the process ends.
+pub fn cluster_with(parent: Option<&Path>, durability: Durability) -> Cluster {
+    Cluster::start_in(parent, durability)
+}
+
 /// `(uid, gid)` of the `postgres` user when this process runs as root, else `None`.
 fn server_user() -> Option<(u32, u32)> {
     if rustix::process::geteuid().as_raw() != 0 {
@@ -203,13 +220,32 @@ fn chown_tree(path: &Path, user: Option<(u32, u32)>) {
 
 impl Cluster {
     fn start() -> Self {
+        Self::start_in(None, Durability::Off)
+    }
+
+    fn start_in(parent: Option<&Path>, durability: Durability) -> Self {
         let user = server_user();
         let bin = bin_dir();
-        let dir = tempfile::Builder::new()
-            .prefix("hookq-pg-")
-            .tempdir()
-            .unwrap()
-            .keep();
+        let mut made = tempfile::Builder::new();
+        made.prefix("hookq-pg-");
+        let dir = match parent {
+            Some(parent) => made.tempdir_in(parent),
+            None => made.tempdir(),
+        }
+        .unwrap()
+        .keep();
+        if user.is_some() {
+            // The server's user must reach its dir through every folder above it.
+            let mut up = dir.parent();
+            while let Some(folder) = up {
+                let mode = std::fs::metadata(folder).unwrap().permissions().mode();
+                if mode & 0o001 == 0 {
+                    std::fs::set_permissions(folder, std::fs::Permissions::from_mode(mode | 0o001))
+                        .unwrap();
+                }
+                up = folder.parent();
+            }
+        }
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
         make_ca(&dir, "ca");
         make_ca(&dir, "other_ca");
@@ -249,6 +285,16 @@ impl Cluster {
             .map(|a| a.to_str().unwrap().to_owned())
             .collect();
         let d = dir.to_str().unwrap();
+        let flushed = |setting: &str| -> &'static str {
+            match (durability, setting) {
+                (Durability::Full, "fsync") => "fsync=on",
+                (Durability::Full, "synchronous_commit") => "synchronous_commit=on",
+                (Durability::Full, _) => "full_page_writes=on",
+                (Durability::Off, "fsync") => "fsync=off",
+                (Durability::Off, "synchronous_commit") => "synchronous_commit=off",
+                (Durability::Off, _) => "full_page_writes=off",
+            }
+        };
         argv.extend(
             [
                 "-D",
@@ -266,11 +312,11 @@ impl Cluster {
                 "-c",
                 &format!("ssl_key_file={d}/server.key"),
                 "-c",
-                "fsync=off",
+                flushed("fsync"),
                 "-c",
-                "synchronous_commit=off",
+                flushed("synchronous_commit"),
                 "-c",
-                "full_page_writes=off",
+                flushed("full_page_writes"),
                 "-c",
                 "max_connections=200",
                 "-c",

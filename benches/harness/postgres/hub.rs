@@ -1,0 +1,131 @@
+//! Figure P3: `hookq hub` (the built binary) on a PostgreSQL queue, timed from a commit in this
+//! process to the start of the hook it fires. The hub waits on `LISTEN`, woken by the `NOTIFY`
+//! the recording transaction sends as it commits.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use hookq::queue::MoveFacts;
+use hookq::queue::pg::record::move_task;
+use hookq::queue::pg::{DATABASE_ENV, PgStore};
+use hookq::{Phase, TaskId, Workspace};
+
+use super::super::hub::{LOST, Lcg, Seen, now_ns};
+use super::super::proc::hookq_bin;
+use super::super::report::{Row, Target};
+use super::super::sizes::Sizes;
+use super::super::stats::{ms, percentile};
+use super::{Server, fixture};
+
+/// What figure P3 measured.
+pub struct PgHub {
+    /// Commit-to-hook-start latencies, ms, one per transition.
+    pub latencies: Vec<f64>,
+    /// Transitions whose hook never started within [`LOST`].
+    pub lost: usize,
+}
+
+/// A workspace at `dir/name` on queue [`fixture::QUEUE`] whose `after_awaiting_human` point
+/// runs `command`.
+pub fn workspace(dir: &Path, name: &str, command: &str) -> Workspace {
+    let ws = super::super::fixture::workspace(dir, name, &[]);
+    let text = format!(
+        "[queue]\nname = {:?}\n\n[hooks]\nafter_awaiting_human = [{}]\n",
+        fixture::QUEUE,
+        hookq::queue::config::toml_quote(command)
+    );
+    std::fs::write(ws.config_path(), text).expect("write config.toml");
+    ws
+}
+
+/// `hookq -C <ws> hub` on the database at `url`, its stderr into `<dir>/<name>.stderr`.
+pub fn start_hub(ws: &Workspace, url: &str, dir: &Path, name: &str) -> Child {
+    let err = std::fs::File::create(dir.join(format!("{name}.stderr"))).expect("hub stderr");
+    Command::new(hookq_bin())
+        .arg("-C")
+        .arg(ws.root())
+        .arg("hub")
+        .env(DATABASE_ENV, url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .expect("start hookq hub")
+}
+
+/// Moves task `<prefix>NNNNNNN` into `review.awaiting_human` in one transaction; the time just
+/// after the commit returned, ns.
+pub fn commit(store: &mut PgStore, prefix: &str, i: usize) -> i128 {
+    let task = TaskId::new(format!("{prefix}{i:07}")).expect("id");
+    let awaiting = Phase::new("review.awaiting_human").expect("phase");
+    store
+        .write(|tx, q| move_task(tx, q, &task, &awaiting, &MoveFacts::default()))
+        .expect("commit a transition");
+    now_ns()
+}
+
+/// Starts the hub, commits `sizes.hub_transitions` transitions one at a time, each waited for,
+/// then a random 0-50 ms pause, as figure 4 does on SQLite.
+pub fn measure(server: &Server, dir: &Path, sizes: &Sizes) -> PgHub {
+    let n = sizes.hub_transitions;
+    let url = server.database();
+    let ws = workspace(
+        dir,
+        "pg-hub",
+        r#"echo "$ARC_TASK $(date +%s%N)" >> seen.log"#,
+    );
+    let mut store = fixture::open(&url);
+    fixture::add_tasks(store.client(), "h", "running.gate", n + 1);
+    let seen_path = ws.root().join("seen.log");
+    std::fs::write(&seen_path, "").expect("create seen.log");
+    let mut child = start_hub(&ws, &url, dir, "pg-hub");
+    let mut seen = Seen::new(&seen_path);
+    // A first transition, untimed: the hub is up once its hook has run.
+    commit(&mut store, "h", n);
+    seen.wait_for(&format!("h{n:07}"), Duration::from_secs(60))
+        .expect("the hub ran its first hook (see pg-hub.stderr in the bench dir)");
+    let mut rng = Lcg(0x5eed);
+    let mut latencies = Vec::with_capacity(n);
+    let mut lost = 0;
+    for i in 0..n {
+        std::thread::sleep(Duration::from_millis(rng.below(50)));
+        let at = commit(&mut store, "h", i);
+        match seen.wait_for(&format!("h{i:07}"), LOST) {
+            Some(hook_ns) => latencies.push((hook_ns - at) as f64 / 1e6),
+            None => {
+                lost += 1;
+                latencies.push(ms(LOST));
+            }
+        }
+    }
+    stop(&mut child);
+    PgHub { latencies, lost }
+}
+
+/// SIGTERM, then reaps; the hub must exit 0.
+pub fn stop(child: &mut Child) {
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("a pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM the hub");
+    let status = child.wait().expect("reap the hub");
+    assert!(status.success(), "hub exited with {status}");
+}
+
+/// Rows P3a and P3b.
+pub fn rows(h: &PgHub) -> Vec<Row> {
+    let n = h.latencies.len();
+    let lost = if h.lost > 0 {
+        format!("; {} LOST (counted as {} ms)", h.lost, ms(LOST))
+    } else {
+        String::new()
+    };
+    vec![
+        Row::new("P3a", "PostgreSQL: hub latency p50, commit -> hook start (LISTEN/NOTIFY)", percentile(&h.latencies, 50.0), "ms")
+            .target(Target::value_at_most(10.0))
+            .note(format!(
+                "{n} transitions, each a durable txn from this process timed from its commit's return (the committing side's own time excluded), waited for, then 0-50 ms random pause; hook start = `date +%s%N` in the hook{lost}"
+            )),
+        Row::new("P3b", "PostgreSQL: hub latency p99", percentile(&h.latencies, 99.0), "ms")
+            .target(Target::value_at_most(50.0)),
+    ]
+}

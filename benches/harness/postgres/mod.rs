@@ -1,0 +1,102 @@
+//! The P figures: the queue on PostgreSQL, against floors measured on the same server in the
+//! same run. The bench starts a PostgreSQL of its own (the machine's `initdb` and `postgres`,
+//! as the tests do, in the bench dir so on the same file system as every other figure) with
+//! PostgreSQL's durable defaults (`fsync`, `synchronous_commit` and `full_page_writes` on), and
+//! connects over loopback TCP as a host on the same machine would.
+//!
+//! Compiled only with the `postgres` feature (on by default).
+
+#[allow(dead_code)]
+#[path = "../../../tests/postgres/cluster.rs"]
+mod cluster;
+pub mod drain;
+pub mod fixture;
+pub mod hub;
+pub mod record;
+pub mod scale;
+pub mod takeover;
+
+use std::path::Path;
+
+use super::report::Row;
+use super::sizes::Sizes;
+
+/// A running server of the bench's own.
+pub struct Server {
+    cluster: cluster::Cluster,
+}
+
+impl Server {
+    /// Starts a durable cluster in `dir`.
+    pub fn start(dir: &Path) -> Self {
+        Self {
+            cluster: cluster::cluster_with(Some(dir), cluster::Durability::Full),
+        }
+    }
+
+    /// A new empty database: its URL, as the `hookq` role over loopback TCP without TLS.
+    pub fn database(&self) -> String {
+        let db = self.cluster.database();
+        self.cluster.url(&db, "")
+    }
+
+    /// What `SHOW server_version` says.
+    pub fn version(&self) -> String {
+        self.cluster
+            .admin("postgres")
+            .query_one("SHOW server_version", &[])
+            .expect("server version")
+            .get(0)
+    }
+}
+
+/// Every P figure.
+pub struct PgFigures {
+    /// The server's version.
+    pub version: String,
+    /// P0, P1.
+    pub record: record::Recording,
+    /// P2.
+    pub drain: drain::PgDrain,
+    /// P3a, P3b.
+    pub hub: hub::PgHub,
+    /// P4.
+    pub takeover: takeover::Takeover,
+    /// P5a, P5b.
+    pub scale: scale::PgScale,
+}
+
+/// Measures every P figure on a server started in `dir`, `step` printing progress.
+pub fn measure(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> PgFigures {
+    step("P: a durable PostgreSQL of the bench's own");
+    let server = Server::start(dir);
+    let version = server.version();
+    step("P0, P1: recording against a bare PostgreSQL commit");
+    let record = record::measure(&server, sizes);
+    step("P2: draining on PostgreSQL against the spawn floor");
+    let drain = drain::measure(&server, dir, sizes);
+    step("P3: hub on PostgreSQL, commit -> hook start");
+    let hub = hub::measure(&server, dir, sizes);
+    step("P4: takeover after kill -9 of the holding hub");
+    let takeover = takeover::measure(&server, dir, sizes);
+    step("P5: PostgreSQL at scale");
+    let scale = scale::measure(&server, sizes);
+    PgFigures {
+        version,
+        record,
+        drain,
+        hub,
+        takeover,
+        scale,
+    }
+}
+
+/// The rows of the P figures.
+pub fn rows(p: &PgFigures, sizes: &Sizes) -> Vec<Row> {
+    let mut rows = record::rows(&p.record, &p.version);
+    rows.extend(drain::rows(&p.drain));
+    rows.extend(hub::rows(&p.hub));
+    rows.extend(takeover::rows(&p.takeover));
+    rows.extend(scale::rows(&p.scale, sizes));
+    rows
+}

@@ -1,0 +1,110 @@
+//! Figures P0 and P1: recording one transition through the library, inside a transaction of
+//! the host's, against a bare one-row commit on the same server.
+
+use hookq::queue::MoveFacts;
+use hookq::queue::pg::record::move_task;
+use hookq::{Phase, TaskId};
+
+use super::super::report::{Row, Target};
+use super::super::sizes::Sizes;
+use super::super::stats::{median, timed};
+use super::{Server, fixture};
+
+/// Medians of the interleaved variants, ms per committed transaction.
+pub struct Recording {
+    /// `BEGIN`, one prepared `INSERT` of one row into a bare table, `COMMIT` (P0).
+    pub bare_commit: f64,
+    /// `PgStore::write` + `record::move_task` into `review.awaiting_human`: the phase written
+    /// and `after_awaiting_human` recorded (P1).
+    pub with_point: f64,
+    /// The same into `todo.ready`: the phase written, nothing recorded.
+    pub without_point: f64,
+    /// Transitions per variant.
+    pub n: usize,
+}
+
+/// Times `sizes.transitions` of each variant, interleaved with the order rotated every round,
+/// each on a connection of its own to one database of a durable server.
+pub fn measure(server: &Server, sizes: &Sizes) -> Recording {
+    let n = sizes.transitions;
+    let url = server.database();
+    let mut store = fixture::open(&url);
+    let mut setup = fixture::client(&url);
+    fixture::add_tasks(&mut setup, "a", "running.gate", n);
+    fixture::add_tasks(&mut setup, "b", "running.gate", n);
+    setup
+        .batch_execute(
+            "CREATE TABLE bare_commit (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v TEXT NOT NULL);
+             ANALYZE hookq_tasks",
+        )
+        .expect("the bare table");
+    let mut bare = fixture::client(&url);
+    let insert = bare
+        .prepare("INSERT INTO bare_commit (v) VALUES ($1)")
+        .expect("prepare the bare insert");
+    let awaiting = Phase::new("review.awaiting_human").expect("phase");
+    let ready = Phase::new("todo.ready").expect("phase");
+    let mut per: [Vec<f64>; 3] = Default::default();
+    for i in 0..n {
+        for k in 0..3 {
+            let which = (i + k) % 3;
+            let ms = match which {
+                0 => {
+                    timed(|| {
+                        let mut tx = bare.transaction().expect("begin");
+                        tx.execute(&insert, &[&"review.awaiting_human"])
+                            .expect("insert");
+                        tx.commit().expect("commit");
+                    })
+                    .1
+                }
+                _ => {
+                    let (prefix, to) = if which == 1 {
+                        ("a", &awaiting)
+                    } else {
+                        ("b", &ready)
+                    };
+                    let task = TaskId::new(format!("{prefix}{i:07}")).expect("id");
+                    let (t, ms) = timed(|| {
+                        store.write(|tx, q| move_task(tx, q, &task, to, &MoveFacts::default()))
+                    });
+                    let t = t.expect("record a transition");
+                    assert_eq!(t.occurrence.is_some(), which == 1);
+                    ms
+                }
+            };
+            per[which].push(ms);
+        }
+    }
+    Recording {
+        bare_commit: median(&per[0]),
+        with_point: median(&per[1]),
+        without_point: median(&per[2]),
+        n,
+    }
+}
+
+/// Rows P0 and P1, and the transition without a point.
+pub fn rows(r: &Recording, version: &str) -> Vec<Row> {
+    let floor = "bare 1-row PostgreSQL commit (P0)";
+    vec![
+        Row::floor(
+            "P0",
+            "durable PostgreSQL commit, 1 row (BEGIN, INSERT, COMMIT over loopback TCP)",
+            r.bare_commit,
+            "ms",
+            None,
+        )
+        .note(format!(
+            "median of {}, interleaved with P1; PostgreSQL {version}, fsync and synchronous_commit on, a server of the bench's own on the bench dir's file system",
+            r.n
+        )),
+        Row::new("P1", "PostgreSQL: transition recording a hook point, durable", r.with_point, "ms")
+            .vs(floor, r.bare_commit)
+            .target(Target::ratio_at_most(1.15))
+            .note("PgStore::write + pg::record::move_task: the phase written, the point and its state recorded, NOTIFY, one commit"),
+        Row::new("P1b", "  PostgreSQL: the same transition, no point to record", r.without_point, "ms")
+            .vs(floor, r.bare_commit)
+            .note("a move into todo.ready: the phase written and nothing recorded"),
+    ]
+}

@@ -1,0 +1,110 @@
+//! Figure P5: a PostgreSQL queue with a million pending points against one with a thousand, on
+//! the same server: the drain's next batch and a transition that records a point.
+
+use hookq::queue::MoveFacts;
+use hookq::queue::pg::record::move_task;
+use hookq::queue::pg::{PgStore, store};
+use hookq::{Phase, TaskId};
+
+use super::super::report::{Row, Target};
+use super::super::sizes::Sizes;
+use super::super::stats::{median, timed};
+use super::{Server, fixture};
+
+/// How many points the drain reads in one batch.
+const BATCH: usize = 256;
+
+/// Medians, ms: (at the big size, at the small one).
+pub struct PgScale {
+    /// Pending points in the big queue and the small one.
+    pub pending: (usize, usize),
+    /// The drain's next batch (`store::pending`, the first [`BATCH`]).
+    pub batch: (f64, f64),
+    /// A durable transition that records a point.
+    pub record: (f64, f64),
+    /// Samples of each.
+    pub samples: usize,
+}
+
+/// One side: a database whose queue holds `points` pending points over `points / 10` tasks,
+/// plus tasks to move.
+fn side(server: &Server, points: usize, moves: usize) -> PgStore {
+    let url = server.database();
+    let mut store = fixture::open(&url);
+    fixture::add_tasks(
+        store.client(),
+        "t",
+        "review.awaiting_human",
+        (points / 10).max(1),
+    );
+    fixture::add_tasks(store.client(), "m", "running.gate", moves);
+    fixture::add_points(store.client(), "t", (points / 10).max(1), points);
+    store
+}
+
+/// Times `sizes.transitions / 4` samples of each variant on each side, interleaved with the
+/// order rotated every round.
+pub fn measure(server: &Server, sizes: &Sizes) -> PgScale {
+    let samples = (sizes.transitions / 4).max(2);
+    let pending = (sizes.big_pending, sizes.drain_small);
+    let mut sides = [
+        side(server, pending.0, samples),
+        side(server, pending.1, samples),
+    ];
+    let awaiting = Phase::new("review.awaiting_human").expect("phase");
+    let mut per: [Vec<f64>; 4] = Default::default();
+    for i in 0..samples {
+        for k in 0..4 {
+            let which = (i + k) % 4;
+            let s = &mut sides[which % 2];
+            let ms = if which < 2 {
+                let queue = s.queue().clone();
+                let (rows, ms) = timed(|| store::pending(s.client(), &queue, 0, BATCH, None));
+                let got = rows.expect("the next batch").len();
+                assert!(
+                    got >= BATCH.min(pending.1) && got <= BATCH,
+                    "a batch of {got}"
+                );
+                ms
+            } else {
+                let task = TaskId::new(format!("m{i:07}")).expect("id");
+                let (t, ms) = timed(|| {
+                    s.write(|tx, q| move_task(tx, q, &task, &awaiting, &MoveFacts::default()))
+                });
+                assert!(t.expect("record a transition").occurrence.is_some());
+                ms
+            };
+            per[which].push(ms);
+        }
+    }
+    PgScale {
+        pending,
+        batch: (median(&per[0]), median(&per[1])),
+        record: (median(&per[2]), median(&per[3])),
+        samples,
+    }
+}
+
+/// Rows P5a and P5b.
+pub fn rows(s: &PgScale, _sizes: &Sizes) -> Vec<Row> {
+    let count = |n: usize| {
+        if n >= 1_000_000 && n % 1_000_000 == 0 {
+            format!("{}M", n / 1_000_000)
+        } else if n >= 1_000 && n % 1_000 == 0 {
+            format!("{}k", n / 1_000)
+        } else {
+            n.to_string()
+        }
+    };
+    let (big, small) = (count(s.pending.0), count(s.pending.1));
+    vec![
+        Row::new("P5a", format!("PostgreSQL: the drain's next batch of {BATCH}, {big} pending"), s.batch.0, "ms")
+            .vs(format!("the same, {small} pending"), s.batch.1)
+            .target(Target::ratio_at_most(1.2))
+            .note(format!("pg::store::pending from the queue's start, median of {} each, interleaved; the two queues in two databases of one server", s.samples)),
+        Row::new("P5b", format!("PostgreSQL: durable transition recording a point, {big} pending"), s.record.0, "ms")
+            .vs(format!("the same, {small} pending"), s.record.1)
+            .target(Target::ratio_at_most(1.2))
+            .note(format!("PgStore::write + pg::record::move_task, median of {} each, interleaved", s.samples)),
+    ]
+}
