@@ -189,6 +189,54 @@ after_awaiting_human = ['echo "$ARC_TASK" >> later']"#;
     assert!(pending(&mut s).is_empty());
 }
 
+/// As the SQLite test of the same name: the points a killed pass finished may run once more,
+/// but the point that kills its runner has what finished before it cleared first on each later
+/// pass, so it cannot drag them down with it again; then it is parked.
+#[test]
+fn points_finished_before_a_runner_killing_point_are_not_run_again_with_it() {
+    let hooks = r#"after_awaiting_human = ['echo "$ARC_TASK" >> ran']
+after_fail = ['kill -KILL $PPID']"#;
+    let cfg = Config {
+        max_interrupted_runs: 3,
+        ..Config::hooks(hooks)
+    };
+    let (ws, _db, url) = pg_workspace_with(&cfg, "");
+    let mut s = open(&url, "q");
+    for (t, phase) in [
+        ("t1", "review.awaiting_human"),
+        ("t2", "review.awaiting_human"),
+        ("t3", "failed.x"),
+    ] {
+        ws.task_add(t, "p", phase).ok();
+    }
+    for pass in 1..=3 {
+        let out = ws.hookq(&["run"]);
+        assert_eq!(out.signal(), Some(9), "pass {pass}: {}", out.describe());
+    }
+    let out = ws.hookq(&["run"]).expect_code(0);
+    assert_eq!(out.warnings().len(), 1, "t3 is parked: {}", out.describe());
+    assert!(pending(&mut s).is_empty());
+    let ran = ws.lines("ran");
+    for t in ["t1", "t2"] {
+        let times = ran.iter().filter(|r| *r == t).count();
+        assert!((1..=2).contains(&times), "{t} ran {times} times: {ran:?}");
+    }
+    let outcomes: Vec<(String, String)> = history(&mut s)
+        .into_iter()
+        .map(|h| (h.task, h.outcome))
+        .collect();
+    for t in ["t1", "t2"] {
+        assert!(
+            outcomes.contains(&(t.to_owned(), "ok".to_owned())),
+            "{outcomes:?}"
+        );
+    }
+    assert!(
+        outcomes.contains(&("t3".to_owned(), "abandoned".to_owned())),
+        "{outcomes:?}"
+    );
+}
+
 /// One backend's view of a workspace's history, for the pruning scenario.
 trait Histories {
     /// Sets the finish time of `task`'s history rows.
