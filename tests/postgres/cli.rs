@@ -16,19 +16,30 @@ after_rework = ['echo "rework $ARC_TASK" >> ran']
 /// A workspace after `hookq init` whose config names a fresh database and queue `q`, with
 /// `HOOKS`: the database's name and URL.
 fn pg_workspace() -> (Ws, String, String) {
+    pg_workspace_with(&Config::hooks(HOOKS), "")
+}
+
+/// A workspace after `hookq init` whose config is `cfg` with queue `q` in a fresh database and
+/// the `extra` lines under `[queue]`: the database's name and URL.
+pub(crate) fn pg_workspace_with(cfg: &Config, extra: &str) -> (Ws, String, String) {
     let ws = Ws::init();
     let db = cluster().database();
     let url = cluster().url(&db, "");
-    let text = Config::hooks(HOOKS).text().replacen(
-        "[queue]\n",
-        &format!("[queue]\ndatabase = {url:?}\nname = \"q\"\n"),
-        1,
-    );
-    ws.write_config_text(text.as_bytes());
+    ws.write_config_text(pg_config(cfg, &url, "q", extra).as_bytes());
     (ws, db, url)
 }
 
-fn open(url: &str, queue: &str) -> PgStore {
+/// `cfg`'s text with its queue named `queue` in `url`'s database and the `extra` lines under
+/// `[queue]`.
+pub(crate) fn pg_config(cfg: &Config, url: &str, queue: &str, extra: &str) -> String {
+    cfg.text().replacen(
+        "[queue]\n",
+        &format!("[queue]\ndatabase = {url:?}\nname = {queue:?}\n{extra}"),
+        1,
+    )
+}
+
+pub(crate) fn open(url: &str, queue: &str) -> PgStore {
     PgStore::open(&Target::parse(url).unwrap(), QueueName::new(queue).unwrap()).unwrap()
 }
 
@@ -52,7 +63,7 @@ fn history(s: &mut PgStore) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn no_password(out: &crate::support::queue::Out) {
+pub(crate) fn no_password(out: &crate::support::queue::Out) {
     assert!(
         !out.stdout().contains(PASSWORD) && !out.stderr().contains(PASSWORD),
         "the password was printed: {}",

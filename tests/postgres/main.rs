@@ -5,6 +5,7 @@
 mod cli;
 mod cluster;
 mod fault;
+mod parity;
 // Each binary uses a different part of the shared helpers.
 #[allow(dead_code)]
 #[path = "../support/mod.rs"]
