@@ -2,6 +2,7 @@
 //! (`HOOKQ_DATABASE_URL`, or `[queue] database` in its config): the same steps as on SQLite,
 //! with the queue's advisory runner lock taken before the workspace's `runner.lock`.
 
+use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 use crate::cli::error::Error;
@@ -35,6 +36,25 @@ pub(super) fn placed(queue: &QueueName, source: PgError) -> Error {
     Error::Queue(QueueError::Postgres {
         queue: queue.to_string(),
         source,
+    })
+}
+
+/// The `warning:` line (without its prefix) for a workspace whose `config.toml` sets a
+/// database URL holding a password and may be read by its owner's group or by others; `None`
+/// when it holds no password or only its owner may read it.
+pub(super) fn exposed_password(ws: &Workspace) -> Option<String> {
+    let path = ws.config_path();
+    let url = pg::choose::configured_database(&path)?;
+    if !pg::has_password(&url) {
+        return None;
+    }
+    let mode = std::fs::metadata(&path).ok()?.permissions().mode() & 0o777;
+    (mode & 0o044 != 0).then(|| {
+        format!(
+            "{} holds the database password and is readable by others (mode {mode:04o}): chmod 600 it, or give the URL in {} instead",
+            path.display(),
+            pg::DATABASE_ENV
+        )
     })
 }
 
