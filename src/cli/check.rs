@@ -41,6 +41,10 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     // The checker's own failure: its hint does not tell the user to run it.
     let cfg = Config::load(&path).map_err(Error::Checked)?;
     warn_config(&cfg);
+    #[cfg(feature = "postgres")]
+    if let Some(w) = super::pg::exposed_password(&ws) {
+        errln!("warning: {w}");
+    }
     let checked = Checked {
         config: path.display().to_string(),
         warnings: cfg.warnings().iter().map(ToString::to_string).collect(),

@@ -1,7 +1,7 @@
 //! `hookq init`: the state dir, the database and a config that is never overwritten.
 
 use std::io::Write;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::cli::error::Error;
@@ -21,8 +21,8 @@ pub(super) struct Args {
     #[arg(long, value_name = "NAME", default_value = "main")]
     main_branch: String,
     /// Keep the queue in this PostgreSQL database (`[queue] database` in the config written)
-    /// instead of the workspace's SQLite file. A password in it is written into config.toml:
-    /// prefer to give it in `HOOKQ_DATABASE_URL`.
+    /// instead of the workspace's SQLite file. A config holding a password is written readable
+    /// by its owner only: prefer to give the password in `HOOKQ_DATABASE_URL`.
     #[cfg(feature = "postgres")]
     #[arg(long, value_name = "URL")]
     database: Option<String>,
@@ -85,7 +85,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
     let mut text = initial_config(&args.remote, &args.main_branch);
     #[cfg(feature = "postgres")]
-    let database = match &args.database {
+    let (database, secret) = match &args.database {
         Some(url) => {
             let target =
                 hookq::queue::pg::Target::parse(url).map_err(|e| Error::Usage(e.to_string()))?;
@@ -97,11 +97,15 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
                 ),
                 1,
             );
-            Some(target)
+            (Some(target), hookq::queue::pg::has_password(url))
         }
-        None => None,
+        None => (None, false),
     };
-    let wrote = write_new(&config, text.as_bytes()).map_err(io("cannot write", &config))?;
+    #[cfg(not(feature = "postgres"))]
+    let secret = false;
+    // A config holding a password is its owner's alone from the moment it exists.
+    let mode = if secret { 0o600 } else { 0o666 };
+    let wrote = write_new(&config, text.as_bytes(), mode).map_err(io("cannot write", &config))?;
     #[cfg(feature = "postgres")]
     if let Some(target) = database {
         outln!("hookq workspace: {}", ws.root().display());
@@ -116,6 +120,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         }
         create_lock_file(&ws)?;
         git_notes(&ws, &args.remote);
+        password_notes(&ws, wrote && secret);
         return Ok(());
     }
     let db = ws.db_path();
@@ -132,6 +137,8 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     }
     outln!("database {}", db.display());
     git_notes(&ws, &args.remote);
+    #[cfg(feature = "postgres")]
+    password_notes(&ws, false);
     Ok(())
 }
 
@@ -151,20 +158,47 @@ fn create_lock_file(ws: &Workspace) -> Result<(), Error> {
     Ok(())
 }
 
+/// What `init` says, in one `warning:` line on stderr, of a password in `config.toml`: that it
+/// wrote one (`written`), readable by its owner only, and whether git ignores the file; or that
+/// the config it kept holds one that others may read. Never the password itself.
+#[cfg(feature = "postgres")]
+fn password_notes(ws: &Workspace, written: bool) {
+    if !written {
+        if let Some(w) = super::pg::exposed_password(ws) {
+            errln!("warning: {w}");
+        }
+        return;
+    }
+    let path = ws.config_path();
+    let path_arg = path.to_string_lossy();
+    // Exit 0: ignored and untracked, so `git add -A` leaves it out.
+    let ignored =
+        git(ws, &["check-ignore", "--quiet", &path_arg]).is_ok_and(|o| o.status.success());
+    errln!(
+        "warning: {} holds the database password: it is readable by you only (mode 0600){}; {} keeps the password out of the file",
+        path.display(),
+        if ignored { " and git ignores it" } else { "" },
+        hookq::queue::pg::DATABASE_ENV
+    );
+}
+
+/// Runs `git -C <workspace root> ARGS`, its stderr discarded.
+fn git(ws: &Workspace, args: &[&str]) -> std::io::Result<std::process::Output> {
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(ws.root())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+}
+
 /// What `init` says about the git repository around the workspace: it keeps the state dir out
 /// of `git status` (through `.git/info/exclude`, which is the clone's own, never a tracked
 /// `.gitignore`), and says what the default `after_merge` lines will not find. Problems here
 /// are notes, not failures: the workspace is usable without git.
 fn git_notes(ws: &Workspace, remote: &str) {
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .arg("-C")
-            .arg(ws.root())
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-    };
+    let git = |args: &[&str]| git(ws, args);
     let top = match git(&["rev-parse", "--show-toplevel"]) {
         Ok(out) if out.status.success() => {
             PathBuf::from(String::from_utf8_lossy(&out.stdout).trim_end_matches('\n'))
@@ -260,10 +294,11 @@ fn exclude_state_dir(
 }
 
 /// Writes `bytes` to `path` unless it exists, whole or not at all: into a file of its own
-/// beside it first, synced, then linked into place, which fails if `path` appeared meanwhile.
+/// beside it first, created with `mode` (less the umask), synced, then linked into place, which
+/// fails if `path` appeared meanwhile.
 /// Whether it wrote. (Written in place, a full disk or a file-size limit left a short or empty
 /// `config.toml`, which the next `init` kept and which cleared every point without running it.)
-fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+fn write_new(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<bool> {
     if path.symlink_metadata().is_ok() {
         return Ok(false);
     }
@@ -272,6 +307,7 @@ fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
     let linked = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(mode)
         .open(&tmp)
         .and_then(|mut f| {
             f.write_all(bytes)?;

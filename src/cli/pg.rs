@@ -2,6 +2,7 @@
 //! (`HOOKQ_DATABASE_URL`, or `[queue] database` in its config): the same steps as on SQLite,
 //! with the queue's advisory runner lock taken before the workspace's `runner.lock`.
 
+use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 use crate::cli::error::Error;
@@ -9,14 +10,18 @@ use hookq::exec::Stop;
 use hookq::queue::Error as QueueError;
 use hookq::queue::drain::Drainer;
 use hookq::queue::hub::{self, HubOptions};
+use hookq::queue::ids::TaskId;
 use hookq::queue::lock::{self, RunnerLock, Wait};
 use hookq::queue::pg::{
     self, ConnectFailure, PgChoice, PgError, PgQueue, PgRunnerLock, PgStore, QueueName,
 };
+use hookq::queue::record::Occurrence;
+use hookq::queue::store::{HistoryRow, PendingRow, Stats};
 use hookq::queue::workspace::Workspace;
 
 use super::app::stop_on_signals;
 use super::output;
+use super::queue::{LockHolder, QueueView};
 
 /// How long one try for the queue's runner lock waits before a stop request is looked at.
 const LOCK_STEP: Duration = Duration::from_secs(1);
@@ -35,6 +40,25 @@ pub(super) fn placed(queue: &QueueName, source: PgError) -> Error {
     Error::Queue(QueueError::Postgres {
         queue: queue.to_string(),
         source,
+    })
+}
+
+/// The `warning:` line (without its prefix) for a workspace whose `config.toml` sets a
+/// database URL holding a password and may be read by its owner's group or by others; `None`
+/// when it holds no password or only its owner may read it.
+pub(super) fn exposed_password(ws: &Workspace) -> Option<String> {
+    let path = ws.config_path();
+    let url = pg::choose::configured_database(&path)?;
+    if !pg::has_password(&url) {
+        return None;
+    }
+    let mode = std::fs::metadata(&path).ok()?.permissions().mode() & 0o777;
+    (mode & 0o044 != 0).then(|| {
+        format!(
+            "{} holds the database password and is readable by others (mode {mode:04o}): chmod 600 it, or give the URL in {} instead",
+            path.display(),
+            pg::DATABASE_ENV
+        )
     })
 }
 
@@ -292,4 +316,96 @@ pub(super) fn check(choice: &PgChoice) -> Result<Checked, Error> {
         schema_version,
         supported_schema_version: pg::schema::schema_version(),
     })
+}
+
+/// Where the logs of a shared queue's commands are, as `queue show` says it.
+const SHARED_LOGS: &str = "each command's log is on the host that ran it (the paths are that \
+                           host's); `hookq queue log TASK` there prints them";
+
+/// The queue in its PostgreSQL database, as `hookq queue` reads and changes it: the lock shown
+/// is the queue's runner lock.
+pub(super) struct PgView {
+    store: PgStore,
+    place: String,
+}
+
+impl PgView {
+    /// Connects and opens the queue `choice` names.
+    pub(super) fn open(choice: &PgChoice) -> Result<Self, Error> {
+        Ok(Self {
+            store: open(choice)?,
+            place: format!("queue {} on {}", choice.queue, choice.target),
+        })
+    }
+
+    /// `f` on the store's connection and the queue's name.
+    fn read<T>(
+        &mut self,
+        f: impl FnOnce(&mut postgres::Client, &QueueName) -> Result<T, PgError>,
+    ) -> Result<T, Error> {
+        let queue = self.store.queue().clone();
+        f(self.store.client(), &queue).map_err(|e| placed(&queue, e))
+    }
+}
+
+impl QueueView for PgView {
+    fn place(&self) -> &str {
+        &self.place
+    }
+
+    fn shared_logs(&self) -> Option<&'static str> {
+        Some(SHARED_LOGS)
+    }
+
+    fn lock(&mut self) -> Result<(Option<LockHolder>, String), Error> {
+        let holder = self.read(pg::holder)?;
+        let queue = self.store.queue();
+        let line = match &holder {
+            Some(h) => format!("runner lock of queue {queue}: held by {h}"),
+            None => format!("runner lock of queue {queue}: free"),
+        };
+        Ok((holder.map(LockHolder::Queue), line))
+    }
+
+    fn pending(&mut self, limit: usize) -> Result<Vec<PendingRow>, Error> {
+        self.read(|c, q| pg::store::pending(c, q, 0, limit, None))
+    }
+
+    fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {
+        self.read(|c, q| pg::store::pending_entry(c, q, id))
+    }
+
+    fn history(
+        &mut self,
+        task: Option<&str>,
+        occurrence: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<HistoryRow>, Error> {
+        self.read(|c, q| pg::store::history(c, q, task, occurrence, limit))
+    }
+
+    fn has_task(&mut self, task: &TaskId) -> Result<bool, Error> {
+        let row = self.read(|c, q| pg::store::task(c, q, task.as_str()))?;
+        Ok(row.is_some())
+    }
+
+    fn drop_entry(&mut self, id: i64) -> Result<PendingRow, Error> {
+        let queue = self.store.queue().clone();
+        pg::store::drop_entry(self.store.client(), &queue, id).map_err(|e| match e {
+            PgError::NoEntry(id) => {
+                Error::NotFound(format!("no pending entry {id} in {}", self.place))
+            }
+            e => placed(&queue, e),
+        })
+    }
+
+    fn requeue(&mut self, history_id: i64) -> Result<Occurrence, Error> {
+        write(&mut self.store, |tx, q| {
+            pg::record::requeue(tx, q, history_id)
+        })
+    }
+
+    fn stats(&mut self) -> Result<Stats, Error> {
+        self.read(pg::store::stats)
+    }
 }

@@ -8,8 +8,9 @@ use hookq::queue::config::Config;
 use hookq::queue::ids::TaskId;
 use hookq::queue::lock::{self, Holder};
 use hookq::queue::phase::Point;
-use hookq::queue::record;
-use hookq::queue::store::{HistoryRow, PendingRow, Stats, now_ms};
+use hookq::queue::record::{self, Occurrence};
+use hookq::queue::store::{HistoryRow, PendingRow, Stats, Store, StoreError, now_ms};
+use hookq::queue::workspace::Workspace;
 
 use super::app::Ctx;
 use super::output::{self, or_dash};
@@ -85,9 +86,145 @@ enum Sub {
     },
 }
 
+/// The runner lock's holder as the listing's JSON shows it: the workspace's `runner.lock` for
+/// a queue on SQLite, the queue's advisory lock on PostgreSQL.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(super) enum LockHolder {
+    /// What the workspace's `runner.lock` says of its holder, or last holder.
+    File(Holder),
+    /// The live holder of the queue's runner lock, from the server's lock table.
+    #[cfg(feature = "postgres")]
+    Queue(hookq::queue::pg::PgHolder),
+}
+
+/// What `hookq queue` reads and changes in a queue, in the workspace's SQLite file or in its
+/// PostgreSQL database: each subcommand is written once over it. None of it takes the runner
+/// lock.
+pub(super) trait QueueView {
+    /// Where the queue is, as messages name it.
+    fn place(&self) -> &str;
+    /// For a queue other hosts drain too: where its commands' logs are. A queue drained on
+    /// this host alone has its logs where `queue show` prints their paths.
+    fn shared_logs(&self) -> Option<&'static str> {
+        None
+    }
+    /// The runner lock's holder, and the listing's line that names it.
+    fn lock(&mut self) -> Result<(Option<LockHolder>, String), Error>;
+    /// At most `limit` pending points, oldest first.
+    fn pending(&mut self, limit: usize) -> Result<Vec<PendingRow>, Error>;
+    /// Occurrence `id`, when it is pending.
+    fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error>;
+    /// At most `limit` history rows, newest first, of one task or one occurrence, or all.
+    fn history(
+        &mut self,
+        task: Option<&str>,
+        occurrence: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<HistoryRow>, Error>;
+    /// Whether the queue has task `task`.
+    fn has_task(&mut self, task: &TaskId) -> Result<bool, Error>;
+    /// Removes pending occurrence `id`, keeping it in history as `dropped`.
+    fn drop_entry(&mut self, id: i64) -> Result<PendingRow, Error>;
+    /// What to say after dropping `entry` of a runner that may be running its commands:
+    /// nothing where that cannot be told.
+    fn dropped_note(&mut self, _entry: &PendingRow) -> Option<String> {
+        None
+    }
+    /// Queues history row `history_id`'s point again, as a new occurrence.
+    fn requeue(&mut self, history_id: i64) -> Result<Occurrence, Error>;
+    /// The queue's counts.
+    fn stats(&mut self) -> Result<Stats, Error>;
+}
+
+/// The queue in the workspace's SQLite file.
+struct SqliteView<'a> {
+    ws: &'a Workspace,
+    store: Store,
+    place: String,
+}
+
+impl SqliteView<'_> {
+    /// A failure of the store, naming its file.
+    fn err(&self) -> impl Fn(StoreError) -> Error + use<> {
+        let db = self.ws.db_path();
+        move |e| Error::store(&db, e)
+    }
+}
+
+impl QueueView for SqliteView<'_> {
+    fn place(&self) -> &str {
+        &self.place
+    }
+
+    fn lock(&mut self) -> Result<(Option<LockHolder>, String), Error> {
+        let holder = lock::holder(&self.ws.lock_path());
+        let line = match &holder {
+            Some(h) if h.alive => format!("runner lock: held by {h}"),
+            Some(h) => format!("runner lock: free (last holder pid {} is gone)", h.pid),
+            None => "runner lock: free".to_owned(),
+        };
+        Ok((holder.map(LockHolder::File), line))
+    }
+
+    fn pending(&mut self, limit: usize) -> Result<Vec<PendingRow>, Error> {
+        self.store.pending(0, limit, None).map_err(self.err())
+    }
+
+    fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {
+        self.store.pending_entry(id).map_err(self.err())
+    }
+
+    fn history(
+        &mut self,
+        task: Option<&str>,
+        occurrence: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<HistoryRow>, Error> {
+        self.store
+            .history(task, occurrence, limit)
+            .map_err(self.err())
+    }
+
+    fn has_task(&mut self, task: &TaskId) -> Result<bool, Error> {
+        let row = self.store.task(task.as_str()).map_err(self.err())?;
+        Ok(row.is_some())
+    }
+
+    fn drop_entry(&mut self, id: i64) -> Result<PendingRow, Error> {
+        self.store.drop_entry(id).map_err(self.err())
+    }
+
+    fn dropped_note(&mut self, entry: &PendingRow) -> Option<String> {
+        // Started by the runner holding the lock now, and not cleared: it may be running.
+        // The drop cannot take back a command that started, so say what happens to it.
+        let holder = lock::holder(&self.ws.lock_path()).filter(|h| h.alive)?;
+        let started = entry.last_started_ms?;
+        chrono::DateTime::parse_from_rfc3339(&holder.started)
+            .is_ok_and(|t| started >= t.timestamp_millis())
+            .then(|| {
+                format!(
+                    "note: runner pid {} started it at {} and has not cleared it; if its commands are running, they finish and their runs are kept in history too",
+                    holder.pid,
+                    output::time(started)
+                )
+            })
+    }
+
+    fn requeue(&mut self, history_id: i64) -> Result<Occurrence, Error> {
+        self.store
+            .write(|tx| record::requeue(tx, history_id))
+            .map_err(self.err())
+    }
+
+    fn stats(&mut self) -> Result<Stats, Error> {
+        self.store.stats().map_err(self.err())
+    }
+}
+
 #[derive(Serialize)]
 struct Listing {
-    lock: Option<Holder>,
+    lock: Option<LockHolder>,
     pending: Vec<PendingRow>,
     more: bool,
 }
@@ -97,20 +234,30 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     {
         let ws = ctx.workspace()?;
         if let Some(choice) = super::pg::choice(&ws)? {
-            return on_postgres(&ws, &choice, args);
+            let mut view = super::pg::PgView::open(&choice)?;
+            return on(&ws, &mut view, args);
         }
     }
-    let (ws, mut store) = ctx.open()?;
-    let db = ws.db_path();
-    let dberr = |e| Error::store(&db, e);
+    let (ws, store) = ctx.open()?;
+    let place = ws.db_path().display().to_string();
+    let mut view = SqliteView {
+        ws: &ws,
+        store,
+        place,
+    };
+    on(&ws, &mut view, args)
+}
+
+/// `hookq queue ARGS` on the queue `q` of workspace `ws`.
+fn on(ws: &Workspace, q: &mut impl QueueView, args: Args) -> Result<(), Error> {
     let now = now_ms();
     match args.cmd {
         None => {
             let limit = args.limit as usize;
-            let mut pending = store.pending(0, limit + 1, None).map_err(dberr)?;
+            let mut pending = q.pending(limit + 1)?;
             let more = pending.len() > limit;
             pending.truncate(limit);
-            let holder = lock::holder(&ws.lock_path());
+            let (holder, line) = q.lock()?;
             if args.json {
                 return output::json(&Listing {
                     lock: holder,
@@ -118,13 +265,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
                     more,
                 });
             }
-            match &holder {
-                Some(h) if h.alive => {
-                    outln!("runner lock: held by {h}")
-                }
-                Some(h) => outln!("runner lock: free (last holder pid {} is gone)", h.pid),
-                None => outln!("runner lock: free"),
-            }
+            outln!("{line}");
             if pending.is_empty() {
                 outln!("nothing pending");
                 return Ok(());
@@ -135,13 +276,22 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
             }
             Ok(())
         }
-        Some(Sub::Show { id, json }) => show(&ws, &store, id, json || args.json),
+        Some(Sub::Show { id, json }) => {
+            let pending = q.pending_entry(id)?;
+            let history = q.history(None, Some(id), 1000)?;
+            show(ws, id, pending, history, json || args.json, q)
+        }
         Some(Sub::History { task, limit, json }) => {
-            let task = task_filter(task)?;
-            let rows = store
-                .history(task.as_ref().map(TaskId::as_str), None, limit as usize)
-                .map_err(dberr)?;
-            history_out(&rows, json || args.json)
+            let task = task
+                .map(TaskId::new)
+                .transpose()
+                .map_err(|e| Error::Usage(e.to_string()))?;
+            let rows = q.history(task.as_ref().map(TaskId::as_str), None, limit as usize)?;
+            if json || args.json {
+                return output::json(&rows);
+            }
+            print_history(&rows);
+            Ok(())
         }
         Some(Sub::Log {
             task,
@@ -150,48 +300,31 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
             follow,
             json,
         }) => {
+            // The logs are this host's: on a shared queue, those of the hooks it ran.
             let json = json || (args.json && !follow);
             let (task, opts) = super::log::Options::parse(task, point, tail, follow, json)?;
-            let place = ws.db_path().display().to_string();
-            let known = || {
-                let row = store
-                    .task(task.as_str())
-                    .map_err(|e| Error::store(ws.db_path(), e))?;
-                Ok(row.is_some())
-            };
-            super::log::run(&ws, &place, known, &task, opts)
+            let place = q.place().to_owned();
+            super::log::run(ws, &place, || q.has_task(&task), &task, opts)
         }
         Some(Sub::Drop { id }) => {
-            let e = store.drop_entry(id).map_err(dberr)?;
+            let e = q.drop_entry(id)?;
             outln!(
                 "dropped occurrence {id} ({} for task {}); kept in history as dropped",
                 e.point,
                 e.task
             );
-            // Started by the runner holding the lock now, and not cleared: it may be running.
-            // The drop cannot take back a command that started, so say what happens to it.
-            let holder = lock::holder(&ws.lock_path()).filter(|h| h.alive);
-            if let (Some(h), Some(started)) = (holder, e.last_started_ms)
-                && chrono::DateTime::parse_from_rfc3339(&h.started)
-                    .is_ok_and(|t| started >= t.timestamp_millis())
-            {
-                outln!(
-                    "note: runner pid {} started it at {} and has not cleared it; if its commands are running, they finish and their runs are kept in history too",
-                    h.pid,
-                    output::time(started)
-                );
+            if let Some(note) = q.dropped_note(&e) {
+                outln!("{note}");
             }
             Ok(())
         }
         Some(Sub::Retry { history_id }) => {
-            let o = store
-                .write(|tx| record::requeue(tx, history_id))
-                .map_err(dberr)?;
+            let o = q.requeue(history_id)?;
             outln!("queued {} again as occurrence {}", o.point, o.id);
             Ok(())
         }
         Some(Sub::Stats { json }) => {
-            let s = store.stats().map_err(dberr)?;
+            let s = q.stats()?;
             if json || args.json {
                 return output::json(&s);
             }
@@ -214,36 +347,19 @@ struct Shown {
     logs: Option<&'static str>,
 }
 
-/// Where the logs of a shared queue's commands are, as `queue show` says it.
-const SHARED_LOGS: &str = "each command's log is on the host that ran it (the paths are that \
-                           host's); `hookq queue log TASK` there prints them";
-
+/// `queue show` of what was read of occurrence `id` in `q`.
 fn show(
-    ws: &hookq::queue::workspace::Workspace,
-    store: &hookq::queue::store::Store,
-    id: i64,
-    json: bool,
-) -> Result<(), Error> {
-    let dberr = |e| Error::store(ws.db_path(), e);
-    let pending = store.pending_entry(id).map_err(dberr)?;
-    let history = store.history(None, Some(id), 1000).map_err(dberr)?;
-    let place = ws.db_path().display().to_string();
-    show_found(ws, id, pending, history, json, &place, None)
-}
-
-/// `queue show` of what was read of occurrence `id` in the database at `place`.
-fn show_found(
-    ws: &hookq::queue::workspace::Workspace,
+    ws: &Workspace,
     id: i64,
     pending: Option<PendingRow>,
     history: Vec<HistoryRow>,
     json: bool,
-    place: &str,
-    logs: Option<&'static str>,
+    q: &impl QueueView,
 ) -> Result<(), Error> {
     if pending.is_none() && history.is_empty() {
         return Err(Error::NotFound(format!(
-            "no occurrence {id}, pending or in history, in {place}"
+            "no occurrence {id}, pending or in history, in {}",
+            q.place()
         )));
     }
     let (commands, config_error) = match pending.as_ref().map(|p| p.point.parse::<Point>()) {
@@ -267,7 +383,7 @@ fn show_found(
         commands,
         config_error,
         history,
-        logs,
+        logs: q.shared_logs(),
     };
     if json {
         return output::json(&shown);
@@ -308,123 +424,6 @@ fn show_found(
     Ok(())
 }
 
-/// The pending points with the queue's runner lock holder, on PostgreSQL.
-#[cfg(feature = "postgres")]
-#[derive(Serialize)]
-struct PgListing {
-    lock: Option<hookq::queue::pg::PgHolder>,
-    pending: Vec<PendingRow>,
-    more: bool,
-}
-
-/// `hookq queue` on a workspace whose queue is on PostgreSQL: the same views and changes, read
-/// and written in the queue's database; the lock shown is the queue's runner lock.
-#[cfg(feature = "postgres")]
-fn on_postgres(
-    ws: &hookq::queue::workspace::Workspace,
-    choice: &hookq::queue::pg::PgChoice,
-    args: Args,
-) -> Result<(), Error> {
-    use hookq::queue::pg::{self, record as pg_record, store as pg_store};
-    let mut store = super::pg::open(choice)?;
-    let queue = store.queue().clone();
-    let dberr = |e| super::pg::placed(&queue, e);
-    let place = format!("queue {} on {}", choice.queue, choice.target);
-    let now = now_ms();
-    match args.cmd {
-        None => {
-            let limit = args.limit as usize;
-            let mut pending =
-                pg_store::pending(store.client(), &queue, 0, limit + 1, None).map_err(dberr)?;
-            let more = pending.len() > limit;
-            pending.truncate(limit);
-            let holder = pg::holder(store.client(), &queue).map_err(dberr)?;
-            if args.json {
-                return output::json(&PgListing {
-                    lock: holder,
-                    pending,
-                    more,
-                });
-            }
-            match &holder {
-                Some(h) => outln!("runner lock of queue {queue}: held by {h}"),
-                None => outln!("runner lock of queue {queue}: free"),
-            }
-            if pending.is_empty() {
-                outln!("nothing pending");
-                return Ok(());
-            }
-            print_pending(&pending, now);
-            if more {
-                outln!("(more pending; --limit N shows more)");
-            }
-            Ok(())
-        }
-        Some(Sub::Show { id, json }) => {
-            let pending = pg_store::pending_entry(store.client(), &queue, id).map_err(dberr)?;
-            let history =
-                pg_store::history(store.client(), &queue, None, Some(id), 1000).map_err(dberr)?;
-            let (json, logs) = (json || args.json, Some(SHARED_LOGS));
-            show_found(ws, id, pending, history, json, &place, logs)
-        }
-        Some(Sub::History { task, limit, json }) => {
-            let task = task_filter(task)?;
-            let rows = pg_store::history(
-                store.client(),
-                &queue,
-                task.as_ref().map(TaskId::as_str),
-                None,
-                limit as usize,
-            )
-            .map_err(dberr)?;
-            history_out(&rows, json || args.json)
-        }
-        Some(Sub::Log {
-            task,
-            point,
-            tail,
-            follow,
-            json,
-        }) => {
-            // The logs are this host's: those of the hooks it ran for the queue.
-            let json = json || (args.json && !follow);
-            let (task, opts) = super::log::Options::parse(task, point, tail, follow, json)?;
-            let known = || {
-                let row = pg_store::task(store.client(), &queue, task.as_str()).map_err(dberr)?;
-                Ok(row.is_some())
-            };
-            super::log::run(ws, &place, known, &task, opts)
-        }
-        Some(Sub::Drop { id }) => {
-            let e = pg_store::drop_entry(store.client(), &queue, id).map_err(|e| match e {
-                pg::PgError::NoEntry(id) => {
-                    Error::NotFound(format!("no pending entry {id} in {place}"))
-                }
-                e => dberr(e),
-            })?;
-            outln!(
-                "dropped occurrence {id} ({} for task {}); kept in history as dropped",
-                e.point,
-                e.task
-            );
-            Ok(())
-        }
-        Some(Sub::Retry { history_id }) => {
-            let o = super::pg::write(&mut store, |tx, q| pg_record::requeue(tx, q, history_id))?;
-            outln!("queued {} again as occurrence {}", o.point, o.id);
-            Ok(())
-        }
-        Some(Sub::Stats { json }) => {
-            let s = pg_store::stats(store.client(), &queue).map_err(dberr)?;
-            if json || args.json {
-                return output::json(&s);
-            }
-            print_stats(&s, now);
-            Ok(())
-        }
-    }
-}
-
 fn print_pending(pending: &[PendingRow], now: i64) {
     let rows: Vec<Vec<String>> = pending
         .iter()
@@ -440,22 +439,6 @@ fn print_pending(pending: &[PendingRow], now: i64) {
         })
         .collect();
     output::table(&["ID", "TASK", "POINT", "STATE", "AGE", "PASSES"], &rows);
-}
-
-/// `queue history`'s task filter, checked.
-fn task_filter(task: Option<String>) -> Result<Option<TaskId>, Error> {
-    task.map(TaskId::new)
-        .transpose()
-        .map_err(|e| Error::Usage(e.to_string()))
-}
-
-/// `queue history`'s rows, as JSON or a table.
-fn history_out(rows: &[HistoryRow], json: bool) -> Result<(), Error> {
-    if json {
-        return output::json(rows);
-    }
-    print_history(rows);
-    Ok(())
 }
 
 fn print_history(rows: &[HistoryRow]) {

@@ -1,6 +1,7 @@
 //! The commands that record and drain, through the real binary, on a workspace whose queue is
 //! on PostgreSQL: `init --database`, `task add|move`, `plan cancel`, `run`, `hub`, `check`.
 
+use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use hookq::queue::Wait;
@@ -26,7 +27,17 @@ pub(crate) fn pg_workspace_with(cfg: &Config, extra: &str) -> (Ws, String, Strin
     let db = cluster().database();
     let url = cluster().url(&db, "");
     ws.write_config_text(pg_config(cfg, &url, "q", extra).as_bytes());
+    // Holding a password, it is its owner's alone, as `init --database` writes it.
+    set_mode(&ws.config_path(), 0o600);
     (ws, db, url)
+}
+
+fn mode(path: &std::path::Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+fn set_mode(path: &std::path::Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 /// `cfg`'s text with its queue named `queue` in `url`'s database and the `extra` lines under
@@ -339,8 +350,11 @@ fn init_with_a_database_writes_it_and_names_the_queue_after_the_folder() {
     let ws = Ws::new();
     let db = cluster().database();
     let url = cluster().url(&db, "");
-    let out = ws.hookq(&["init", "--database", &url]).ok();
+    let out = ws.hookq(&["init", "--database", &url]).expect_code(0);
     no_password(&out);
+    // Its one line on stderr is the warning that the config holds the password.
+    assert_eq!(out.stderr().lines().count(), 1, "{}", out.describe());
+    assert_eq!(out.warnings().len(), 1, "{}", out.describe());
     assert!(
         out.stdout().contains("queue database postgres://hookq:"),
         "{}",
@@ -434,4 +448,117 @@ fn a_hub_drains_on_notifications_and_outlives_an_outage() {
             "fail t4 failed.n4"
         ]
     );
+}
+
+/// A fresh folder made a git repository, and the URL `url_of` makes for a fresh database.
+fn init_in_a_repository(url_of: impl FnOnce(&str) -> String) -> (Ws, String) {
+    let ws = Ws::new();
+    ws.sh_in(ws.root(), "git", &["init", "-q"]);
+    let url = url_of(&cluster().database());
+    (ws, url)
+}
+
+#[test]
+fn a_password_given_to_init_is_written_readable_by_its_owner_only() {
+    let (ws, url) = init_in_a_repository(|db| cluster().url(db, ""));
+    let config = ws.config_path();
+    let out = ws.hookq(&["init", "--database", &url]).expect_code(0);
+    no_password(&out);
+    assert_eq!(
+        out.stderr(),
+        format!(
+            "warning: {} holds the database password: it is readable by you only (mode 0600) \
+             and git ignores it; HOOKQ_DATABASE_URL keeps the password out of the file\n",
+            config.display()
+        ),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(mode(&config), 0o600);
+    assert!(std::fs::read_to_string(&config).unwrap().contains(PASSWORD));
+    // Nothing of the state dir, the config with its password least, is for a commit.
+    assert_eq!(
+        ws.sh_in(
+            ws.root(),
+            "git",
+            &["status", "--porcelain", "--untracked-files=all"]
+        ),
+        ""
+    );
+    // `check` has nothing to say of a config only its owner reads.
+    no_password(&ws.hookq(&["check"]).ok());
+
+    // Run again, init keeps the config as it is, 0600, and says nothing more.
+    let out = ws.hookq(&["init", "--database", &url]).ok();
+    no_password(&out);
+    assert!(out.stdout().contains("kept "), "{}", out.describe());
+    assert_eq!(mode(&config), 0o600);
+
+    // Loosened by hand, `check` (plain and JSON) and `init` say so in one line, and init
+    // leaves the mode to its owner.
+    set_mode(&config, 0o640);
+    let exposed = format!(
+        "warning: {} holds the database password and is readable by others (mode 0640): \
+         chmod 600 it, or give the URL in HOOKQ_DATABASE_URL instead\n",
+        config.display()
+    );
+    for args in [
+        &["check"][..],
+        &["check", "--json"],
+        &["init", "--database", &url],
+    ] {
+        let out = ws.hookq(args).expect_code(0);
+        no_password(&out);
+        assert_eq!(out.stderr(), exposed, "{}", out.describe());
+    }
+    assert_eq!(mode(&config), 0o640);
+    // The URL in the environment instead: the warning is about the file, which still holds it.
+    let out = ws
+        .hookq_env(&["check"], &[("HOOKQ_DATABASE_URL", &url)])
+        .expect_code(0);
+    assert_eq!(out.stderr(), exposed, "{}", out.describe());
+}
+
+#[test]
+fn a_password_pair_outside_git_is_kept_from_others_and_git_is_not_claimed() {
+    let ws = Ws::new();
+    let db = cluster().database();
+    let port = Target::parse(&cluster().url(&db, ""))
+        .unwrap()
+        .config()
+        .get_ports()[0];
+    let pairs = format!(
+        "host=127.0.0.1 port={port} user=hookq password={PASSWORD} dbname={db} sslmode=disable"
+    );
+    let out = ws.hookq(&["init", "--database", &pairs]).expect_code(0);
+    no_password(&out);
+    assert!(
+        out.stdout().contains("is not in a git repository"),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(
+        out.stderr(),
+        format!(
+            "warning: {} holds the database password: it is readable by you only (mode 0600); \
+             HOOKQ_DATABASE_URL keeps the password out of the file\n",
+            ws.config_path().display()
+        ),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(mode(&ws.config_path()), 0o600);
+    // The pairs connect as the URL does.
+    let out = ws.hookq(&["check", "--json"]).ok();
+    no_password(&out);
+}
+
+#[test]
+fn a_url_without_a_password_is_written_as_any_config_and_nothing_is_said() {
+    let (ws, url) = init_in_a_repository(|db| format!("postgres://hookq@127.0.0.1:1/{db}"));
+    let out = ws.hookq(&["init", "--database", &url]).ok();
+    assert!(out.stdout().contains("wrote "), "{}", out.describe());
+    // The mode a config gets without a password, under the same umask.
+    let sqlite = Ws::init();
+    assert_eq!(mode(&ws.config_path()), mode(&sqlite.config_path()));
 }

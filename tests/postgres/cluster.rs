@@ -52,6 +52,8 @@ pub fn own_cluster() -> Cluster {
 /// How a cluster writes: the tests' clusters skip every flush to disk (a test proves what is
 /// committed, never that it survives power loss), the bench's flushes as a production server
 /// does, so that its commits cost what a durable commit costs.
+// The bench (which includes this file) starts a durable one; the tests never do.
+#[allow(dead_code)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
     /// `fsync=off`, `synchronous_commit=off`, `full_page_writes=off`.
@@ -62,6 +64,7 @@ pub enum Durability {
 
 /// A cluster of the caller's own in `parent` (the system temp dir when `None`), with
 /// `durability`; stopped and removed when the process ends.
+#[allow(dead_code)]
 pub fn cluster_with(parent: Option<&Path>, durability: Durability) -> Cluster {
     Cluster::start_in(parent, durability)
 }

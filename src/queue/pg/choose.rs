@@ -71,6 +71,12 @@ pub fn choose(ws: &Workspace, env: Option<&str>) -> Result<Option<PgChoice>, Err
     Ok(Some(PgChoice { target, queue, by }))
 }
 
+/// The connection string `[queue] database` of the config at `path` sets, read as leniently
+/// as [`choose`] reads it; `None` when it sets none or cannot be read.
+pub fn configured_database(path: &Path) -> Option<String> {
+    asked(path).ok()?.database
+}
+
 fn asked(path: &Path) -> Result<Asked, Error> {
     // A config that cannot be read asks for nothing: recording into the SQLite file goes on
     // without it, as it always has; the drain reports the file when it needs it.
@@ -222,6 +228,10 @@ mod tests {
         .unwrap();
         let c = choose(&ws, None).unwrap().unwrap();
         assert_eq!((c.by, c.queue.as_str()), (ChosenBy::Config, "acme/w"));
+        assert_eq!(
+            configured_database(&ws.config_path()).as_deref(),
+            Some("postgres://u@cfg.example/hq")
+        );
         let c = choose(&ws, Some("postgres://u@env.example/hq")).unwrap().unwrap();
         assert_eq!(c.by, ChosenBy::Environment);
         assert!(c.target.to_string().contains("env.example"));

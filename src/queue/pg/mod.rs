@@ -26,7 +26,7 @@ pub use name::QueueName;
 pub use queue::PgQueue;
 pub use record::CHANNEL;
 pub use store::PgStore;
-pub use target::{RootCerts, SslMode, Target, mask};
+pub use target::{RootCerts, SslMode, Target, has_password, mask};
 
 /// The example of docs/postgres.md is compiled as a doctest of this item.
 #[cfg(doctest)]

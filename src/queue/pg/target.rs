@@ -282,6 +282,17 @@ pub const MASK: &str = "***";
 /// parameter of a URL or a `password=` pair. Works on strings too broken to parse: every
 /// message that shows a connection string shows it through this.
 pub fn mask(text: &str) -> String {
+    masked(text).0
+}
+
+/// Whether `text` holds a password in any of the places [`mask`] hides one (an empty one
+/// too): a connection string that must not be written where others can read it.
+pub fn has_password(text: &str) -> bool {
+    masked(text).1
+}
+
+/// The masked string, and whether it hid anything.
+fn masked(text: &str) -> (String, bool) {
     let trimmed = text.trim();
     if is_url(trimmed) {
         mask_url(trimmed)
@@ -290,7 +301,8 @@ pub fn mask(text: &str) -> String {
     }
 }
 
-fn mask_url(text: &str) -> String {
+fn mask_url(text: &str) -> (String, bool) {
+    let mut hid = false;
     let scheme_end = text.find("://").map_or(0, |i| i + 3);
     let (scheme, rest) = text.split_at(scheme_end);
     // The user info ends at the last `@` before the path or query.
@@ -300,7 +312,10 @@ fn mask_url(text: &str) -> String {
         Some(at) => {
             let (info, host) = authority.split_at(at);
             match info.split_once(':') {
-                Some((user, _)) => format!("{user}:{MASK}{host}"),
+                Some((user, _)) => {
+                    hid = true;
+                    format!("{user}:{MASK}{host}")
+                }
                 None => authority.to_owned(),
             }
         }
@@ -312,6 +327,7 @@ fn mask_url(text: &str) -> String {
                 .split('&')
                 .map(|p| match p.split_once('=') {
                     Some((k, _)) if percent_decode(k).is_ok_and(|k| k == "password") => {
+                        hid = true;
                         format!("{k}={MASK}")
                     }
                     _ => p.to_owned(),
@@ -321,15 +337,17 @@ fn mask_url(text: &str) -> String {
         }
         None => tail.to_owned(),
     };
-    format!("{scheme}{authority}{tail}")
+    (format!("{scheme}{authority}{tail}"), hid)
 }
 
-fn mask_pairs(text: &str) -> String {
-    match pairs(text) {
+fn mask_pairs(text: &str) -> (String, bool) {
+    let mut hid = false;
+    let masked = match pairs(text) {
         Ok(pairs) => pairs
             .into_iter()
             .map(|(k, v)| {
                 if k == "password" {
+                    hid = true;
                     format!("{k}={MASK}")
                 } else if v.is_empty() || v.contains([' ', '\'', '\\']) {
                     let quoted = v.replace('\\', "\\\\").replace('\'', "\\'");
@@ -342,10 +360,14 @@ fn mask_pairs(text: &str) -> String {
             .join(" "),
         // Unparseable: keep what stands before the first `password`, hide the rest.
         Err(_) => match text.find("password") {
-            Some(at) => format!("{}password={MASK} (rest hidden)", &text[..at]),
+            Some(at) => {
+                hid = true;
+                format!("{}password={MASK} (rest hidden)", &text[..at])
+            }
             None => text.to_owned(),
         },
-    }
+    };
+    (masked, hid)
 }
 
 #[cfg(test)]
@@ -384,6 +406,14 @@ mod tests {
         for (text, want) in cases {
             assert_eq!(mask(text), want, "{text}");
             assert!(!mask(text).contains("s3cret"));
+            assert_eq!(has_password(text), text != "postgres://db/q", "{text}");
+        }
+        for text in [
+            "postgres://hookq@db/q?sslmode=disable",
+            "host=db user=hookq dbname=q",
+            "host='a b",
+        ] {
+            assert!(!has_password(text), "{text}");
         }
     }
 
