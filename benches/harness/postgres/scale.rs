@@ -87,15 +87,7 @@ pub fn measure(server: &Server, sizes: &Sizes) -> PgScale {
 
 /// Rows P5a and P5b.
 pub fn rows(s: &PgScale, _sizes: &Sizes) -> Vec<Row> {
-    let count = |n: usize| {
-        if n >= 1_000_000 && n % 1_000_000 == 0 {
-            format!("{}M", n / 1_000_000)
-        } else if n >= 1_000 && n % 1_000 == 0 {
-            format!("{}k", n / 1_000)
-        } else {
-            n.to_string()
-        }
-    };
+    let count = super::super::scale::count;
     let (big, small) = (count(s.pending.0), count(s.pending.1));
     vec![
         Row::new("P5a", format!("PostgreSQL: the drain's next batch of {BATCH}, {big} pending"), s.batch.0, "ms")

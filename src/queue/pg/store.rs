@@ -359,10 +359,7 @@ pub fn clear_all(lock: &mut PgRunnerLock, points: &[Cleared]) -> Result<(), PgEr
     }
     let queue = lock.queue().clone();
     let mut tx = lock.client().transaction()?;
-    let insert = tx.prepare(INSERT_HISTORY)?;
-    for p in points {
-        clear_in(&mut tx, &insert, &queue, &p.entry, &p.rows)?;
-    }
+    clear_in(&mut tx, &queue, points)?;
     tx.commit()?;
     Ok(())
 }
@@ -380,16 +377,13 @@ pub fn try_clear_all(lock: &mut PgRunnerLock, points: &[Cleared]) -> Result<bool
         "SET LOCAL lock_timeout = '{}ms'",
         TRY_LOCK_TIMEOUT.as_millis()
     ))?;
-    let insert = tx.prepare(INSERT_HISTORY)?;
-    for p in points {
-        match clear_in(&mut tx, &insert, &queue, &p.entry, &p.rows) {
-            Ok(()) => {}
-            // Rolled back as the transaction drops.
-            Err(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {
-                return Ok(false);
-            }
-            Err(e) => return Err(e.into()),
+    match clear_in(&mut tx, &queue, points) {
+        Ok(()) => {}
+        // Rolled back as the transaction drops.
+        Err(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {
+            return Ok(false);
         }
+        Err(e) => return Err(e.into()),
     }
     tx.commit()?;
     Ok(true)
@@ -427,14 +421,12 @@ pub fn drop_entry(client: &mut Client, queue: &QueueName, id: i64) -> Result<Pen
         None
     };
     let entry = entry.ok_or(PgError::NoEntry(id))?;
-    let insert = tx.prepare(INSERT_HISTORY)?;
-    clear_in(
-        &mut tx,
-        &insert,
-        queue,
-        &entry,
-        &[NewHistory::bare(Outcome::Dropped)],
-    )?;
+    let dropped = Cleared {
+        entry,
+        rows: vec![NewHistory::bare(Outcome::Dropped)],
+    };
+    clear_in(&mut tx, queue, std::slice::from_ref(&dropped))?;
+    let entry = dropped.entry;
     tx.commit()?;
     Ok(entry)
 }
@@ -457,49 +449,94 @@ pub fn prune_history(
     Ok(n as usize)
 }
 
-/// One history row, prepared once per transaction that clears points.
-const INSERT_HISTORY: &str = "INSERT INTO hookq_hook_history (queue, occurrence, task, point,
-         state, recorded_ms, passes, command_index, command, outcome, exit_code, signal,
-         started_ms, duration_ms, log_path, finished_ms)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
-
-/// Deletes `entry` and writes its history `rows` with `insert`, [`INSERT_HISTORY`] prepared.
+/// Deletes `points` and writes their history rows, in the order given, in two statements
+/// whatever their number (the rows go as arrays, one per column).
 fn clear_in(
     tx: &mut Transaction<'_>,
-    insert: &postgres::Statement,
     queue: &QueueName,
-    entry: &PendingRow,
-    rows: &[NewHistory],
+    points: &[Cleared],
 ) -> Result<(), postgres::Error> {
-    // The state row goes with it (ON DELETE CASCADE).
+    let ids: Vec<i64> = points.iter().map(|p| p.entry.id).collect();
+    // The state rows go with them (ON DELETE CASCADE).
     tx.execute_typed(
-        "DELETE FROM hookq_pending_hooks WHERE queue = $1 AND id = $2",
-        &[(&queue.as_str(), Type::TEXT), (&entry.id, Type::INT8)],
+        "DELETE FROM hookq_pending_hooks WHERE queue = $1 AND id = ANY($2)",
+        &[(&queue.as_str(), Type::TEXT), (&ids, Type::INT8_ARRAY)],
     )?;
-    let now = now_ms();
-    let state = entry.state.as_deref().unwrap_or("");
-    for h in rows {
-        tx.execute(
-            insert,
-            &[
-                &queue.as_str(),
-                &entry.id,
-                &entry.task,
-                &entry.point,
-                &state,
-                &entry.recorded_ms,
-                &entry.passes,
-                &h.command_index.map(|i| i as i64),
-                &h.command,
-                &h.outcome.as_str(),
-                &h.exit_code.map(i64::from),
-                &h.signal.map(i64::from),
-                &h.started_ms,
-                &h.duration_ms,
-                &h.log_path,
-                &now,
-            ],
-        )?;
+    let mut h = HistoryColumns::default();
+    for p in points {
+        for row in &p.rows {
+            h.push(&p.entry, row);
+        }
     }
+    tx.execute_typed(
+        "INSERT INTO hookq_hook_history (queue, occurrence, task, point, state, recorded_ms,
+             passes, command_index, command, outcome, exit_code, signal, started_ms, duration_ms,
+             log_path, finished_ms)
+         SELECT $1, occurrence, task, point, state, recorded_ms, passes, command_index, command,
+             outcome, exit_code, signal, started_ms, duration_ms, log_path, $16
+         FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
+             $8::bigint[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[],
+             $14::bigint[], $15::text[])
+             WITH ORDINALITY AS u(occurrence, task, point, state, recorded_ms, passes,
+                 command_index, command, outcome, exit_code, signal, started_ms, duration_ms,
+                 log_path, ord)
+         ORDER BY ord",
+        &[
+            (&queue.as_str(), Type::TEXT),
+            (&h.occurrence, Type::INT8_ARRAY),
+            (&h.task, Type::TEXT_ARRAY),
+            (&h.point, Type::TEXT_ARRAY),
+            (&h.state, Type::TEXT_ARRAY),
+            (&h.recorded_ms, Type::INT8_ARRAY),
+            (&h.passes, Type::INT8_ARRAY),
+            (&h.command_index, Type::INT8_ARRAY),
+            (&h.command, Type::TEXT_ARRAY),
+            (&h.outcome, Type::TEXT_ARRAY),
+            (&h.exit_code, Type::INT8_ARRAY),
+            (&h.signal, Type::INT8_ARRAY),
+            (&h.started_ms, Type::INT8_ARRAY),
+            (&h.duration_ms, Type::INT8_ARRAY),
+            (&h.log_path, Type::TEXT_ARRAY),
+            (&now_ms(), Type::INT8),
+        ],
+    )?;
     Ok(())
+}
+
+/// History rows to write, one array per column.
+#[derive(Default)]
+struct HistoryColumns<'a> {
+    occurrence: Vec<i64>,
+    task: Vec<&'a str>,
+    point: Vec<&'a str>,
+    state: Vec<&'a str>,
+    recorded_ms: Vec<i64>,
+    passes: Vec<i64>,
+    command_index: Vec<Option<i64>>,
+    command: Vec<Option<&'a str>>,
+    outcome: Vec<&'static str>,
+    exit_code: Vec<Option<i64>>,
+    signal: Vec<Option<i64>>,
+    started_ms: Vec<Option<i64>>,
+    duration_ms: Vec<Option<i64>>,
+    log_path: Vec<Option<&'a str>>,
+}
+
+impl<'a> HistoryColumns<'a> {
+    fn push(&mut self, entry: &'a PendingRow, h: &'a NewHistory) {
+        self.occurrence.push(entry.id);
+        self.task.push(&entry.task);
+        self.point.push(&entry.point);
+        self.state.push(entry.state.as_deref().unwrap_or(""));
+        self.recorded_ms.push(entry.recorded_ms);
+        self.passes.push(entry.passes);
+        self.command_index.push(h.command_index.map(|i| i as i64));
+        self.command.push(h.command.as_deref());
+        self.outcome.push(h.outcome.as_str());
+        self.exit_code.push(h.exit_code.map(i64::from));
+        self.signal.push(h.signal.map(i64::from));
+        self.started_ms.push(h.started_ms);
+        self.duration_ms.push(h.duration_ms);
+        self.log_path.push(h.log_path.as_deref());
+    }
 }
