@@ -1,9 +1,9 @@
 //! Figure P5: a PostgreSQL queue with a million pending points against one with a thousand, on
 //! the same server: the drain's next batch and a transition that records a point.
 
-use hookq::queue::MoveFacts;
+use hookq::queue::pg::PgQueue;
 use hookq::queue::pg::record::move_task;
-use hookq::queue::pg::{PgStore, store};
+use hookq::queue::{MoveFacts, QueueStore, Wait};
 use hookq::{Phase, TaskId};
 
 use super::super::report::{Row, Target};
@@ -18,7 +18,7 @@ const BATCH: usize = 256;
 pub struct PgScale {
     /// Pending points in the big queue and the small one.
     pub pending: (usize, usize),
-    /// The drain's next batch (`store::pending`, the first [`BATCH`]).
+    /// The drain's next batch (`QueueStore::next_batch` of a `PgQueue`, the first [`BATCH`]).
     pub batch: (f64, f64),
     /// A durable transition that records a point.
     pub record: (f64, f64),
@@ -26,20 +26,22 @@ pub struct PgScale {
     pub samples: usize,
 }
 
-/// One side: a database whose queue holds `points` pending points over `points / 10` tasks,
-/// plus tasks to move.
-fn side(server: &Server, points: usize, moves: usize) -> PgStore {
+/// One side: a database whose queue holds `points` pending points over `points / 10` tasks
+/// (at least two batches' worth, so that on either side a batch's points are of as many
+/// distinct tasks, each task row looked up once), plus tasks to move; drained by this process
+/// (the queue's runner lock held).
+fn side(server: &Server, points: usize, moves: usize) -> PgQueue {
     let url = server.database();
     let mut store = fixture::open(&url);
-    fixture::add_tasks(
-        store.client(),
-        "t",
-        "review.awaiting_human",
-        (points / 10).max(1),
-    );
+    let tasks = (points / 10).max(2 * BATCH);
+    fixture::add_tasks(store.client(), "t", "review.awaiting_human", tasks);
     fixture::add_tasks(store.client(), "m", "running.gate", moves);
-    fixture::add_points(store.client(), "t", (points / 10).max(1), points);
-    store
+    fixture::add_points(store.client(), "t", tasks, points);
+    let lock = store
+        .lock(Wait::No)
+        .expect("the queue's runner lock")
+        .expect("the queue's runner lock is free");
+    PgQueue::new(store, lock).expect("the queue")
 }
 
 /// Times `sizes.transitions / 4` samples of each variant on each side, interleaved with the
@@ -58,8 +60,7 @@ pub fn measure(server: &Server, sizes: &Sizes) -> PgScale {
             let which = (i + k) % 4;
             let s = &mut sides[which % 2];
             let ms = if which < 2 {
-                let queue = s.queue().clone();
-                let (rows, ms) = timed(|| store::pending(s.client(), &queue, 0, BATCH, None));
+                let (rows, ms) = timed(|| s.next_batch(0, BATCH));
                 let got = rows.expect("the next batch").len();
                 assert!(
                     got >= BATCH.min(pending.1) && got <= BATCH,
@@ -69,7 +70,8 @@ pub fn measure(server: &Server, sizes: &Sizes) -> PgScale {
             } else {
                 let task = TaskId::new(format!("m{i:07}")).expect("id");
                 let (t, ms) = timed(|| {
-                    s.write(|tx, q| move_task(tx, q, &task, &awaiting, &MoveFacts::default()))
+                    s.store()
+                        .write(|tx, q| move_task(tx, q, &task, &awaiting, &MoveFacts::default()))
                 });
                 assert!(t.expect("record a transition").occurrence.is_some());
                 ms
@@ -93,7 +95,7 @@ pub fn rows(s: &PgScale, _sizes: &Sizes) -> Vec<Row> {
         Row::new("P5a", format!("PostgreSQL: the drain's next batch of {BATCH}, {big} pending"), s.batch.0, "ms")
             .vs(format!("the same, {small} pending"), s.batch.1)
             .target(Target::ratio_at_most(1.2))
-            .note(format!("pg::store::pending from the queue's start, median of {} each, interleaved; the two queues in two databases of one server", s.samples)),
+            .note(format!("PgQueue::next_batch (a statement prepared once per connection) from the queue's start, median of {} each, interleaved; the two queues in two databases of one server", s.samples)),
         Row::new("P5b", format!("PostgreSQL: durable transition recording a point, {big} pending"), s.record.0, "ms")
             .vs(format!("the same, {small} pending"), s.record.1)
             .target(Target::ratio_at_most(1.2))

@@ -179,6 +179,20 @@ fn pending_row(r: &Row) -> PendingRow {
     }
 }
 
+/// The drain's next batch, as [`pending`] reads it without a task: prepared once per connection
+/// by [`PgQueue`](crate::queue::pg::PgQueue), so that its plan is made once, not on every batch.
+pub const NEXT_BATCH: &str = "SELECT h.id, h.task, t.plan, h.point, s.state, h.recorded_ms, h.passes,
+        h.last_started_ms, t.attempt, t.merged_sha
+    FROM hookq_pending_hooks h
+    LEFT JOIN hookq_tasks t ON t.queue = h.queue AND t.id = h.task
+    LEFT JOIN hookq_pending_hook_states s ON s.queue = h.queue AND s.hook_id = h.id
+    WHERE h.queue = $1 AND h.id > $2 ORDER BY h.id LIMIT $3";
+
+/// Rows of [`NEXT_BATCH`] or [`pending`] as points.
+pub fn pending_rows(rows: &[Row]) -> Vec<PendingRow> {
+    rows.iter().map(pending_row).collect()
+}
+
 /// Pending points of `queue` in the order they run, from occurrence `after` (exclusive), at
 /// most `limit`, optionally of one task: the drain's next batch.
 pub fn pending(
@@ -203,7 +217,7 @@ pub fn pending(
             ],
         )?,
         None => client.query_typed(
-            &format!("{PENDING_SELECT} WHERE h.queue = $1 AND h.id > $2 ORDER BY h.id LIMIT $3"),
+            NEXT_BATCH,
             &[
                 (&queue.as_str(), Type::TEXT),
                 (&after, Type::INT8),
