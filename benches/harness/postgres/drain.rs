@@ -51,6 +51,7 @@ pub fn measure(server: &Server, dir: &Path, sizes: &Sizes) -> PgDrain {
             let task = TaskId::new(format!("{prefix}{i:07}")).expect("id");
             std::fs::create_dir_all(ws.hook_log_dir(&task)).expect("create a log folder");
         }
+        server.checkpoint();
         let floor = || floors::spawn_to_new_logs(&dir.join(format!("pg-floor-{round}")), n);
         let mut drain = || {
             let mut warnings = Vec::new();

@@ -38,8 +38,9 @@ pub fn add_tasks(c: &mut Client, prefix: &str, phase: &str, tasks: usize) {
 
 /// Records `points` pending `after_awaiting_human` points over the tasks `<prefix>0000000 ..
 /// <prefix>{tasks-1}`, round robin, with ids taken from the queue's counter as `record` takes
-/// them, in transactions of at most 100,000 points; then `ANALYZE`s the tables, as autovacuum
-/// would after a load this size.
+/// them, in transactions of at most 100,000 points; then vacuums and analyzes the tables, as
+/// autovacuum would after a load this size (left to autovacuum, that work would land in the
+/// middle of a measurement).
 pub fn add_points(c: &mut Client, prefix: &str, tasks: usize, points: usize) {
     const CHUNK: usize = 100_000;
     let mut done = 0;
@@ -74,8 +75,10 @@ pub fn add_points(c: &mut Client, prefix: &str, tasks: usize, points: usize) {
         tx.commit().expect("commit points");
         done += n as usize;
     }
-    c.batch_execute("ANALYZE hookq_tasks, hookq_pending_hooks, hookq_pending_hook_states")
-        .expect("analyze");
+    c.batch_execute(
+        "VACUUM (ANALYZE) hookq_queues, hookq_tasks, hookq_pending_hooks, hookq_pending_hook_states",
+    )
+    .expect("vacuum");
 }
 
 /// How many points of the queue are pending.

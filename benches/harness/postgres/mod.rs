@@ -40,6 +40,15 @@ impl Server {
         self.cluster.url(&db, "")
     }
 
+    /// Writes every dirty page out (`CHECKPOINT`): setup's writes are on disk before a
+    /// measurement starts, rather than flushed by the checkpointer in its middle.
+    pub fn checkpoint(&self) {
+        self.cluster
+            .admin("postgres")
+            .batch_execute("CHECKPOINT")
+            .expect("checkpoint");
+    }
+
     /// What `SHOW server_version` says.
     pub fn version(&self) -> String {
         self.cluster

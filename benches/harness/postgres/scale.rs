@@ -53,6 +53,7 @@ pub fn measure(server: &Server, sizes: &Sizes) -> PgScale {
         side(server, pending.0, samples),
         side(server, pending.1, samples),
     ];
+    server.checkpoint();
     let awaiting = Phase::new("review.awaiting_human").expect("phase");
     let mut per: [Vec<f64>; 4] = Default::default();
     for i in 0..samples {
