@@ -53,6 +53,8 @@ pub struct PgRunnerLock {
     queue: QueueName,
     number: i32,
     since_ms: i64,
+    /// Statements the drain sends on this connection for every point, prepared at first use.
+    prepared: Vec<(&'static str, postgres::Statement)>,
 }
 
 impl std::fmt::Debug for PgRunnerLock {
@@ -119,6 +121,7 @@ impl PgRunnerLock {
             queue: queue.clone(),
             number,
             since_ms,
+            prepared: Vec::new(),
         }))
     }
 
@@ -126,6 +129,17 @@ impl PgRunnerLock {
     /// is gone means the lock is gone too.
     pub fn client(&mut self) -> &mut Client {
         &mut self.client
+    }
+
+    /// `sql` prepared on the lock's connection, once per connection: a statement the drain
+    /// sends for every point is planned once, not on every call.
+    pub fn prepared(&mut self, sql: &'static str) -> Result<postgres::Statement, postgres::Error> {
+        if let Some((_, s)) = self.prepared.iter().find(|(q, _)| std::ptr::eq(*q, sql)) {
+            return Ok(s.clone());
+        }
+        let statement = self.client.prepare(sql)?;
+        self.prepared.push((sql, statement.clone()));
+        Ok(statement)
     }
 
     /// The queue.

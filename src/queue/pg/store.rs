@@ -348,21 +348,20 @@ pub fn stats(client: &mut Client, queue: &QueueName) -> Result<Stats, PgError> {
     })
 }
 
+/// The statement [`mark_started`] sends.
+const MARK_STARTED: &str = "UPDATE hookq_pending_hooks
+    SET passes = passes + 1, last_started_ms = GREATEST($3, COALESCE(last_started_ms, 0) + 1)
+    WHERE queue = $1 AND id = $2";
+
 /// Counts that this pass starts `entry` now: one more pass, started later than any counted
 /// before. Returns false when the point is no longer pending (dropped since it was read).
 pub fn mark_started(lock: &mut PgRunnerLock, entry: &PendingRow) -> Result<bool, PgError> {
     let queue = lock.queue().clone();
-    // Typed, so one round trip: a start is marked before every command.
-    let n = lock.client().execute_typed(
-        "UPDATE hookq_pending_hooks
-         SET passes = passes + 1, last_started_ms = GREATEST($3, COALESCE(last_started_ms, 0) + 1)
-         WHERE queue = $1 AND id = $2",
-        &[
-            (&queue.as_str(), Type::TEXT),
-            (&entry.id, Type::INT8),
-            (&now_ms(), Type::INT8),
-        ],
-    )?;
+    // Prepared once per connection: a start is marked before every command.
+    let mark = lock.prepared(MARK_STARTED)?;
+    let n = lock
+        .client()
+        .execute(&mark, &[&queue.as_str(), &entry.id, &now_ms()])?;
     Ok(n == 1)
 }
 
