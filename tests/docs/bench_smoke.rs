@@ -23,7 +23,7 @@ fn every_figure_is_produced() {
     for id in [
         "F1", "F2", "F3", "F4", "F5", "1a", "1b", "1c", "1d", "2a", "2b", "2c", "2d", "2e", "2f",
         "3a", "3b", "3c", "3d", "3e", "4a", "4b", "4c", "5a", "5b", "6", "6b", "7a", "7b", "7c",
-        "L1", "L2", "P0", "P1", "P1b", "P2", "P3a", "P3b", "P4", "P5a", "P5b",
+        "L1", "L2", "P0", "P1", "P1b", "P1c", "P2", "P3a", "P3b", "P4", "P5a", "P5b",
     ] {
         let row = report
             .rows

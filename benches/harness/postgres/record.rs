@@ -19,6 +19,9 @@ pub struct Recording {
     pub with_point: f64,
     /// The same into `todo.ready`: the phase written, nothing recorded.
     pub without_point: f64,
+    /// The outbox's least possible shape in bare tables: a task row updated, a point row and a
+    /// state row inserted, by one prepared statement in one durable transaction (P1c).
+    pub bare_outbox: f64,
     /// Transitions per variant.
     pub n: usize,
 }
@@ -34,9 +37,17 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Recording {
     fixture::add_tasks(&mut setup, "b", "running.gate", n);
     setup
         .batch_execute(
-            "CREATE TABLE bare_commit (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v TEXT NOT NULL)",
+            "CREATE TABLE bare_commit (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v TEXT NOT NULL);
+             CREATE TABLE bare_task (id TEXT PRIMARY KEY, phase TEXT NOT NULL);
+             CREATE TABLE bare_point (id BIGINT PRIMARY KEY, task TEXT NOT NULL);
+             CREATE TABLE bare_state (id BIGINT PRIMARY KEY, state TEXT NOT NULL);
+             INSERT INTO bare_task (id, phase)
+                 SELECT 'c' || lpad(i::text, 7, '0'), 'running.gate' FROM generate_series(0, 99999) AS i",
         )
-        .expect("the bare table");
+        .expect("the bare tables");
+    setup
+        .batch_execute("VACUUM (ANALYZE) bare_task")
+        .expect("vacuum");
     setup
         .batch_execute("VACUUM (ANALYZE) hookq_tasks")
         .expect("vacuum");
@@ -45,13 +56,30 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Recording {
     let insert = bare
         .prepare("INSERT INTO bare_commit (v) VALUES ($1)")
         .expect("prepare the bare insert");
+    let outbox = bare
+        .prepare(
+            "WITH moved AS (UPDATE bare_task SET phase = $2 WHERE id = $1 RETURNING id),
+                  point AS (INSERT INTO bare_point (id, task) SELECT $3, id FROM moved)
+             INSERT INTO bare_state (id, state) VALUES ($3, $2)",
+        )
+        .expect("prepare the bare outbox");
     let awaiting = Phase::new("review.awaiting_human").expect("phase");
     let ready = Phase::new("todo.ready").expect("phase");
-    let mut per: [Vec<f64>; 3] = Default::default();
+    let mut per: [Vec<f64>; 4] = Default::default();
     for i in 0..n {
-        for k in 0..3 {
-            let which = (i + k) % 3;
+        for k in 0..4 {
+            let which = (i + k) % 4;
             let ms = match which {
+                3 => {
+                    let task = format!("c{:07}", i % 100_000);
+                    timed(|| {
+                        let mut tx = bare.transaction().expect("begin");
+                        tx.execute(&outbox, &[&task, &"review.awaiting_human", &(i as i64)])
+                            .expect("the outbox's rows");
+                        tx.commit().expect("commit");
+                    })
+                    .1
+                }
                 0 => {
                     timed(|| {
                         let mut tx = bare.transaction().expect("begin");
@@ -83,6 +111,7 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Recording {
         bare_commit: median(&per[0]),
         with_point: median(&per[1]),
         without_point: median(&per[2]),
+        bare_outbox: median(&per[3]),
         n,
     }
 }
@@ -109,5 +138,8 @@ pub fn rows(r: &Recording, version: &str) -> Vec<Row> {
         Row::new("P1b", "  PostgreSQL: the same transition, no point to record", r.without_point, "ms")
             .vs(floor, r.bare_commit)
             .note("a move into todo.ready: the phase written and nothing recorded"),
+        Row::new("P1c", "  floor of P1's ratio: bare task update + point row + state row, durable", r.bare_outbox, "ms")
+            .vs(floor, r.bare_commit)
+            .note("three bare tables, a primary key each, no foreign key, lock, counter or NOTIFY; one prepared statement, so the round trips of P0 and P1: the least the outbox writes"),
     ]
 }
