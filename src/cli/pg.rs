@@ -23,8 +23,6 @@ use super::app::stop_on_signals;
 use super::output;
 use super::queue::{LockHolder, QueueView};
 
-/// How long one try for the queue's runner lock waits before a stop request is looked at.
-const LOCK_STEP: Duration = Duration::from_secs(1);
 /// The first and the longest wait before a hub connects again after losing its database.
 const BACKOFF_FIRST: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
@@ -69,24 +67,9 @@ pub(super) fn open(choice: &PgChoice) -> Result<PgStore, Error> {
 
 /// Takes the queue's runner lock, waiting as `wait` says and ending the wait on a stop request.
 fn take_lock(store: &PgStore, wait: Wait, stop: &Stop) -> Result<Option<PgRunnerLock>, Error> {
-    let deadline = match wait {
-        Wait::No => Some(Instant::now()),
-        Wait::For(d) => Instant::now().checked_add(d),
-        Wait::Forever => None,
-    };
-    loop {
-        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        let step = left.map_or(LOCK_STEP, |l| l.min(LOCK_STEP));
-        let taken = store
-            .lock(Wait::For(step))
-            .map_err(|e| placed(store.queue(), e))?;
-        if taken.is_some() {
-            return Ok(taken);
-        }
-        if stop.graceful() || left.is_some_and(|l| l <= step) {
-            return Ok(None);
-        }
-    }
+    store
+        .lock_while(wait, &|| !stop.graceful())
+        .map_err(|e| placed(store.queue(), e))
 }
 
 /// Why the queue's runner lock was not taken: a stop request, or its holder.

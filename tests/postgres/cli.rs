@@ -450,6 +450,53 @@ fn a_hub_drains_on_notifications_and_outlives_an_outage() {
     );
 }
 
+#[test]
+fn a_hub_waiting_for_the_lock_keeps_one_connection_and_takes_over_when_it_is_freed() {
+    let (ws, _db, url) = pg_workspace();
+    let s = open(&url, "q");
+    let held = s.lock(Wait::No).unwrap().expect("free");
+    let hub = ws.spawn(&["hub"]);
+    // For three seconds the waiting hub's runner connection is one and the same.
+    let mut watch = open(&url, "q");
+    let name = format!("hookq runner pid {} %", hub.pid());
+    let mut backends = std::collections::BTreeSet::new();
+    let until = std::time::Instant::now() + Duration::from_secs(3);
+    while std::time::Instant::now() < until {
+        for row in watch
+            .client()
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1",
+                &[&name],
+            )
+            .unwrap()
+        {
+            backends.insert(row.get::<_, i32>(0));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        backends.len(),
+        1,
+        "the waiting hub's lock connections: {backends:?}"
+    );
+    // Freed, the lock goes to the hub, which then runs what is recorded.
+    held.release().unwrap();
+    ws.eventually("the hub holds the lock", || {
+        hookq::queue::pg::holder(
+            watch.client(),
+            &hookq::queue::pg::QueueName::new("q").unwrap(),
+        )
+        .unwrap()
+        .and_then(|h| h.pid)
+            == Some(hub.pid() as u32)
+    });
+    ws.task_add("t1", "p", "failed.x").ok();
+    ws.eventually("the hub runs t1's point", || ws.lines("ran").len() == 1);
+    hub.signal(rustix::process::Signal::TERM);
+    let out = hub.wait_within(Duration::from_secs(60));
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+}
+
 /// A fresh folder made a git repository, and the URL `url_of` makes for a fresh database.
 fn init_in_a_repository(url_of: impl FnOnce(&str) -> String) -> (Ws, String) {
     let ws = Ws::new();

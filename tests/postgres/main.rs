@@ -413,6 +413,59 @@ fn the_runner_lock_is_one_per_queue_and_goes_with_its_connection() {
     assert!(waited.elapsed() < Duration::from_secs(5));
 }
 
+#[test]
+fn a_waiter_keeps_one_connection_and_gives_up_when_told() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (_db, mut s) = fresh("waiter");
+    let holder = s.lock(Wait::No).unwrap().expect("free");
+    let waiting = Arc::new(AtomicBool::new(true));
+    let waiter = {
+        let s = open(&_db, "waiter");
+        let waiting = Arc::clone(&waiting);
+        std::thread::spawn(move || {
+            s.lock_while(Wait::Forever, &|| waiting.load(Ordering::SeqCst))
+                .unwrap()
+        })
+    };
+    // Watched for three seconds, the runner connections of this process to this test's
+    // database are the holder's and the waiter's, the same two throughout: the waiter does not connect again while it waits.
+    let mut backends = std::collections::BTreeSet::new();
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        for row in s
+            .client()
+            .query(
+                "SELECT pid FROM pg_stat_activity
+                 WHERE application_name LIKE $1 AND datname = current_database()",
+                &[&format!("hookq runner pid {} %", std::process::id())],
+            )
+            .unwrap()
+        {
+            backends.insert(row.get::<_, i32>(0));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(backends.len(), 2, "runner connections seen: {backends:?}");
+    // Told to stop, it gives up without the lock.
+    waiting.store(false, Ordering::SeqCst);
+    assert!(
+        waiter.join().unwrap().is_none(),
+        "the waiter took a held lock"
+    );
+    // Waiting again, it takes the lock once the holder releases it.
+    let again = {
+        let s = open(&_db, "waiter");
+        std::thread::spawn(move || s.lock_while(Wait::Forever, &|| true).unwrap())
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    holder.release().unwrap();
+    assert!(
+        again.join().unwrap().is_some(),
+        "the waiter never took the freed lock"
+    );
+}
+
 fn connect_error(text: &str) -> PgError {
     let target = Target::parse(text).unwrap();
     PgStore::open(&target, queue("q")).unwrap_err()

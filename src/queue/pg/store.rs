@@ -80,6 +80,16 @@ impl PgStore {
         PgRunnerLock::acquire(&self.target, &self.queue, wait)
     }
 
+    /// [`PgStore::lock`], giving up early when `keep_waiting` returns false (see
+    /// [`PgRunnerLock::acquire_while`]).
+    pub fn lock_while(
+        &self,
+        wait: Wait,
+        keep_waiting: &dyn Fn() -> bool,
+    ) -> Result<Option<PgRunnerLock>, PgError> {
+        PgRunnerLock::acquire_while(&self.target, &self.queue, wait, keep_waiting)
+    }
+
     /// Runs `f` in a transaction and commits it when `f` succeeds: record transitions in it
     /// with [`crate::queue::pg::record`], passing [`PgStore::queue`].
     pub fn write<T>(
