@@ -233,3 +233,25 @@ impl ServerCertVerifier for AnyName {
         self.0.supported_verify_schemes()
     }
 }
+
+/// Statements prepared on one connection, each once, at its first use: a statement sent for
+/// every point or batch is planned once per connection rather than on every call. Keyed by the
+/// SQL text, a constant of the caller's.
+#[derive(Default)]
+pub(crate) struct Prepared(Vec<(&'static str, postgres::Statement)>);
+
+impl Prepared {
+    /// `sql` prepared on `client`, the connection every earlier call of this cache was given.
+    pub(crate) fn get(
+        &mut self,
+        client: &mut Client,
+        sql: &'static str,
+    ) -> Result<postgres::Statement, postgres::Error> {
+        if let Some((_, s)) = self.0.iter().find(|(q, _)| *q == sql) {
+            return Ok(s.clone());
+        }
+        let statement = client.prepare(sql)?;
+        self.0.push((sql, statement.clone()));
+        Ok(statement)
+    }
+}

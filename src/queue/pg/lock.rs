@@ -12,7 +12,7 @@ use postgres::{Client, GenericClient};
 use serde::Serialize;
 
 use crate::queue::lock::Wait;
-use crate::queue::pg::connect::connect;
+use crate::queue::pg::connect::{Prepared, connect};
 use crate::queue::pg::error::PgError;
 use crate::queue::pg::name::QueueName;
 use crate::queue::pg::target::Target;
@@ -53,8 +53,8 @@ pub struct PgRunnerLock {
     queue: QueueName,
     number: i32,
     since_ms: i64,
-    /// Statements the drain sends on this connection for every point, prepared at first use.
-    prepared: Vec<(&'static str, postgres::Statement)>,
+    /// Statements the drain sends on this connection for every point.
+    prepared: Prepared,
 }
 
 impl std::fmt::Debug for PgRunnerLock {
@@ -126,7 +126,7 @@ impl PgRunnerLock {
             queue: queue.clone(),
             number,
             since_ms,
-            prepared: Vec::new(),
+            prepared: Prepared::default(),
         }))
     }
 
@@ -136,15 +136,12 @@ impl PgRunnerLock {
         &mut self.client
     }
 
-    /// `sql` prepared on the lock's connection, once per connection: a statement the drain
-    /// sends for every point is planned once, not on every call.
-    pub fn prepared(&mut self, sql: &'static str) -> Result<postgres::Statement, postgres::Error> {
-        if let Some((_, s)) = self.prepared.iter().find(|(q, _)| std::ptr::eq(*q, sql)) {
-            return Ok(s.clone());
-        }
-        let statement = self.client.prepare(sql)?;
-        self.prepared.push((sql, statement.clone()));
-        Ok(statement)
+    /// `sql` prepared on the lock's connection, once per connection.
+    pub(crate) fn prepared(
+        &mut self,
+        sql: &'static str,
+    ) -> Result<postgres::Statement, postgres::Error> {
+        self.prepared.get(&mut self.client, sql)
     }
 
     /// The queue.

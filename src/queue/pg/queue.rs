@@ -27,8 +27,6 @@ pub const SLOW_POLL: Duration = Duration::from_secs(5);
 /// A queue on PostgreSQL, drained by the holder of its runner lock.
 pub struct PgQueue {
     store: PgStore,
-    /// [`store::NEXT_BATCH`], prepared on the store's connection at its first use.
-    next_batch: Option<postgres::Statement>,
     lock: Arc<Mutex<PgRunnerLock>>,
     listening: bool,
     polled: Instant,
@@ -66,7 +64,6 @@ impl PgQueue {
             .batch_execute("SET synchronous_commit = off")?;
         Ok(Self {
             store,
-            next_batch: None,
             lock: Arc::new(Mutex::new(lock)),
             listening: false,
             polled: Instant::now(),
@@ -165,21 +162,13 @@ impl QueueStore for PgQueue {
     fn next_batch(&mut self, after: i64, limit: usize) -> Result<Vec<PendingRow>, Error> {
         let queue = self.store.queue().clone();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let read = (|| -> Result<Vec<PendingRow>, postgres::Error> {
-            let statement = match &self.next_batch {
-                Some(s) => s.clone(),
-                None => {
-                    let s = self.store.client().prepare(store::NEXT_BATCH)?;
-                    self.next_batch.insert(s).clone()
-                }
-            };
-            let rows = self
-                .store
+        let read = self.store.prepared(store::NEXT_BATCH).and_then(|next| {
+            self.store
                 .client()
-                .query(&statement, &[&queue.as_str(), &after, &limit])?;
-            Ok(store::pending_rows(&rows))
-        })();
-        read.map_err(|e| self.placed(e.into()))
+                .query(&next, &[&queue.as_str(), &after, &limit])
+        });
+        read.map(|rows| store::pending_rows(&rows))
+            .map_err(|e| self.placed(e.into()))
     }
 
     fn mark_started(&mut self, entry: &PendingRow, _lock: &RunnerLock) -> Result<bool, Error> {

@@ -8,7 +8,7 @@ use postgres::types::Type;
 use postgres::{Client, GenericClient, Row, Transaction};
 
 use crate::queue::lock::Wait;
-use crate::queue::pg::connect::connect;
+use crate::queue::pg::connect::{Prepared, connect};
 use crate::queue::pg::error::PgError;
 use crate::queue::pg::lock::{PgRunnerLock, host_name, queue_number};
 use crate::queue::pg::name::QueueName;
@@ -23,6 +23,7 @@ pub struct PgStore {
     client: Client,
     queue: QueueName,
     target: Target,
+    prepared: Prepared,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -45,6 +46,7 @@ impl PgStore {
             client,
             queue,
             target: target.clone(),
+            prepared: Prepared::default(),
         })
     }
 
@@ -57,6 +59,7 @@ impl PgStore {
             client,
             queue,
             target: target.clone(),
+            prepared: Prepared::default(),
         })
     }
 
@@ -73,6 +76,14 @@ impl PgStore {
     /// The connection, for reads and for a host's own statements.
     pub fn client(&mut self) -> &mut Client {
         &mut self.client
+    }
+
+    /// `sql` prepared on the store's connection, once per connection.
+    pub(crate) fn prepared(
+        &mut self,
+        sql: &'static str,
+    ) -> Result<postgres::Statement, postgres::Error> {
+        self.prepared.get(&mut self.client, sql)
     }
 
     /// Takes the queue's runner lock on a connection of its own (see [`PgRunnerLock`]).
@@ -191,7 +202,7 @@ fn pending_row(r: &Row) -> PendingRow {
 
 /// The drain's next batch, as [`pending`] reads it without a task: prepared once per connection
 /// by [`PgQueue`](crate::queue::pg::PgQueue), so that its plan is made once, not on every batch.
-pub const NEXT_BATCH: &str = "SELECT h.id, h.task, t.plan, h.point, s.state, h.recorded_ms, h.passes,
+pub(crate) const NEXT_BATCH: &str = "SELECT h.id, h.task, t.plan, h.point, s.state, h.recorded_ms, h.passes,
         h.last_started_ms, t.attempt, t.merged_sha
     FROM hookq_pending_hooks h
     LEFT JOIN hookq_tasks t ON t.queue = h.queue AND t.id = h.task
@@ -199,7 +210,7 @@ pub const NEXT_BATCH: &str = "SELECT h.id, h.task, t.plan, h.point, s.state, h.r
     WHERE h.queue = $1 AND h.id > $2 ORDER BY h.id LIMIT $3";
 
 /// Rows of [`NEXT_BATCH`] or [`pending`] as points.
-pub fn pending_rows(rows: &[Row]) -> Vec<PendingRow> {
+pub(crate) fn pending_rows(rows: &[Row]) -> Vec<PendingRow> {
     rows.iter().map(pending_row).collect()
 }
 
