@@ -212,7 +212,7 @@ fn create_log_dir(dir: &Path) -> std::io::Result<()> {
 /// Only a log whose folder exists is opened ahead: a task's first log, and its two new folders,
 /// are made as its command starts. Making folders ahead, while the command before runs, costs
 /// more than it saves: the directory writes compete with the running command for the same CPU
-/// (`BENCHMARKS.md` has the figures).
+/// (`docs/design.md` has the figures).
 #[derive(Debug)]
 pub struct OpenedLog {
     path: PathBuf,

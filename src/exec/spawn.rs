@@ -6,7 +6,7 @@
 //! into a `BTreeMap`, one allocation per name and value, and builds a C string of each from that
 //! on every spawn. For the drain's many short commands that was the largest part of hookq's own
 //! CPU per command. Here the environment is already laid out as `execve` takes it
-//! (`BENCHMARKS.md` has the figures). The calls into the C library are [`super::sys`]'s.
+//! (`docs/design.md` has the figures). The calls into the C library are [`super::sys`]'s.
 //!
 //! The child gets what `Command` would give it: a process group of its own, an empty signal mask
 //! and `SIGPIPE` at its default (the Rust runtime ignores it, and an ignored signal stays ignored

@@ -82,7 +82,7 @@ fn record_point(
     tx.prepare_cached("INSERT INTO pending_hook_states (hook_id, state) VALUES (?1, ?2)")?
         .execute(params![id, phase.as_str()])?;
     // Counted in batches: writing the counter's page every time made each transition
-    // measurably slower (BENCHMARKS.md).
+    // measurably slower (docs/design.md).
     if id - marks.counted > COUNT_EVERY {
         count_up_to(
             tx,

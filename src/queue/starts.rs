@@ -3,7 +3,7 @@
 //! Each pending point counts the passes that started it without clearing it, so
 //! that a point whose command kills its runner is parked after `queue.max_interrupted_runs`.
 //! Committing that count before every point's first command would cost the drain a SQLite commit
-//! a point, on the critical path between two commands (BENCHMARKS.md has the figure). Instead the
+//! a point, on the critical path between two commands (docs/design.md has the figure). Instead the
 //! runner appends one line, `<occurrence id> <start time, unix ms>\n`, to `arc.db-starts`
 //! before the command starts: one `write` into the page cache, which outlives a killed runner
 //! just as the drain's relaxed commits do (power loss can undo either; at worst a point is then

@@ -18,7 +18,7 @@
 //! points before it must not be run again with it); and when the pass ends. A pass killed in
 //! between runs those points again: hooks run at least once, so any point not yet cleared may
 //! run again. Batched, and with the starts in the log, a point appends a fifth of what it
-//! would to the WAL committed one by one (BENCHMARKS.md has the figures).
+//! would to the WAL committed one by one (docs/design.md has the figures).
 
 mod clears;
 mod next;

@@ -29,7 +29,7 @@ pub(crate) const DRAIN_CACHE_SIZE: i64 = -1024;
 /// A durable commit writes every page it changed to the WAL, whole, and a transition that
 /// records a point changes three pages (the task's, the point's and the state's): smaller pages
 /// make each transition cheaper, and cost the big transactions (`plan cancel`), which write the
-/// same bytes in more WAL frames. `BENCHMARKS.md` ("What shaped the queue's code") has the
+/// same bytes in more WAL frames. `docs/design.md` ("Measurements behind the design") has the
 /// figures behind this size.
 pub const PAGE_SIZE: i64 = 2048;
 
@@ -375,7 +375,7 @@ pub(super) fn connect(path: &Path, opts: StoreOptions) -> Result<Connection, Sto
     // A statement that changes many rows inside a bigger transaction keeps the pages it changes
     // in a statement journal, to undo itself alone if it fails. Past 64 KiB SQLite writes that
     // journal to a temporary file, where a big `plan cancel` spent a good part of its time
-    // (BENCHMARKS.md); held in memory, it costs a copy of each page. No query of ours sorts or
+    // (docs/design.md); held in memory, it costs a copy of each page. No query of ours sorts or
     // groups outside an index, so nothing else grows there.
     set_pragma(&c, "temp_store", "MEMORY", 2)?;
     set_synchronous(&c, opts.synchronous)?;
