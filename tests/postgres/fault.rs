@@ -55,6 +55,25 @@ fn events(times: &Path) -> Vec<(String, String, u128)> {
         .collect()
 }
 
+/// Every task `<prefix>0 .. <prefix>{tasks-1}` ran its command to its end (an `end` line in
+/// `times`) and was cleared with an `ok` history row.
+fn every_task_ran_and_was_cleared(s: &mut PgStore, times: &Path, prefix: &str, tasks: usize) {
+    let ev = events(times);
+    let q = s.queue().clone();
+    let history = store::history(s.client(), &q, None, None, 100_000).unwrap();
+    for n in 0..tasks {
+        let task = format!("{prefix}{n}");
+        assert!(
+            ev.iter().any(|(e, t, _)| e == "end" && *t == task),
+            "{task} never ran to its end: {ev:?}"
+        );
+        assert!(
+            history.iter().any(|h| h.task == task && h.outcome == "ok"),
+            "{task} was not cleared as run"
+        );
+    }
+}
+
 fn hub(ws: &Ws) -> Running {
     ws.spawn_env(&["hub"], &[("HOOKQ_LOG", "info")])
 }
@@ -205,20 +224,7 @@ fn killing_the_holding_hub_mid_hook_loses_no_point() {
     });
     println!("{rounds} rounds, {kills} kills in {:?}", started.elapsed());
     assert!(kills >= rounds / 2, "the hubs were killed {kills} times");
-    let ev = events(&times);
-    let q = s.queue().clone();
-    let history = store::history(s.client(), &q, None, None, 100_000).unwrap();
-    for r in 0..rounds {
-        let task = format!("k{r}");
-        assert!(
-            ev.iter().any(|(e, t, _)| e == "end" && *t == task),
-            "{task} never ran to its end: {ev:?}"
-        );
-        assert!(
-            history.iter().any(|h| h.task == task && h.outcome == "ok"),
-            "{task} was not cleared as run"
-        );
-    }
+    every_task_ran_and_was_cleared(&mut s, &times, "k", rounds);
 }
 
 /// The server ends the lock holder's connection (`pg_terminate_backend` of the backend the
@@ -267,20 +273,7 @@ fn ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue() {
         ended >= 2,
         "the holder's connection was ended {ended} times"
     );
-    let ev = events(&times);
-    let q = s.queue().clone();
-    let history = store::history(s.client(), &q, None, None, 100_000).unwrap();
-    for n in 0..tasks {
-        let task = format!("e{n}");
-        assert!(
-            ev.iter().any(|(e, t, _)| e == "end" && *t == task),
-            "{task} never ran to its end: {ev:?}"
-        );
-        assert!(
-            history.iter().any(|h| h.task == task && h.outcome == "ok"),
-            "{task} was not cleared as run"
-        );
-    }
+    every_task_ran_and_was_cleared(&mut s, &times, "e", tasks);
     for h in &mut hubs {
         assert!(!h.exited(), "a hub exited: {}", h.stderr_so_far());
     }
@@ -409,20 +402,7 @@ fn a_server_restart_mid_drain_and_a_server_down_during_task_move() {
     until("every point is cleared", &[&hubs[0], &hubs[1]], || {
         pending_count(&mut s) == 0
     });
-    let ev = events(&times);
-    let q = s.queue().clone();
-    let history = store::history(s.client(), &q, None, None, 100_000).unwrap();
-    for n in 0..tasks {
-        let task = format!("r{n}");
-        assert!(
-            ev.iter().any(|(e, t, _)| e == "end" && *t == task),
-            "{task} never ran to its end: {ev:?}"
-        );
-        assert!(
-            history.iter().any(|h| h.task == task && h.outcome == "ok"),
-            "{task} was not cleared as run"
-        );
-    }
+    every_task_ran_and_was_cleared(&mut s, &times, "r", tasks);
     for h in &mut hubs {
         assert!(!h.exited(), "a hub exited: {}", h.stderr_so_far());
         assert!(
