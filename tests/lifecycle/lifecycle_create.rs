@@ -588,12 +588,7 @@ fn a_failure_at_any_create_hook_after_the_first_change_leaves_nothing_it_made() 
         // The hooks up to the failing one ran, the rest are recorded as skipped.
         assert_eq!(ws.order().len(), i + 2, "{failing}: {:#?}", ws.order());
         let j = out.json();
-        let statuses: Vec<&str> = j["error"]["details"]["hookOutcomes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| o["status"].as_str().unwrap())
-            .collect();
+        let statuses = lifecycle_common::statuses(&j["error"]["details"]["hookOutcomes"]);
         let mut expected = vec!["succeeded"; i + 1];
         expected.push("exited-nonzero");
         expected.extend(vec!["skipped"; 6 - i - 2]);

@@ -134,12 +134,7 @@ fn a_failing_pre_remove_removes_nothing() {
     out.expect(7);
     assert_eq!(ws.snapshot(), before);
     let j = out.json();
-    let statuses: Vec<&str> = j["error"]["details"]["hookOutcomes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["status"].as_str().unwrap())
-        .collect();
+    let statuses = lifecycle_common::statuses(&j["error"]["details"]["hookOutcomes"]);
     // web's four ran, api's repository and workspace ran, global-repository failed, the
     // rest of pre-remove and all of post-remove are skipped.
     let mut expected = vec!["succeeded"; 6];
@@ -446,12 +441,7 @@ fn one_sigterm_during_a_pre_remove_hook_removes_nothing() {
         j["error"]["message"],
         "remove of branch feature/x failed: stopped by a signal while hook pre-remove (repository, web) ran; nothing was removed"
     );
-    let statuses: Vec<&str> = j["error"]["details"]["hookOutcomes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["status"].as_str().unwrap())
-        .collect();
+    let statuses = lifecycle_common::statuses(&j["error"]["details"]["hookOutcomes"]);
     assert_eq!(statuses, ["exited-nonzero", "skipped", "skipped"]);
     let removals = j["error"]["details"]["removals"].as_array().unwrap();
     assert_eq!(removals[0]["status"], "skipped");
@@ -514,12 +504,7 @@ fn one_sigterm_during_a_post_remove_hook_skips_the_rest() {
         j["error"]["message"],
         "remove of branch feature/x failed: stopped by a signal after 1 of 1 worktree(s) were removed; the hooks not yet run were skipped"
     );
-    let statuses: Vec<&str> = j["error"]["details"]["hookOutcomes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["status"].as_str().unwrap())
-        .collect();
+    let statuses = lifecycle_common::statuses(&j["error"]["details"]["hookOutcomes"]);
     assert_eq!(statuses, ["exited-nonzero", "skipped"]);
     assert_eq!(j["error"]["details"]["removals"][0]["status"], "removed");
 }

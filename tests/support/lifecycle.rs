@@ -403,6 +403,16 @@ impl Ws {
     }
 }
 
+/// The `status` of each entry of a `hookOutcomes` list, in order.
+pub fn statuses(outcomes: &serde_json::Value) -> Vec<&str> {
+    outcomes
+        .as_array()
+        .expect("hookOutcomes is a list")
+        .iter()
+        .map(|o| o["status"].as_str().expect("a status"))
+        .collect()
+}
+
 /// Whether process `pid` is alive (a zombie, which has exited, is not).
 pub fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
