@@ -614,6 +614,8 @@ fn opening_one_new_database_from_many_connections_at_once_migrates_it_once() {
     );
 }
 
+/// Four writer processes record 2,000 transitions each at once, one transaction each: every
+/// point is recorded once, with ids in one gapless sequence, each where its writer saw it.
 #[test]
 fn four_writers_each_recording_two_thousand_transitions_record_every_point_once() {
     const WRITERS: usize = 4;
@@ -635,39 +637,57 @@ fn four_writers_each_recording_two_thousand_transitions_record_every_point_once(
         Ok(())
     })
     .unwrap();
-    let barrier = std::sync::Barrier::new(WRITERS);
-    let recorded: Vec<(i64, String, String)> = std::thread::scope(|scope| {
-        let writers: Vec<_> = (0..WRITERS)
-            .map(|w| {
-                let (db, barrier) = (&db, &barrier);
-                scope.spawn(move || {
-                    let mut s = open(db, "busy");
-                    barrier.wait();
-                    let mut mine = Vec::with_capacity(TRANSITIONS);
-                    for n in 0..TRANSITIONS {
-                        let t = format!("w{w}-t{}", n % TASKS);
-                        // Every move changes the phase, so every one records a point.
-                        let to = if (n / TASKS).is_multiple_of(2) {
-                            "failed.a"
-                        } else {
-                            "failed.b"
-                        };
-                        let moved = s
-                            .write(|tx, q| {
-                                record::move_task(tx, q, &task(&t), &ph(to), &MoveFacts::default())
-                            })
-                            .unwrap();
-                        mine.push((moved.occurrence.unwrap().id, t, to.to_owned()));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        writers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect()
-    });
+    // Each writer is a process of its own: this test binary again, running `writer_process`
+    // below, which connects, waits for the go on its stdin, records and writes what it
+    // recorded to a file.
+    let url = cluster().url(&db, "");
+    let dir = tempfile::tempdir().unwrap();
+    let mut writers: Vec<std::process::Child> = (0..WRITERS)
+        .map(|w| {
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "writer_process",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(
+                    WRITER_ENV,
+                    format!(
+                        "{url}\t{w}\t{TASKS}\t{TRANSITIONS}\t{}",
+                        dir.path().join(format!("w{w}")).display()
+                    ),
+                )
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for w in &mut writers {
+        use std::io::Write as _;
+        w.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    }
+    let mut recorded: Vec<(i64, String, String)> = Vec::new();
+    for (n, w) in writers.into_iter().enumerate() {
+        let out = w.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "writer {n}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines = std::fs::read_to_string(dir.path().join(format!("w{n}"))).unwrap();
+        recorded.extend(lines.lines().map(|l| {
+            let mut f = l.split('\t');
+            let id = f.next().unwrap().parse().unwrap();
+            (
+                id,
+                f.next().unwrap().to_owned(),
+                f.next().unwrap().to_owned(),
+            )
+        }));
+    }
     let total = WRITERS * TRANSITIONS;
     assert_eq!(recorded.len(), total);
     let rows = pending(&mut s);
@@ -692,6 +712,46 @@ fn four_writers_each_recording_two_thousand_transitions_record_every_point_once(
     let q = s.queue().clone();
     assert_eq!(store::last_recorded(s.client(), &q).unwrap(), total as i64);
     assert_eq!(store::stats(s.client(), &q).unwrap().pending, total as i64);
+}
+
+/// Names what a writer process of
+/// `four_writers_each_recording_two_thousand_transitions_record_every_point_once` does:
+/// `<url>\t<writer>\t<tasks>\t<transitions>\t<out file>`.
+const WRITER_ENV: &str = "HOOKQ_TEST_PG_WRITER";
+
+/// One writer process of the four-writers test, started by it with [`WRITER_ENV`] set; run
+/// without it (as every test run does), it does nothing.
+#[test]
+fn writer_process() {
+    let Ok(spec) = std::env::var(WRITER_ENV) else {
+        return;
+    };
+    let f: Vec<&str> = spec.split('\t').collect();
+    let (url, w, tasks, transitions, out) = (
+        f[0],
+        f[1],
+        f[2].parse::<usize>().unwrap(),
+        f[3].parse::<usize>().unwrap(),
+        f[4],
+    );
+    let mut s = PgStore::open(&Target::parse(url).unwrap(), queue("busy")).unwrap();
+    let mut go = String::new();
+    std::io::stdin().read_line(&mut go).unwrap();
+    let mut mine = String::new();
+    for n in 0..transitions {
+        let t = format!("w{w}-t{}", n % tasks);
+        // Every move changes the phase, so every one records a point.
+        let to = if (n / tasks).is_multiple_of(2) {
+            "failed.a"
+        } else {
+            "failed.b"
+        };
+        let moved = s
+            .write(|tx, q| record::move_task(tx, q, &task(&t), &ph(to), &MoveFacts::default()))
+            .unwrap();
+        mine.push_str(&format!("{}\t{t}\t{to}\n", moved.occurrence.unwrap().id));
+    }
+    std::fs::write(out, mine).unwrap();
 }
 
 /// Whether `s`'s connection is encrypted, as the server sees it.
