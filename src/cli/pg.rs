@@ -10,18 +10,20 @@ use hookq::exec::Stop;
 use hookq::queue::Error as QueueError;
 use hookq::queue::drain::Drainer;
 use hookq::queue::hub::{self, HubOptions};
-use hookq::queue::ids::TaskId;
+use hookq::queue::ids::{PlanId, TaskId};
 use hookq::queue::lock::{self, RunnerLock, Wait};
 use hookq::queue::pg::{
     self, ConnectFailure, PgChoice, PgError, PgQueue, PgRunnerLock, PgStore, QueueName,
 };
-use hookq::queue::record::Occurrence;
-use hookq::queue::store::{HistoryRow, PendingRow, Stats};
+use hookq::queue::phase::Phase;
+use hookq::queue::record::{MoveFacts, Occurrence, Transition};
+use hookq::queue::store::{HistoryRow, PendingRow, Stats, TaskRow};
 use hookq::queue::workspace::Workspace;
 
 use super::app::stop_on_signals;
 use super::output;
 use super::queue::{LockHolder, QueueView};
+use super::task::Owner;
 
 /// The first and the longest wait before a hub connects again after losing its database.
 const BACKOFF_FIRST: Duration = Duration::from_millis(500);
@@ -350,8 +352,8 @@ impl QueueView for PgView {
         Ok((holder.map(LockHolder::Queue), line))
     }
 
-    fn pending(&mut self, limit: usize) -> Result<Vec<PendingRow>, Error> {
-        self.read(|c, q| pg::store::pending(c, q, 0, limit, None))
+    fn pending(&mut self, task: Option<&str>, limit: usize) -> Result<Vec<PendingRow>, Error> {
+        self.read(|c, q| pg::store::pending(c, q, 0, limit, task))
     }
 
     fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {
@@ -367,9 +369,12 @@ impl QueueView for PgView {
         self.read(|c, q| pg::store::history(c, q, task, occurrence, limit))
     }
 
-    fn has_task(&mut self, task: &TaskId) -> Result<bool, Error> {
-        let row = self.read(|c, q| pg::store::task(c, q, task.as_str()))?;
-        Ok(row.is_some())
+    fn task(&mut self, task: &TaskId) -> Result<Option<TaskRow>, Error> {
+        self.read(|c, q| pg::store::task(c, q, task.as_str()))
+    }
+
+    fn tasks(&mut self, plan: Option<&str>) -> Result<Vec<TaskRow>, Error> {
+        self.read(|c, q| pg::store::tasks(c, q, plan))
     }
 
     fn drop_entry(&mut self, id: i64) -> Result<PendingRow, Error> {
@@ -390,5 +395,33 @@ impl QueueView for PgView {
 
     fn stats(&mut self) -> Result<Stats, Error> {
         self.read(pg::store::stats)
+    }
+}
+
+impl Owner for PgView {
+    fn add_task(
+        &mut self,
+        task: &TaskId,
+        plan: &PlanId,
+        phase: &Phase,
+    ) -> Result<Transition, Error> {
+        write(&mut self.store, |tx, q| {
+            pg::record::add_task(tx, q, task, plan, phase)
+        })
+    }
+
+    fn move_task(
+        &mut self,
+        task: &TaskId,
+        phase: &Phase,
+        facts: &MoveFacts,
+    ) -> Result<Transition, Error> {
+        write(&mut self.store, |tx, q| {
+            pg::record::move_task(tx, q, task, phase, facts)
+        })
+    }
+
+    fn drain_if_free(self: Box<Self>, ws: &Workspace) {
+        drain_if_free(ws, self.store);
     }
 }

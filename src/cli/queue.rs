@@ -9,11 +9,12 @@ use hookq::queue::ids::TaskId;
 use hookq::queue::lock::{self, Holder};
 use hookq::queue::phase::Point;
 use hookq::queue::record::{self, Occurrence};
-use hookq::queue::store::{HistoryRow, PendingRow, Stats, Store, StoreError, now_ms};
+use hookq::queue::store::{HistoryRow, PendingRow, Stats, Store, StoreError, TaskRow, now_ms};
 use hookq::queue::workspace::Workspace;
 
 use super::app::Ctx;
 use super::output::{self, or_dash};
+use super::task::Owner;
 
 /// List pending points (oldest first) and the runner lock's holder.
 #[derive(Debug, clap::Args)]
@@ -98,9 +99,9 @@ pub(super) enum LockHolder {
     Queue(hookq::queue::pg::PgHolder),
 }
 
-/// What `hookq queue` reads and changes in a queue, in the workspace's SQLite file or in its
-/// PostgreSQL database: each subcommand is written once over it. None of it takes the runner
-/// lock.
+/// What `hookq queue` and `hookq task` read, and `hookq queue` changes, in a queue, in the
+/// workspace's SQLite file or in its PostgreSQL database: each subcommand is written once over
+/// it. None of it takes the runner lock.
 pub(super) trait QueueView {
     /// Where the queue is, as messages name it.
     fn place(&self) -> &str;
@@ -111,8 +112,8 @@ pub(super) trait QueueView {
     }
     /// The runner lock's holder, and the listing's line that names it.
     fn lock(&mut self) -> Result<(Option<LockHolder>, String), Error>;
-    /// At most `limit` pending points, oldest first.
-    fn pending(&mut self, limit: usize) -> Result<Vec<PendingRow>, Error>;
+    /// At most `limit` pending points, oldest first, of one task or all.
+    fn pending(&mut self, task: Option<&str>, limit: usize) -> Result<Vec<PendingRow>, Error>;
     /// Occurrence `id`, when it is pending.
     fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error>;
     /// At most `limit` history rows, newest first, of one task or one occurrence, or all.
@@ -122,8 +123,10 @@ pub(super) trait QueueView {
         occurrence: Option<i64>,
         limit: usize,
     ) -> Result<Vec<HistoryRow>, Error>;
-    /// Whether the queue has task `task`.
-    fn has_task(&mut self, task: &TaskId) -> Result<bool, Error>;
+    /// Task `task`, when the queue has it.
+    fn task(&mut self, task: &TaskId) -> Result<Option<TaskRow>, Error>;
+    /// The queue's tasks, of one plan or all.
+    fn tasks(&mut self, plan: Option<&str>) -> Result<Vec<TaskRow>, Error>;
     /// Removes pending occurrence `id`, keeping it in history as `dropped`.
     fn drop_entry(&mut self, id: i64) -> Result<PendingRow, Error>;
     /// What to say after dropping `entry` of a runner that may be running its commands:
@@ -138,21 +141,21 @@ pub(super) trait QueueView {
 }
 
 /// The queue in the workspace's SQLite file.
-struct SqliteView<'a> {
-    ws: &'a Workspace,
-    store: Store,
+pub(super) struct SqliteView {
+    pub(super) ws: Workspace,
+    pub(super) store: Store,
     place: String,
 }
 
-impl SqliteView<'_> {
+impl SqliteView {
     /// A failure of the store, naming its file.
-    fn err(&self) -> impl Fn(StoreError) -> Error + use<> {
+    pub(super) fn err(&self) -> impl Fn(StoreError) -> Error + use<> {
         let db = self.ws.db_path();
         move |e| Error::store(&db, e)
     }
 }
 
-impl QueueView for SqliteView<'_> {
+impl QueueView for SqliteView {
     fn place(&self) -> &str {
         &self.place
     }
@@ -167,8 +170,8 @@ impl QueueView for SqliteView<'_> {
         Ok((holder.map(LockHolder::File), line))
     }
 
-    fn pending(&mut self, limit: usize) -> Result<Vec<PendingRow>, Error> {
-        self.store.pending(0, limit, None).map_err(self.err())
+    fn pending(&mut self, task: Option<&str>, limit: usize) -> Result<Vec<PendingRow>, Error> {
+        self.store.pending(0, limit, task).map_err(self.err())
     }
 
     fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {
@@ -186,9 +189,12 @@ impl QueueView for SqliteView<'_> {
             .map_err(self.err())
     }
 
-    fn has_task(&mut self, task: &TaskId) -> Result<bool, Error> {
-        let row = self.store.task(task.as_str()).map_err(self.err())?;
-        Ok(row.is_some())
+    fn task(&mut self, task: &TaskId) -> Result<Option<TaskRow>, Error> {
+        self.store.task(task.as_str()).map_err(self.err())
+    }
+
+    fn tasks(&mut self, plan: Option<&str>) -> Result<Vec<TaskRow>, Error> {
+        self.store.tasks(plan).map_err(self.err())
     }
 
     fn drop_entry(&mut self, id: i64) -> Result<PendingRow, Error> {
@@ -229,32 +235,38 @@ struct Listing {
     more: bool,
 }
 
-pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
+/// The workspace's queue: in the PostgreSQL database it asks for, else in its SQLite file.
+pub(super) fn open(ctx: &Ctx) -> Result<(Workspace, Box<dyn Owner>), Error> {
     #[cfg(feature = "postgres")]
     {
         let ws = ctx.workspace()?;
         if let Some(choice) = super::pg::choice(&ws)? {
-            let mut view = super::pg::PgView::open(&choice)?;
-            return on(&ws, &mut view, args);
+            let view = super::pg::PgView::open(&choice)?;
+            return Ok((ws, Box::new(view)));
         }
     }
     let (ws, store) = ctx.open()?;
     let place = ws.db_path().display().to_string();
-    let mut view = SqliteView {
-        ws: &ws,
+    let view = SqliteView {
+        ws: ws.clone(),
         store,
         place,
     };
-    on(&ws, &mut view, args)
+    Ok((ws, Box::new(view)))
+}
+
+pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
+    let (ws, mut q) = open(ctx)?;
+    on(&ws, q.as_mut(), args)
 }
 
 /// `hookq queue ARGS` on the queue `q` of workspace `ws`.
-fn on(ws: &Workspace, q: &mut impl QueueView, args: Args) -> Result<(), Error> {
+fn on(ws: &Workspace, q: &mut dyn QueueView, args: Args) -> Result<(), Error> {
     let now = now_ms();
     match args.cmd {
         None => {
             let limit = args.limit as usize;
-            let mut pending = q.pending(limit + 1)?;
+            let mut pending = q.pending(None, limit + 1)?;
             let more = pending.len() > limit;
             pending.truncate(limit);
             let (holder, line) = q.lock()?;
@@ -304,7 +316,8 @@ fn on(ws: &Workspace, q: &mut impl QueueView, args: Args) -> Result<(), Error> {
             let json = json || (args.json && !follow);
             let (task, opts) = super::log::Options::parse(task, point, tail, follow, json)?;
             let place = q.place().to_owned();
-            super::log::run(ws, &place, || q.has_task(&task), &task, opts)
+            let known = || Ok(q.task(&task)?.is_some());
+            super::log::run(ws, &place, known, &task, opts)
         }
         Some(Sub::Drop { id }) => {
             let e = q.drop_entry(id)?;
@@ -354,7 +367,7 @@ fn show(
     pending: Option<PendingRow>,
     history: Vec<HistoryRow>,
     json: bool,
-    q: &impl QueueView,
+    q: &dyn QueueView,
 ) -> Result<(), Error> {
     if pending.is_none() && history.is_empty() {
         return Err(Error::NotFound(format!(

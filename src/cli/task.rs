@@ -13,6 +13,7 @@ use hookq::queue::workspace::Workspace;
 
 use super::app::{Ctx, stop_on_signals};
 use super::output;
+use super::queue::{self, QueueView, SqliteView};
 
 #[derive(Debug, clap::Subcommand)]
 pub(super) enum Command {
@@ -68,6 +69,57 @@ fn usage<E: std::fmt::Display>(e: E) -> Error {
     Error::Usage(e.to_string())
 }
 
+/// What an owner transition does to the workspace's queue, in its SQLite file or in its
+/// PostgreSQL database: records the transition in one transaction, then runs what is pending if
+/// the runner lock is free. `hookq task` writes each subcommand once over it.
+pub(super) trait Owner: QueueView {
+    /// Creates task `task` of plan `plan` in phase `phase`.
+    fn add_task(
+        &mut self,
+        task: &TaskId,
+        plan: &PlanId,
+        phase: &Phase,
+    ) -> Result<Transition, Error>;
+    /// Moves task `task` to phase `phase`.
+    fn move_task(
+        &mut self,
+        task: &TaskId,
+        phase: &Phase,
+        facts: &MoveFacts,
+    ) -> Result<Transition, Error>;
+    /// After an owner transition: drains only if the runner lock is free right now. Hooks never
+    /// make the transition fail, so problems here are warnings and the points stay pending.
+    fn drain_if_free(self: Box<Self>, ws: &Workspace);
+}
+
+impl Owner for SqliteView {
+    fn add_task(
+        &mut self,
+        task: &TaskId,
+        plan: &PlanId,
+        phase: &Phase,
+    ) -> Result<Transition, Error> {
+        self.store
+            .write(|tx| record::add_task(tx, task, plan, phase))
+            .map_err(self.err())
+    }
+
+    fn move_task(
+        &mut self,
+        task: &TaskId,
+        phase: &Phase,
+        facts: &MoveFacts,
+    ) -> Result<Transition, Error> {
+        self.store
+            .write(|tx| record::move_task(tx, task, phase, facts))
+            .map_err(self.err())
+    }
+
+    fn drain_if_free(mut self: Box<Self>, ws: &Workspace) {
+        drain_if_free(ws, &mut self.store);
+    }
+}
+
 pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
     match cmd {
         Command::Add { task, plan, phase } => {
@@ -76,23 +128,8 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
                 PlanId::new(plan).map_err(usage)?,
                 Phase::new(&phase).map_err(usage)?,
             );
-            #[cfg(feature = "postgres")]
-            {
-                let ws = ctx.workspace()?;
-                if let Some(choice) = super::pg::choice(&ws)? {
-                    let mut store = super::pg::open(&choice)?;
-                    let t = super::pg::write(&mut store, |tx, q| {
-                        hookq::queue::pg::record::add_task(tx, q, &task, &plan, &phase)
-                    })?;
-                    print_transition(&t);
-                    return Ok(());
-                }
-            }
-            let (ws, mut store) = ctx.open()?;
-            let t = store
-                .write(|tx| record::add_task(tx, &task, &plan, &phase))
-                .map_err(|e| Error::store(ws.db_path(), e))?;
-            print_transition(&t);
+            let (_, mut q) = queue::open(ctx)?;
+            print_transition(&q.add_task(&task, &plan, &phase)?);
             Ok(())
         }
         Command::Move {
@@ -112,92 +149,23 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
                 merged_sha,
                 attempt,
             };
-            #[cfg(feature = "postgres")]
-            {
-                let ws = ctx.workspace()?;
-                if let Some(choice) = super::pg::choice(&ws)? {
-                    let mut store = super::pg::open(&choice)?;
-                    let t = super::pg::write(&mut store, |tx, q| {
-                        hookq::queue::pg::record::move_task(tx, q, &task, &phase, &facts)
-                    })?;
-                    print_transition(&t);
-                    if !no_run {
-                        super::pg::drain_if_free(&ws, store);
-                    }
-                    return Ok(());
-                }
-            }
-            let (ws, mut store) = ctx.open()?;
-            let t = store
-                .write(|tx| record::move_task(tx, &task, &phase, &facts))
-                .map_err(|e| Error::store(ws.db_path(), e))?;
-            print_transition(&t);
+            let (ws, mut q) = queue::open(ctx)?;
+            print_transition(&q.move_task(&task, &phase, &facts)?);
             if !no_run {
-                drain_if_free(&ws, &mut store);
+                q.drain_if_free(&ws);
             }
             Ok(())
         }
         Command::List { plan, json } => {
             let plan = plan.map(PlanId::new).transpose().map_err(usage)?;
-            #[cfg(feature = "postgres")]
-            {
-                let ws = ctx.workspace()?;
-                if let Some(choice) = super::pg::choice(&ws)? {
-                    let mut store = super::pg::open(&choice)?;
-                    let q = store.queue().clone();
-                    let tasks = hookq::queue::pg::store::tasks(
-                        store.client(),
-                        &q,
-                        plan.as_ref().map(PlanId::as_str),
-                    )
-                    .map_err(|e| super::pg::placed(&q, e))?;
-                    return list(&tasks, json);
-                }
-            }
-            let (ws, store) = ctx.open()?;
-            let tasks = store
-                .tasks(plan.as_ref().map(PlanId::as_str))
-                .map_err(|e| Error::store(ws.db_path(), e))?;
+            let (_, mut q) = queue::open(ctx)?;
+            let tasks = q.tasks(plan.as_ref().map(PlanId::as_str))?;
             list(&tasks, json)
         }
         Command::Show { task, json } => {
             let task = TaskId::new(task).map_err(usage)?;
-            #[cfg(feature = "postgres")]
-            {
-                let ws = ctx.workspace()?;
-                if let Some(choice) = super::pg::choice(&ws)? {
-                    use hookq::queue::pg::store as pg_store;
-                    let mut store = super::pg::open(&choice)?;
-                    let q = store.queue().clone();
-                    let db = |e| super::pg::placed(&q, e);
-                    let id = task.as_str();
-                    let row = pg_store::task(store.client(), &q, id)
-                        .map_err(db)?
-                        .ok_or_else(|| {
-                            Error::NotFound(format!(
-                                "no task {task} in queue {} on {}",
-                                choice.queue, choice.target
-                            ))
-                        })?;
-                    let mut pending =
-                        pg_store::pending(store.client(), &q, 0, SHOWN_PENDING + 1, Some(id))
-                            .map_err(db)?;
-                    let more_pending = pending.len() > SHOWN_PENDING;
-                    pending.truncate(SHOWN_PENDING);
-                    let history =
-                        pg_store::history(store.client(), &q, Some(id), None, 20).map_err(db)?;
-                    return show(
-                        Shown {
-                            task: TaskView::from(&row),
-                            pending,
-                            more_pending,
-                            history,
-                        },
-                        json,
-                    );
-                }
-            }
-            show_sqlite(ctx, &task, json)
+            let (_, mut q) = queue::open(ctx)?;
+            show(q.as_mut(), &task, json)
         }
     }
 }
@@ -223,30 +191,6 @@ fn list(tasks: &[TaskRow], json: bool) -> Result<(), Error> {
     Ok(())
 }
 
-fn show_sqlite(ctx: &Ctx, task: &TaskId, json: bool) -> Result<(), Error> {
-    let (ws, store) = ctx.open()?;
-    let db = |e| Error::store(ws.db_path(), e);
-    let row = store
-        .task(task.as_str())
-        .map_err(db)?
-        .ok_or_else(|| Error::NotFound(format!("no task {task} in {}", ws.db_path().display())))?;
-    let mut pending = store
-        .pending(0, SHOWN_PENDING + 1, Some(task.as_str()))
-        .map_err(db)?;
-    let more_pending = pending.len() > SHOWN_PENDING;
-    pending.truncate(SHOWN_PENDING);
-    let history = store.history(Some(task.as_str()), None, 20).map_err(db)?;
-    show(
-        Shown {
-            task: TaskView::from(&row),
-            pending,
-            more_pending,
-            history,
-        },
-        json,
-    )
-}
-
 pub(super) fn print_transition(t: &Transition) {
     let from = t.from.as_deref().unwrap_or("(new)");
     match &t.occurrence {
@@ -262,8 +206,7 @@ pub(super) fn print_transition(t: &Transition) {
     }
 }
 
-/// After an owner transition: drain only if the runner lock is free right now. Hooks never make
-/// the transition fail, so problems here are warnings and the points stay pending.
+/// [`Owner::drain_if_free`] on the workspace's SQLite file.
 pub(super) fn drain_if_free(ws: &Workspace, store: &mut Store) {
     let stop = stop_on_signals();
     let lock = match RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| false) {
@@ -370,7 +313,21 @@ struct Shown<'a> {
     history: Vec<HistoryRow>,
 }
 
-fn show(shown: Shown<'_>, json: bool) -> Result<(), Error> {
+/// `task show` of task `task` in `q`.
+fn show(q: &mut dyn QueueView, task: &TaskId, json: bool) -> Result<(), Error> {
+    let row = q
+        .task(task)?
+        .ok_or_else(|| Error::NotFound(format!("no task {task} in {}", q.place())))?;
+    let mut pending = q.pending(Some(task.as_str()), SHOWN_PENDING + 1)?;
+    let more_pending = pending.len() > SHOWN_PENDING;
+    pending.truncate(SHOWN_PENDING);
+    let history = q.history(Some(task.as_str()), None, 20)?;
+    let shown = Shown {
+        task: TaskView::from(&row),
+        pending,
+        more_pending,
+        history,
+    };
     if json {
         return output::json(&shown);
     }
