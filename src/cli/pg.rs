@@ -36,7 +36,7 @@ pub(super) fn choice(ws: &Workspace) -> Result<Option<PgChoice>, Error> {
 }
 
 /// `source`, a failure of `queue`'s database.
-pub(super) fn placed(queue: &QueueName, source: PgError) -> Error {
+fn placed(queue: &QueueName, source: PgError) -> Error {
     Error::Queue(QueueError::Postgres {
         queue: queue.to_string(),
         source,
@@ -63,7 +63,7 @@ pub(super) fn exposed_password(ws: &Workspace) -> Option<String> {
 }
 
 /// Connects and opens the queue, creating or upgrading the schema.
-pub(super) fn open(choice: &PgChoice) -> Result<PgStore, Error> {
+fn open(choice: &PgChoice) -> Result<PgStore, Error> {
     PgStore::open(&choice.target, choice.queue.clone()).map_err(|e| placed(&choice.queue, e))
 }
 
@@ -128,7 +128,7 @@ pub(super) fn run(ws: &Workspace, choice: &PgChoice, jobs: usize, wait: Wait) ->
 
 /// After an owner transition: drain only if both runner locks are free right now. Hooks never
 /// make the transition fail, so problems here are warnings and the points stay pending.
-pub(super) fn drain_if_free(ws: &Workspace, store: PgStore) {
+fn drain_if_free(ws: &Workspace, store: PgStore) {
     let stop = stop_on_signals();
     let queue_lock = match take_lock(&store, Wait::No, stop) {
         Ok(Some(l)) => l,
@@ -177,7 +177,7 @@ pub(super) fn drain_if_free(ws: &Workspace, store: PgStore) {
 }
 
 /// Records in one transaction of the queue's database.
-pub(super) fn write<T>(
+fn write<T>(
     store: &mut PgStore,
     f: impl FnOnce(&mut postgres::Transaction<'_>, &QueueName) -> Result<T, PgError>,
 ) -> Result<T, Error> {
@@ -418,6 +418,12 @@ impl Owner for PgView {
     ) -> Result<Transition, Error> {
         write(&mut self.store, |tx, q| {
             pg::record::move_task(tx, q, task, phase, facts)
+        })
+    }
+
+    fn cancel_plan(&mut self, plan: &PlanId) -> Result<Vec<Transition>, Error> {
+        write(&mut self.store, |tx, q| {
+            pg::record::cancel_plan(tx, q, plan)
         })
     }
 

@@ -71,7 +71,7 @@ fn usage<E: std::fmt::Display>(e: E) -> Error {
 
 /// What an owner transition does to the workspace's queue, in its SQLite file or in its
 /// PostgreSQL database: records the transition in one transaction, then runs what is pending if
-/// the runner lock is free. `hookq task` writes each subcommand once over it.
+/// the runner lock is free. `hookq task` and `hookq plan cancel` are written once over it.
 pub(super) trait Owner: QueueView {
     /// Creates task `task` of plan `plan` in phase `phase`.
     fn add_task(
@@ -87,6 +87,8 @@ pub(super) trait Owner: QueueView {
         phase: &Phase,
         facts: &MoveFacts,
     ) -> Result<Transition, Error>;
+    /// Ends every unfinished task of plan `plan` in `failed.cancelled`.
+    fn cancel_plan(&mut self, plan: &PlanId) -> Result<Vec<Transition>, Error>;
     /// After an owner transition: drains only if the runner lock is free right now. Hooks never
     /// make the transition fail, so problems here are warnings and the points stay pending.
     fn drain_if_free(self: Box<Self>, ws: &Workspace);
@@ -112,6 +114,12 @@ impl Owner for SqliteView {
     ) -> Result<Transition, Error> {
         self.store
             .write(|tx| record::move_task(tx, task, phase, facts))
+            .map_err(self.err())
+    }
+
+    fn cancel_plan(&mut self, plan: &PlanId) -> Result<Vec<Transition>, Error> {
+        self.store
+            .write(|tx| record::cancel_plan(tx, plan))
             .map_err(self.err())
     }
 
@@ -207,7 +215,7 @@ pub(super) fn print_transition(t: &Transition) {
 }
 
 /// [`Owner::drain_if_free`] on the workspace's SQLite file.
-pub(super) fn drain_if_free(ws: &Workspace, store: &mut Store) {
+fn drain_if_free(ws: &Workspace, store: &mut Store) {
     let stop = stop_on_signals();
     let lock = match RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| false) {
         Ok(Some(lock)) => lock,
