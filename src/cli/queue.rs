@@ -99,9 +99,9 @@ pub(super) enum LockHolder {
     Queue(hookq::queue::pg::PgHolder),
 }
 
-/// What `hookq queue` and `hookq task` read, and `hookq queue` changes, in a queue, in the
-/// workspace's SQLite file or in its PostgreSQL database: each subcommand is written once over
-/// it. None of it takes the runner lock.
+/// What `hookq queue`, `hookq task` and `hookq plan cancel` read, and `hookq queue` changes, in
+/// a queue, in the workspace's SQLite file or in its PostgreSQL database: each subcommand is
+/// written once over it. None of it takes the runner lock.
 pub(super) trait QueueView {
     /// Where the queue is, as messages name it.
     fn place(&self) -> &str;
@@ -142,7 +142,7 @@ pub(super) trait QueueView {
 
 /// The queue in the workspace's SQLite file.
 pub(super) struct SqliteView {
-    pub(super) ws: Workspace,
+    ws: Workspace,
     pub(super) store: Store,
     place: String,
 }
@@ -235,7 +235,8 @@ struct Listing {
     more: bool,
 }
 
-/// The workspace's queue: in the PostgreSQL database it asks for, else in its SQLite file.
+/// The workspace's queue: in the PostgreSQL database it asks for, else in its SQLite file. It
+/// reads, and records and drains as an owner transition does.
 pub(super) fn open(ctx: &Ctx) -> Result<(Workspace, Box<dyn Owner>), Error> {
     #[cfg(feature = "postgres")]
     {
