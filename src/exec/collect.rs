@@ -162,6 +162,7 @@ pub fn collect_with(job: &Job<'_>, stop: &Stop, first: FirstStop) -> Result<Coll
             Some(_) => Leader::Foreground(stdin_fd.as_fd()),
             None => Leader::Session,
         },
+        gate: None,
     };
     let start = Instant::now();
     let child = Shell::spawn(&command);

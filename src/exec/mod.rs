@@ -14,5 +14,5 @@ mod types;
 
 pub use collect::{Collected, FirstStop, Input, Job, Program, collect, collect_with};
 pub use env::Environ;
-pub use run::{Finished, OpenedLog, Spec, run, run_while};
+pub use run::{Finished, OpenedLog, Spec, run, run_gated, run_while};
 pub use types::{Ending, ExecError, GroupTracker, Stop, describe};

@@ -70,8 +70,33 @@ pub fn run(spec: &Spec<'_>, stop: &Stop) -> Result<Finished, ExecError> {
 pub fn run_while(
     spec: &Spec<'_>,
     stop: &Stop,
-    mut meanwhile: impl FnMut(),
+    meanwhile: impl FnMut(),
 ) -> Result<Finished, ExecError> {
+    let ran = run_inner(spec, stop, None::<fn() -> bool>, meanwhile)?;
+    Ok(ran.expect("a command without a gate always runs"))
+}
+
+/// [`run_while`], with the command held at a gate: its shell is started, its process group
+/// named to [`Spec::owner`], and then `ready` is asked whether it may run, while the shell
+/// starts (see [`Shell::start`]). Nothing of the command line runs before `ready` says yes, nor
+/// ever if it says no (then `Ok(None)`: the shell is ended and reaped, the log gets no line) or
+/// if this process dies first. The queue counts a point's start in `ready`, so a command that
+/// kills its runner is counted and its process group is known before it can.
+pub fn run_gated(
+    spec: &Spec<'_>,
+    stop: &Stop,
+    ready: impl FnOnce() -> bool,
+    meanwhile: impl FnMut(),
+) -> Result<Option<Finished>, ExecError> {
+    run_inner(spec, stop, Some(ready), meanwhile)
+}
+
+fn run_inner(
+    spec: &Spec<'_>,
+    stop: &Stop,
+    ready: Option<impl FnOnce() -> bool>,
+    mut meanwhile: impl FnMut(),
+) -> Result<Option<Finished>, ExecError> {
     let log_err = |source| ExecError::Log {
         path: spec.log.to_path_buf(),
         source,
@@ -84,17 +109,29 @@ pub fn run_while(
             &owned
         }
     };
-    let stamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    log.write_all(format!("--- hookq {stamp} {}\n", spec.header).as_bytes())
-        .map_err(log_err)?;
-
-    let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-        .map_err(|e| ExecError::Os(e.into()))?;
-    let start = Instant::now();
+    let os = |e: rustix::io::Errno| ExecError::Os(e.into());
+    let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(os)?;
+    let gate = match ready {
+        Some(_) => Some(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(os)?),
+        None => None,
+    };
+    let mut start = Instant::now();
     // Our copy of the write end closes once the child has its own, so end-of-file arrives when
     // the command and everything it started are done with it.
-    let child = Shell::start(spec.line, spec.cwd, spec.env, writer.as_fd());
+    let child = Shell::start(
+        spec.line,
+        spec.cwd,
+        spec.env,
+        writer.as_fd(),
+        gate.as_ref().map(|(read, _)| read.as_fd()),
+    );
     drop(writer);
+    let gate = gate.map(|(_, open)| open);
+    let header = |mut log: &File| {
+        let stamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        log.write_all(format!("--- hookq {stamp} {}\n", spec.header).as_bytes())
+            .map_err(log_err)
+    };
     let child = match child {
         Ok(c) => c,
         // Out of processes, memory or descriptors: the machine's state, not the hook's. The
@@ -102,17 +139,39 @@ pub fn run_while(
         Err(e) if is_transient(&e) => return Err(ExecError::Os(e)),
         Err(e) => {
             let code = e.raw_os_error().unwrap_or(-1);
+            header(log)?;
             writeln!(log, "--- hookq cannot start /bin/sh: {e}").map_err(log_err)?;
-            return Ok(Finished {
+            return Ok(Some(Finished {
                 ending: Ending::SpawnFailed(code),
                 duration: start.elapsed(),
                 logged: 0,
                 truncated: false,
-            });
+            }));
         }
     };
     // Named in the lock file from now until it is reaped, whichever way this function returns.
     let _tracked = spec.owner.map(|lock| Tracked::new(lock, child.pid()));
+    if let (Some(ready), Some(gate)) = (ready, gate) {
+        if !ready() {
+            // The gate closes unopened: the shell exits without running the command, and a log
+            // made for it goes again, as a point that did not run leaves none.
+            drop(gate);
+            signal_group(&child, Signal::KILL);
+            let _ = child.wait();
+            remove_if_empty(log, spec.log);
+            return Ok(None);
+        }
+        if let Err(e) = header(log) {
+            drop(gate);
+            let _ = child.wait();
+            return Err(e);
+        }
+        // A shell that died meanwhile (a signal from outside) is reaped below as it ended.
+        let _ = rustix::io::write(&gate, b"\n");
+        start = Instant::now();
+    } else {
+        header(log)?;
+    }
     let mut copier = Copier {
         log,
         left: spec.max_log_bytes,
@@ -162,12 +221,12 @@ pub fn run_while(
         .as_bytes(),
     );
     log.write_all(&footer).map_err(log_err)?;
-    Ok(Finished {
+    Ok(Some(Finished {
         ending,
         duration,
         logged,
         truncated,
-    })
+    }))
 }
 
 /// Opens `path` for appending, creating it and its folders (owner-only) as needed.
@@ -202,6 +261,18 @@ fn create_log_dir(dir: &Path) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
+}
+
+/// Removes the log at `path` if it is still `file` and empty.
+fn remove_if_empty(file: &File, path: &Path) {
+    let same = |at: std::fs::Metadata, open: std::fs::Metadata| {
+        (at.dev(), at.ino()) == (open.dev(), open.ino()) && open.len() == 0
+    };
+    if let (Ok(at), Ok(open)) = (std::fs::metadata(path), file.metadata())
+        && same(at, open)
+    {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// A log opened ahead of its command. Creating a file is the dearest step of running a command

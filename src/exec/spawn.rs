@@ -71,6 +71,8 @@ pub(crate) struct Command<'a> {
     pub stderr: BorrowedFd<'a>,
     /// Its process group and session.
     pub leader: Leader<'a>,
+    /// A descriptor the child gets as its fd 3 (see [`Shell::start`]'s gate), if any.
+    pub gate: Option<BorrowedFd<'a>>,
 }
 
 /// A started command: wait for it with [`Shell::try_wait`] or [`Shell::wait`]. Like
@@ -83,21 +85,40 @@ pub(crate) struct Shell {
 impl Shell {
     /// Starts `/bin/sh -c line` in `cwd` with exactly `env` (each name given once), `out` as its
     /// stdout and stderr, `/dev/null` as stdin, as the leader of a new session and process group.
+    ///
+    /// With a `gate` (a pipe's read end), the shell starts but runs nothing of `line` until a
+    /// line can be read from the gate: the caller writes one once the command may run (its
+    /// process group is known to whoever must end it, its start is counted), and closes the
+    /// pipe instead when it must not, or dies, and then the shell exits 125 having run nothing.
+    /// Meanwhile the shell's own start (`execve`, the loader, its setup), most of what starting
+    /// a command costs, overlaps the caller's work. The gate is the shell's fd 3, closed before
+    /// `line` runs, which sees the descriptors it would see without one; `line` follows on the
+    /// same script line, so the shell's messages name the lines they name without a gate.
     pub(crate) fn start(
         line: &str,
         cwd: &Path,
         env: &Environ,
         out: BorrowedFd<'_>,
+        gate: Option<BorrowedFd<'_>>,
     ) -> io::Result<Shell> {
+        let gated;
+        let script = match gate {
+            Some(_) => {
+                gated = [GATE.as_bytes(), line.as_bytes()].concat();
+                &gated[..]
+            }
+            None => line.as_bytes(),
+        };
         Self::spawn(&Command {
             program: b"/bin/sh",
-            args: &[b"-c", line.as_bytes()],
+            args: &[b"-c", script],
             cwd,
             env,
             stdin: Stdin::Null,
             stdout: out,
             stderr: out,
             leader: Leader::Session,
+            gate,
         })
     }
 
@@ -144,6 +165,17 @@ impl Shell {
         } else {
             above_2(command.stderr)?
         };
+        // The gate goes onto 3 after 0-2 are set, from a number other than 3 (see above).
+        let gate = match command.gate {
+            Some(fd) if fd.as_raw_fd() <= 3 => {
+                let copy = rustix::io::fcntl_dupfd_cloexec(fd, 4)?;
+                let raw = copy.as_raw_fd();
+                moved.push(copy);
+                Some(raw)
+            }
+            Some(fd) => Some(fd.as_raw_fd()),
+            None => None,
+        };
         let tty = match command.leader {
             Leader::Session => None,
             Leader::Foreground(fd) => Some(fd.as_raw_fd()),
@@ -155,6 +187,9 @@ impl Shell {
         }
         actions.dup2(stdout, 1)?;
         actions.dup2(stderr, 2)?;
+        if let Some(gate) = gate {
+            actions.dup2(gate, 3)?;
+        }
         actions.chdir(&cwd)?;
         if let Some(tty) = tty {
             actions.tcsetpgrp(tty)?;
@@ -226,6 +261,11 @@ impl Shell {
     }
 }
 
+/// What a gated shell runs before the command line: wait for the gate's line, or exit 125 at
+/// its end without one; then close it. One script line, so the line numbers in the shell's
+/// messages are the command's own.
+const GATE: &str = "read -r _ <&3 || exit 125; exec 3<&-; ";
+
 /// Whether a failure to start a command is the machine's state rather than the command's: no
 /// process, memory or descriptor to spare right now.
 pub(crate) fn is_transient(e: &std::io::Error) -> bool {
@@ -259,7 +299,7 @@ mod tests {
     /// Runs `line` through `Shell::start` into a temp file and returns what it wrote.
     fn output(line: &str, cwd: &Path, env: &Environ) -> (ExitStatus, String) {
         let out = tempfile::tempfile().unwrap();
-        let shell = Shell::start(line, cwd, env, out.as_fd()).unwrap();
+        let shell = Shell::start(line, cwd, env, out.as_fd(), None).unwrap();
         let status = shell.wait().unwrap();
         let text = std::fs::read_to_string(format!("/proc/self/fd/{}", out.as_raw_fd())).unwrap();
         (status, text)
@@ -324,7 +364,7 @@ mod tests {
         assert_eq!(status.signal(), Some(libc::SIGTERM));
         // Not reaped twice: `try_wait` after the exit says so once, then the child is gone.
         let out = tempfile::tempfile().unwrap();
-        let shell = Shell::start("true", Path::new("/"), &env, out.as_fd()).unwrap();
+        let shell = Shell::start("true", Path::new("/"), &env, out.as_fd(), None).unwrap();
         let status = loop {
             if let Some(s) = shell.try_wait().unwrap() {
                 break s;
@@ -343,7 +383,7 @@ mod tests {
         let probe = tempfile::NamedTempFile::new().unwrap();
         let line = format!("readlink /proc/$$/fd/2 > {}", probe.path().display());
         let stderr = std::io::stderr();
-        let shell = Shell::start(&line, Path::new("/"), &env, stderr.as_fd()).unwrap();
+        let shell = Shell::start(&line, Path::new("/"), &env, stderr.as_fd(), None).unwrap();
         assert!(shell.wait().unwrap().success());
         let theirs = std::fs::read_to_string(probe.path()).unwrap();
         assert_eq!(theirs.trim_end(), ours.to_str().unwrap());
@@ -355,7 +395,7 @@ mod tests {
     fn a_name_given_twice_is_caught_in_debug_builds() {
         let out = tempfile::tempfile().unwrap();
         let env = vars(&[("A", "1"), ("PATH", "/bin"), ("A", "2")]);
-        let _ = Shell::start("true", Path::new("/"), &env, out.as_fd());
+        let _ = Shell::start("true", Path::new("/"), &env, out.as_fd(), None);
     }
 
     #[test]
@@ -363,10 +403,10 @@ mod tests {
         let out = tempfile::tempfile().unwrap();
         let env = vars(&[("PATH", "/usr/bin:/bin")]);
         let missing = Path::new("/nonexistent/hookq-spawn-test");
-        let err = Shell::start("true", missing, &env, out.as_fd()).unwrap_err();
+        let err = Shell::start("true", missing, &env, out.as_fd(), None).unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "{err}");
         for (line, env) in [("tr\0ue", env.clone()), ("true", vars(&[("A", "x\0y")]))] {
-            let err = Shell::start(line, Path::new("/"), &env, out.as_fd()).unwrap_err();
+            let err = Shell::start(line, Path::new("/"), &env, out.as_fd(), None).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{err}");
         }
     }

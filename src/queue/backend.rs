@@ -31,8 +31,9 @@ pub struct ChangeMark(pub i64);
 ///   commits its clear, which deletes it and writes its history rows in one transaction; a pass
 ///   that dies before then leaves it to run again.
 /// - **Counted starts.** A point is marked started ([`mark_started`](QueueStore::mark_started),
-///   or a worker's [`MarkStarts`]) before its first command starts; the mark must outlive a
-///   killed runner and be counted exactly once in the point's `passes`, by
+///   or a worker's [`MarkStarts`]) before any of its first command runs (the drain calls it
+///   while the command's shell waits at its gate, see [`crate::exec::run_gated`]); the mark must
+///   outlive a killed runner and be counted exactly once in the point's `passes`, by
 ///   [`fold_starts`](QueueStore::fold_starts) in the next pass at the latest. The drain parks a
 ///   point that as many passes as `queue.max_interrupted_runs` started: a clear whose one history
 ///   row is [`Outcome::Abandoned`](crate::queue::store::Outcome::Abandoned).

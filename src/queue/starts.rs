@@ -5,9 +5,9 @@
 //! Committing that count before every point's first command would cost the drain a SQLite commit
 //! a point, on the critical path between two commands (docs/design.md has the figure). Instead the
 //! runner appends one line, `<occurrence id> <start time, unix ms>\n`, to `arc.db-starts`
-//! before the command starts: one `write` into the page cache, which outlives a killed runner
-//! just as the drain's relaxed commits do (power loss can undo either; at worst a point is then
-//! counted once less). The lines are folded into `pending_hooks` (`passes + 1`,
+//! before any of the command runs (at its gate, see [`crate::exec::run_gated`]): one `write`
+//! into the page cache, which outlives a killed runner just as the drain's relaxed commits do
+//! (power loss can undo either; at worst a point is then counted once less). The lines are folded into `pending_hooks` (`passes + 1`,
 //! `last_started_ms`) with the drain's next batch of clears, or by the next pass when the runner
 //! died first, and the file is emptied after each fold (a parallel pass's workers wait for the
 //! fold to finish before they append). Only the holder of the runner lock writes it, from any of

@@ -17,7 +17,7 @@ use crate::queue::workspace::Workspace;
 
 use super::clears::{CLEAR_AFTER, Clears};
 use super::next::next;
-use super::point::{Done, Job, Ran, execute};
+use super::point::{Around, Done, Job, Ran, execute};
 
 /// How many pending rows one read fetches.
 const BATCH: usize = 256;
@@ -267,7 +267,7 @@ impl<'a> Drainer<'a> {
                         };
                         i = at;
                         let entry = window.remove(i).expect("index checked");
-                        let job = match self.prepare(store, lock, entry, report, pool.is_none()) {
+                        let job = match self.prepare(store, entry, report) {
                             Ok(Some(job)) => job,
                             Ok(None) => continue,
                             Err(e) => break 'start Err(e),
@@ -283,13 +283,15 @@ impl<'a> Drainer<'a> {
                                 // a batch is due, and open the first log of the point after it.
                                 let next_log =
                                     window.front().and_then(|e| self.first_log(e, &job.cfg));
-                                let mut flushed = Ok(());
+                                let mut serial = Serial {
+                                    store: &mut *store,
+                                    lock,
+                                    clears: &mut self.clears,
+                                    flushed: Ok(()),
+                                };
                                 let mut done =
-                                    execute(&self.ws, lock, job, self.stop, next_log, &mut || {
-                                        if flushed.is_ok() && self.clears.due() {
-                                            flushed = self.clears.try_flush(store);
-                                        }
-                                    });
+                                    execute(&self.ws, lock, job, self.stop, next_log, &mut serial);
+                                let flushed = serial.flushed;
                                 self.ahead = done.ahead.take();
                                 let finished = self.finish(done, report);
                                 if let Err(e) = flushed.and(finished) {
@@ -396,14 +398,12 @@ impl<'a> Drainer<'a> {
     }
 
     /// Reads the config for this point and either clears it (no commands, parked) or returns
-    /// the job to run, marked started when `mark` (a worker marks its own).
+    /// the job to run.
     pub(super) fn prepare<S: QueueStore>(
         &mut self,
         store: &mut S,
-        lock: &RunnerLock,
         entry: PendingRow,
         report: &mut PassReport,
-        mark: bool,
     ) -> Result<Option<Job>, Error> {
         let point = entry.point().map_err(|e| store.located(e))?;
         let task = entry.task_id().map_err(|e| store.located(e))?;
@@ -431,14 +431,6 @@ impl<'a> Drainer<'a> {
             // Interrupted before, perhaps by its own command killing the runner: what finished
             // before it is cleared first, so it cannot take those points down with it again.
             self.clears.flush(store)?;
-        }
-        let mut entry = entry;
-        if mark {
-            if !store.mark_started(&entry, lock)? {
-                // Dropped since it was read.
-                return Ok(None);
-            }
-            entry.passes += 1;
         }
         let worktree = self.ws.worktree(&task);
         let env = hook_env(
@@ -488,6 +480,27 @@ impl<'a> Drainer<'a> {
             Ran::Dropped => Ok(()),
             Ran::Stale => unreachable!("the pass prepares a stale job again"),
             Ran::Failed(e) => Err(e),
+        }
+    }
+}
+
+/// Around each job of a serial pass: its start is marked on the store, and while its commands
+/// run the points finished before it are cleared when a batch is due (the first failure kept).
+struct Serial<'s, S> {
+    store: &'s mut S,
+    lock: &'s RunnerLock,
+    clears: &'s mut Clears,
+    flushed: Result<(), Error>,
+}
+
+impl<S: QueueStore> Around for Serial<'_, S> {
+    fn mark(&mut self, entry: &PendingRow) -> Result<bool, Error> {
+        self.store.mark_started(entry, self.lock)
+    }
+
+    fn meanwhile(&mut self) {
+        if self.flushed.is_ok() && self.clears.due() {
+            self.flushed = self.clears.try_flush(self.store);
         }
     }
 }

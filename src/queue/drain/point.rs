@@ -1,5 +1,6 @@
 //! Running one point: its commands one after another, each logged, and how it went.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use crate::exec::{self, Ending, Environ, Stop};
@@ -12,8 +13,8 @@ use crate::queue::workspace::Workspace;
 
 use crate::queue::error::Error;
 
-/// A point ready to run: its commands and environment fixed, and its start logged (see
-/// [`crate::queue::starts`]), by the worker that runs it in a parallel pass.
+/// A point ready to run: its commands and environment fixed. Its start is counted as its
+/// first command starts (see [`Around::mark`]).
 pub(super) struct Job {
     pub(super) entry: PendingRow,
     pub(super) task: TaskId,
@@ -32,7 +33,7 @@ pub(super) enum Ran {
     /// A stop request ended it before its last command finished, or before it started: it
     /// stays pending.
     Stopped,
-    /// It was dropped from the queue while it waited for a worker: not run, nothing to clear.
+    /// It was dropped from the queue since it was read: not run, nothing to clear.
     Dropped,
     /// The config changed (or broke) while it waited for a worker: not started, to be prepared
     /// again with the config as it is now.
@@ -64,23 +65,37 @@ impl Done {
     }
 }
 
-/// Runs a job's commands one after another, calling `meanwhile` while they run (see
-/// [`exec::run_while`]). Each command's log is opened while the one before it runs, and `after`
-/// (the first log of the point to run next) while the last one runs, where their folder exists
-/// (see [`exec::OpenedLog`]); that one is handed back in [`Done::ahead`]. Touches no database.
+/// What the drain does around a job's commands, on the store it drains.
+pub(super) trait Around {
+    /// Counts the start of `entry` by this pass: called once the shell of its first command
+    /// has started and its process group is named in the lock file, before any of the command
+    /// runs (see [`exec::run_gated`]), so the shell's own start overlaps it. `false`: the point
+    /// was dropped since it was read, and the command does not run.
+    fn mark(&mut self, entry: &PendingRow) -> Result<bool, Error>;
+
+    /// Work done while a command runs (see [`exec::run_while`]).
+    fn meanwhile(&mut self) {}
+}
+
+/// Runs a job's commands one after another, each held at its gate until its process group is
+/// named in the lock file, and the first until `around` counted the point's start; `around`'s
+/// `meanwhile` runs while they run. Each command's log is opened while the one before it runs,
+/// and `after` (the first log of the point to run next) while the last one runs, where their
+/// folder exists (see [`exec::OpenedLog`]); that one is handed back in [`Done::ahead`].
 pub(super) fn execute(
     ws: &Workspace,
     lock: &RunnerLock,
     mut job: Job,
     stop: &Stop,
     mut after: Option<std::path::PathBuf>,
-    meanwhile: &mut dyn FnMut(),
+    around: &mut dyn Around,
 ) -> Done {
     let lines = job.cfg.hooks(job.point);
     let mut rows = Vec::with_capacity(lines.len());
     let mut warnings = Vec::new();
     let mut commands = 0;
-    let (entry, point, task) = (&job.entry, job.point, &job.task);
+    let (point, task) = (job.point, &job.task);
+    let entry = &mut job.entry;
     let mut ran = None;
     let mut ahead = job.first.take();
     for (i, line) in lines.iter().enumerate() {
@@ -96,11 +111,12 @@ pub(super) fn execute(
         } else {
             after.take()
         };
+        // The first command's start is counted before any of it runs: it runs in one pass more.
+        let pass = entry.passes + i64::from(i == 0);
         let header = format!(
-            "occurrence {} ARC_STATE={} pass {}: {}",
+            "occurrence {} ARC_STATE={} pass {pass}: {}",
             entry.id,
             job.state,
-            entry.passes,
             line.replace('\n', "\\n").replace('\r', "\\r")
         );
         let spec = exec::Spec {
@@ -116,23 +132,47 @@ pub(super) fn execute(
             owner: Some(lock),
         };
         let started_ms = now_ms();
-        let done = exec::run_while(&spec, stop, || {
-            meanwhile();
-            if let Some(path) = next_log.take() {
-                // A failure here is met again, and reported, when that command runs.
-                ahead = exec::OpenedLog::open(&path).ok().flatten();
-            }
-        });
+        // Both callbacks use `around`, one after the other, never at once.
+        let around = RefCell::new(&mut *around);
+        let mut marked: Result<bool, Error> = Ok(true);
+        let done = exec::run_gated(
+            &spec,
+            stop,
+            || {
+                if i == 0 {
+                    marked = around.borrow_mut().mark(entry);
+                }
+                matches!(marked, Ok(true))
+            },
+            || {
+                around.borrow_mut().meanwhile();
+                if let Some(path) = next_log.take() {
+                    // A failure here is met again, and reported, when that command runs.
+                    ahead = exec::OpenedLog::open(&path).ok().flatten();
+                }
+            },
+        );
         if let Some(o) = opened.filter(|o| o.path() != log) {
             o.discard();
         }
-        let done = match done {
-            Ok(d) => d,
-            Err(e) => {
+        let done = match (done, marked) {
+            (Err(e), _) => {
                 ran = Some(Ran::Failed(e.into()));
                 break;
             }
+            (Ok(None), Err(e)) => {
+                ran = Some(Ran::Failed(e));
+                break;
+            }
+            (Ok(None), Ok(_)) => {
+                ran = Some(Ran::Dropped);
+                break;
+            }
+            (Ok(Some(d)), _) => d,
         };
+        if i == 0 {
+            entry.passes += 1;
+        }
         if done.ending == Ending::Interrupted || killed_by_the_stop(done.ending, stop) {
             ran = Some(Ran::Stopped);
             break;

@@ -7,10 +7,11 @@ use crate::queue::backend::{MarkStarts, QueueStore};
 use crate::queue::config::ConfigSource;
 use crate::queue::error::Error;
 use crate::queue::lock::RunnerLock;
+use crate::queue::store::PendingRow;
 use crate::queue::workspace::Workspace;
 
 use super::pass::current;
-use super::point::{Done, Job, Ran, execute};
+use super::point::{Around, Done, Job, Ran, execute};
 use super::{Drainer, PassReport};
 
 impl<'a> Drainer<'a> {
@@ -52,13 +53,13 @@ impl<'a> Drainer<'a> {
     }
 }
 
-/// A worker's part of a parallel pass: starts `job` unless, while it waited, a stop came, the
-/// config changed (a point runs with the config as it is when the point runs) or the
-/// point was dropped; marks it started first, then runs it.
+/// A worker's part of a parallel pass: runs `job` unless, while it waited, a stop came or the
+/// config changed (a point runs with the config as it is when the point runs); its start is
+/// marked with the worker's marker as its first command starts, unless it was dropped.
 fn start(
     ws: &Workspace,
     lock: &RunnerLock,
-    mut job: Job,
+    job: Job,
     stop: &Stop,
     marker: &mut impl MarkStarts,
     config: &Mutex<ConfigSource>,
@@ -70,12 +71,14 @@ fn start(
     if !current(config).is_ok_and(|cfg| Arc::ptr_eq(&cfg, &job.cfg)) {
         return Done::unrun(job, Ran::Stale);
     }
-    match marker.mark_started(&job.entry) {
-        Ok(true) => {
-            job.entry.passes += 1;
-            execute(ws, lock, job, stop, None, &mut || {})
-        }
-        Ok(false) => Done::unrun(job, Ran::Dropped),
-        Err(e) => Done::unrun(job, Ran::Failed(e)),
+    execute(ws, lock, job, stop, None, &mut Worker(marker))
+}
+
+/// Around a worker's job: its start marked with the worker's marker, nothing else meanwhile.
+struct Worker<'m, M>(&'m mut M);
+
+impl<M: MarkStarts> Around for Worker<'_, M> {
+    fn mark(&mut self, entry: &PendingRow) -> Result<bool, Error> {
+        self.0.mark_started(entry)
     }
 }
