@@ -76,12 +76,16 @@ pub fn run_while(
     Ok(ran.expect("a command without a gate always runs"))
 }
 
-/// [`run_while`], with the command held at a gate: its shell is started, its process group
-/// named to [`Spec::owner`], and then `ready` is asked whether it may run, while the shell
-/// starts (see [`Shell::start`]). Nothing of the command line runs before `ready` says yes, nor
-/// ever if it says no (then `Ok(None)`: the shell is ended and reaped, the log gets no line) or
-/// if this process dies first. The queue counts a point's start in `ready`, so a command that
-/// kills its runner is counted and its process group is known before it can.
+/// [`run_while`], with the command held at a gate: its shell is started with a pipe as its fd 3,
+/// its process group named to [`Spec::owner`], and then `ready` is asked whether it may run,
+/// while the shell starts. The shell reads one line from the pipe before it runs any of the
+/// command line, and closes it first, so the command sees the descriptors it would see without
+/// a gate; the command follows on the same script line, so the shell's messages name the lines
+/// they name without one. Nothing of the command runs before `ready` says yes, nor ever if it
+/// says no (then `Ok(None)`: the shell is ended and reaped, and a log made for it removed while
+/// empty) or if this process dies first (the shell reads the pipe's end and exits 125). The
+/// queue counts a point's start in `ready`, so a command that kills its runner is counted, and
+/// its process group known, before it can.
 pub fn run_gated(
     spec: &Spec<'_>,
     stop: &Stop,
