@@ -4,12 +4,15 @@
 //! time; a task's next point starts only after its previous one finished, and a point's commands
 //! always run one after another. The calling thread reads the queue, prepares each point and
 //! clears finished ones; each worker keeps one prepared point waiting behind the one it runs, so
-//! it can start the next the moment one ends, and marks it started then, reading the database
-//! on a connection of its own ([`MarkStarts`](crate::queue::MarkStarts)). The database is
-//! reached only through [`QueueStore`](crate::queue::QueueStore). Workers never write the database.
+//! it can start the next the moment one ends, and marks it started as it starts, reading the
+//! database on a connection of its own ([`MarkStarts`](crate::queue::MarkStarts)). The database
+//! is reached only through [`QueueStore`](crate::queue::QueueStore). Workers never write the
+//! database.
 //!
-//! A point is marked started before its first command starts by a line in the start log
-//! (`arc.db-starts` beside the database), not a commit: a pass first folds the lines a killed runner left there.
+//! A point is marked started before any of its first command runs, while the command's shell
+//! waits at its gate ([`exec::run_gated`](crate::exec::run_gated)): on SQLite by a line in the
+//! start log (`arc.db-starts` beside the database), not a commit, and a pass first folds the
+//! lines a killed runner left there; on PostgreSQL by a commit on the runner lock's connection.
 //! Finished points are cleared in batches, committed while a command runs (so the commit costs
 //! the pass no time of its own, and, not waiting for another writer there, never holds up the
 //! command's timeout), with the starts of the points still running folded in: once

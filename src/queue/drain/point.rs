@@ -13,8 +13,8 @@ use crate::queue::workspace::Workspace;
 
 use crate::queue::error::Error;
 
-/// A point ready to run: its commands and environment fixed. Its start is counted as its
-/// first command starts (see [`Around::mark`]).
+/// A point ready to run: its commands and environment fixed. Its start is counted while its
+/// first command waits at its gate (see [`Around::mark`]).
 pub(super) struct Job {
     pub(super) entry: PendingRow,
     pub(super) task: TaskId,

@@ -55,7 +55,8 @@ impl<'a> Drainer<'a> {
 
 /// A worker's part of a parallel pass: runs `job` unless, while it waited, a stop came or the
 /// config changed (a point runs with the config as it is when the point runs); its start is
-/// marked with the worker's marker as its first command starts, unless it was dropped.
+/// marked with the worker's marker while its first command waits at its gate, unless it was
+/// dropped.
 fn start(
     ws: &Workspace,
     lock: &RunnerLock,
