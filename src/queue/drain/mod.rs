@@ -6,8 +6,8 @@
 //! clears finished ones; each worker keeps one prepared point waiting behind the one it runs, so
 //! it can start the next the moment one ends, and marks it started as it starts, reading the
 //! database on a connection of its own ([`MarkStarts`](crate::queue::MarkStarts)). The database
-//! is reached only through [`QueueStore`](crate::queue::QueueStore). Workers never write the
-//! database.
+//! is reached only through [`QueueStore`](crate::queue::QueueStore). On SQLite, workers never
+//! write the database.
 //!
 //! A point is marked started before any of its first command runs, while the command's shell
 //! waits at its gate ([`exec::run_gated`](crate::exec::run_gated)): on SQLite by a line in the
