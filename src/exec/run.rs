@@ -332,9 +332,8 @@ impl OpenedLog {
     /// still empty, so a point that did not run leaves no log behind (a runner killed before it
     /// gets here leaves it, empty).
     pub fn discard(self) {
-        let empty = self.file.metadata().is_ok_and(|m| m.len() == 0);
-        if self.created && empty && self.is_linked() {
-            let _ = std::fs::remove_file(&self.path);
+        if self.created {
+            remove_if_empty(&self.file, &self.path);
         }
     }
 }
