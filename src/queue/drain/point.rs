@@ -134,15 +134,19 @@ pub(super) fn execute(
         let started_ms = now_ms();
         // Both callbacks use `around`, one after the other, never at once.
         let around = RefCell::new(&mut *around);
-        let mut marked: Result<bool, Error> = Ok(true);
+        // What the first command's mark gave, once its shell started.
+        let mut marked: Option<Result<bool, Error>> = None;
         let done = exec::run_gated(
             &spec,
             stop,
             || {
-                if i == 0 {
-                    marked = around.borrow_mut().mark(entry);
+                if i > 0 {
+                    return true;
                 }
-                matches!(marked, Ok(true))
+                let m = around.borrow_mut().mark(entry);
+                let go = matches!(m, Ok(true));
+                marked = Some(m);
+                go
             },
             || {
                 around.borrow_mut().meanwhile();
@@ -160,19 +164,22 @@ pub(super) fn execute(
                 ran = Some(Ran::Failed(e.into()));
                 break;
             }
-            (Ok(None), Err(e)) => {
+            (Ok(None), Some(Err(e))) => {
                 ran = Some(Ran::Failed(e));
                 break;
             }
-            (Ok(None), Ok(_)) => {
+            (Ok(None), _) => {
                 ran = Some(Ran::Dropped);
                 break;
             }
-            (Ok(Some(d)), _) => d,
+            (Ok(Some(d)), marked) => {
+                // A shell that could not start was not counted: its pass did not start it.
+                if let Some(Ok(true)) = marked {
+                    entry.passes += 1;
+                }
+                d
+            }
         };
-        if i == 0 {
-            entry.passes += 1;
-        }
         if done.ending == Ending::Interrupted || killed_by_the_stop(done.ending, stop) {
             ran = Some(Ran::Stopped);
             break;
