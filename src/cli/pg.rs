@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::cli::error::Error;
 use hookq::exec::Stop;
 use hookq::queue::Error as QueueError;
+use hookq::queue::RowError;
 use hookq::queue::drain::Drainer;
 use hookq::queue::hub::{self, HubOptions};
 use hookq::queue::ids::{PlanId, TaskId};
@@ -380,7 +381,7 @@ impl QueueView for PgView {
     fn drop_entry(&mut self, id: i64) -> Result<PendingRow, Error> {
         let queue = self.store.queue().clone();
         pg::store::drop_entry(self.store.client(), &queue, id).map_err(|e| match e {
-            PgError::NoEntry(id) => {
+            PgError::Row(RowError::NoEntry(id)) => {
                 Error::NotFound(format!("no pending entry {id} in {}", self.place))
             }
             e => placed(&queue, e),

@@ -7,6 +7,7 @@ use crate::exec::ExecError;
 use crate::failure::{Failure, code};
 use crate::queue::config::ConfigError;
 use crate::queue::lock::{Holder, LockError};
+use crate::queue::row_error::RowError;
 use crate::queue::store::StoreError;
 use crate::queue::workspace::NotFound;
 
@@ -100,11 +101,11 @@ impl Error {
     pub fn store(path: impl Into<PathBuf>, source: StoreError) -> Self {
         let db = path.into();
         match source {
-            StoreError::NoTask(task) => Error::NoTask { task, db },
-            StoreError::NoEntry(id) => Error::NoEntry { id, db },
-            StoreError::NoHistory(id) => Error::NoHistory { id, db },
-            StoreError::TaskExists(task) => Error::TaskExists(task),
-            StoreError::Invalid(message) => Error::Invalid(message),
+            StoreError::Row(RowError::NoTask(task)) => Error::NoTask { task, db },
+            StoreError::Row(RowError::NoEntry(id)) => Error::NoEntry { id, db },
+            StoreError::Row(RowError::NoHistory(id)) => Error::NoHistory { id, db },
+            StoreError::Row(RowError::TaskExists(task)) => Error::TaskExists(task),
+            StoreError::Row(RowError::Invalid(message)) => Error::Invalid(message),
             source => Error::Store { path: db, source },
         }
     }
@@ -120,9 +121,12 @@ impl Failure for Error {
             Error::TaskExists(_) | Error::Invalid(_) => code::USAGE,
             Error::Config(_) => code::CONFIG,
             Error::Store { source, .. } => match source {
-                StoreError::Sqlite(_) | StoreError::Io { .. } | StoreError::BadRow(_) => {
-                    code::FAILURE
-                }
+                // A stored value that is not valid is the database's failure on PostgreSQL,
+                // an internal one on SQLite.
+                StoreError::Sqlite(_)
+                | StoreError::Io { .. }
+                | StoreError::Row(RowError::BadRow(_)) => code::FAILURE,
+                StoreError::Row(e) => e.exit_code(),
                 _ => code::DATABASE,
             },
             Error::Locked { .. } | Error::Stopped { .. } => code::LOCKED,
@@ -143,6 +147,10 @@ impl Failure for Error {
             Error::Config(_) => {
                 "no hook runs and nothing pending is cleared until the file is fixed; `hookq check` validates it"
             }
+            Error::Store {
+                source: StoreError::Row(e),
+                ..
+            } => return e.hint(),
             Error::Store { source, .. } => store_hint(source)?,
             Error::Locked { .. } => {
                 "a hub or another pass is draining; pending points stay queued for it"
@@ -192,15 +200,15 @@ mod tests {
         let db = PathBuf::from("/w/.radian/arc/arc.db");
         for (source, text) in [
             (
-                StoreError::NoTask("t1".into()),
+                StoreError::from(RowError::NoTask("t1".into())),
                 "no task t1 in /w/.radian/arc/arc.db",
             ),
             (
-                StoreError::NoEntry(7),
+                StoreError::from(RowError::NoEntry(7)),
                 "no pending entry 7 in /w/.radian/arc/arc.db",
             ),
             (
-                StoreError::NoHistory(9),
+                StoreError::from(RowError::NoHistory(9)),
                 "no history row 9 in /w/.radian/arc/arc.db",
             ),
         ] {
@@ -215,12 +223,12 @@ mod tests {
 
     #[test]
     fn refused_input_is_usage_without_the_database() {
-        let e = Error::store("/db", StoreError::TaskExists("t1".into()));
+        let e = Error::store("/db", StoreError::from(RowError::TaskExists("t1".into())));
         assert_eq!(
             (e.to_string(), e.exit_code()),
             ("task t1 exists already".into(), code::USAGE)
         );
-        let e = Error::store("/db", StoreError::Invalid("bad sha".into()));
+        let e = Error::store("/db", StoreError::from(RowError::Invalid("bad sha".into())));
         assert_eq!(
             (e.to_string(), e.exit_code()),
             ("bad sha".into(), code::USAGE)
@@ -236,7 +244,7 @@ mod tests {
         );
         assert_eq!(e.exit_code(), code::DATABASE);
         assert!(e.hint().unwrap().starts_with("restore arc.db"));
-        let e = Error::store("/db", StoreError::BadRow("x".into()));
+        let e = Error::store("/db", StoreError::from(RowError::BadRow("x".into())));
         assert_eq!((e.exit_code(), e.hint()), (code::FAILURE, None));
     }
 

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::queue::ids::{PlanId, TaskId};
 use crate::queue::phase::{Phase, Point};
+use crate::queue::row_error::RowError;
 use crate::queue::store::{
     COUNT_EVERY, IdMarks, StoreError, count_pending, count_up_to, id_mark_columns, now_ms,
     set_counted_mark,
@@ -58,9 +59,9 @@ pub fn validate_sha(sha: &str) -> Result<(), StoreError> {
         Ok(())
     } else {
         let cut: String = sha.chars().take(40).collect();
-        Err(StoreError::Invalid(format!(
+        Err(RowError::Invalid(format!(
             "invalid merged sha {cut:?}: expected 4 to 64 hex digits"
-        )))
+        )).into())
     }
 }
 
@@ -110,7 +111,7 @@ pub fn add_task(
         )?
         .execute(params![task.as_str(), plan.as_str(), phase.as_str(), now])?;
     if inserted == 0 {
-        return Err(StoreError::TaskExists(task.to_string()));
+        return Err(RowError::TaskExists(task.to_string()).into());
     }
     let occurrence = match phase.point() {
         Some(point) => Some(record_point(
@@ -143,11 +144,11 @@ pub fn move_task(
         validate_sha(sha)?;
     }
     if facts.attempt == Some(0) {
-        return Err(StoreError::Invalid(
+        return Err(RowError::Invalid(
             "invalid attempt 0: attempts count from 1".into(),
-        ));
+        ).into());
     }
-    let no_task = || StoreError::NoTask(task.to_string());
+    let no_task = || RowError::NoTask(task.to_string());
     // A move into a phase with a point reads the point ids' marks with the phase: one statement
     // fewer on the path figure 1 of the bench times.
     let (from, marks): (String, Option<IdMarks>) = if to.point().is_some() {
@@ -246,9 +247,9 @@ pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition
         .prepare_cached("SELECT MIN(id) FROM pending_hooks WHERE id > ?1")?
         .query_row([before], |r| r.get(0))?;
     if inserted != n || lowest_new != Some(first) {
-        return Err(StoreError::BadRow(format!(
+        return Err(RowError::BadRow(format!(
             "plan cancel recorded {inserted} points for {n} tasks, ids {lowest_new:?} to {last}"
-        )));
+        )).into());
     }
     let ids = first..=last;
     let to = cancelled.to_string();
@@ -271,16 +272,16 @@ pub fn requeue(tx: &Transaction<'_>, history_id: i64) -> Result<Occurrence, Stor
         .prepare_cached("SELECT task, point, state FROM hook_history WHERE id = ?1")?
         .query_row([history_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?
-        .ok_or(StoreError::NoHistory(history_id))?;
+        .ok_or(RowError::NoHistory(history_id))?;
     if state.is_empty() {
         // A point whose recorded state was missing was parked for it; run again, its hook would
         // have no `ARC_STATE` either.
-        return Err(StoreError::Invalid(format!(
+        return Err(RowError::Invalid(format!(
             "history row {history_id} has no recorded state (its point was parked for that); it cannot be re-queued"
-        )));
+        )).into());
     }
     let bad =
-        |e: &dyn std::fmt::Display| StoreError::BadRow(format!("history row {history_id}: {e}"));
+        |e: &dyn std::fmt::Display| RowError::BadRow(format!("history row {history_id}: {e}"));
     let task = TaskId::new(task).map_err(|e| bad(&e))?;
     let point: Point = point.parse().map_err(|e| bad(&e))?;
     let state = Phase::new(&state).map_err(|e| bad(&e))?;
@@ -288,7 +289,7 @@ pub fn requeue(tx: &Transaction<'_>, history_id: i64) -> Result<Occurrence, Stor
         .prepare_cached("SELECT EXISTS (SELECT 1 FROM tasks WHERE id = ?1)")?
         .query_row([task.as_str()], |r| r.get(0))?;
     if !exists {
-        return Err(StoreError::NoTask(task.to_string()));
+        return Err(RowError::NoTask(task.to_string()).into());
     }
     record_point(tx, &task, &state, point, now_ms(), IdMarks::read(tx)?)
 }
@@ -352,7 +353,7 @@ mod tests {
         let id = store.conn().last_insert_rowid();
         let err = store.write(|tx| requeue(tx, id)).unwrap_err();
         assert!(
-            matches!(&err, StoreError::Invalid(m) if m.contains("no recorded state")),
+            matches!(&err, StoreError::Row(RowError::Invalid(m)) if m.contains("no recorded state")),
             "{err}"
         );
         assert!(pending(&store).is_empty());

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use cluster::{PASSWORD, cluster};
 use hookq::failure::{Failure, code};
+use hookq::queue::RowError;
 use hookq::queue::pg::{
     self, ConnectFailure, PgError, PgQueue, PgRunnerLock, PgStore, QueueName, Target, record, store,
 };
@@ -127,16 +128,19 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
     let err = s
         .write(|tx, q| record::move_task(tx, q, &task("t1"), &ph("failed.x"), &bad))
         .unwrap_err();
-    assert!(matches!(err, PgError::Invalid(_)), "{err}");
+    assert!(matches!(err, PgError::Row(RowError::Invalid(_))), "{err}");
     let err = s
         .write(|tx, q| record::move_task(tx, q, &task("nope"), &ph("failed.x"), &none))
         .unwrap_err();
-    assert!(matches!(err, PgError::NoTask(_)), "{err}");
+    assert!(matches!(err, PgError::Row(RowError::NoTask(_))), "{err}");
     assert_eq!(err.exit_code(), code::NOT_FOUND);
     let err = s
         .write(|tx, q| record::add_task(tx, q, &task("t1"), &plan("p"), &ph("todo.ready")))
         .unwrap_err();
-    assert!(matches!(err, PgError::TaskExists(_)), "{err}");
+    assert!(
+        matches!(err, PgError::Row(RowError::TaskExists(_))),
+        "{err}"
+    );
     assert_eq!(pending(&mut s).len(), 4);
 
     // A plan cancel ends every unfinished task of the plan, one point per task, in one go.
@@ -906,7 +910,7 @@ fn the_drains_reads_and_writes() {
     let dropped = store::drop_entry(s.client(), &q, 3).unwrap();
     assert_eq!(dropped.task, "t1");
     let err = store::drop_entry(s.client(), &q, 3).unwrap_err();
-    assert!(matches!(err, PgError::NoEntry(3)), "{err}");
+    assert!(matches!(err, PgError::Row(RowError::NoEntry(3))), "{err}");
     assert!(!store::mark_started(&mut lock, &dropped).unwrap());
     assert!(pending(&mut s).is_empty());
     assert_eq!(

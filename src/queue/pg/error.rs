@@ -2,6 +2,7 @@
 //! never a password (every connection string shown is masked first).
 
 use crate::failure::{Failure, code};
+use crate::queue::row_error::RowError;
 
 /// Why a connection attempt failed, as far as a user can act on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,24 +89,9 @@ pub enum PgError {
     /// Any other error from the server or the connection.
     #[error("postgres: {0}")]
     Postgres(String),
-    /// No such task.
-    #[error("no task {0}")]
-    NoTask(String),
-    /// The task exists already.
-    #[error("task {0} exists already")]
-    TaskExists(String),
-    /// No pending entry with this id.
-    #[error("no pending entry {0}")]
-    NoEntry(i64),
-    /// No history row with this id.
-    #[error("no history row {0}")]
-    NoHistory(i64),
-    /// A stored value that should have been validated on the way in is not valid.
-    #[error("stored value is not valid: {0}")]
-    BadRow(String),
-    /// A value given by the caller is not valid.
-    #[error("{0}")]
-    Invalid(String),
+    /// A row that is not there or a value refused, as on SQLite.
+    #[error(transparent)]
+    Row(#[from] RowError),
 }
 
 impl PgError {
@@ -156,20 +142,16 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
 impl Failure for PgError {
     fn exit_code(&self) -> u8 {
         match self {
-            PgError::BadTarget { .. } | PgError::BadQueueName(_) | PgError::Invalid(_) => {
-                code::USAGE
-            }
-            PgError::TaskExists(_) => code::USAGE,
+            PgError::BadTarget { .. } | PgError::BadQueueName(_) => code::USAGE,
             PgError::Locked { .. } => code::LOCKED,
-            PgError::NoTask(_) | PgError::NoEntry(_) | PgError::NoHistory(_) => code::NOT_FOUND,
+            PgError::Row(e) => e.exit_code(),
             PgError::Connect { .. }
             | PgError::NoSchema { .. }
             | PgError::NewerSchema { .. }
             | PgError::OlderSchema { .. }
             | PgError::Migrate(_)
             | PgError::LockLost { .. }
-            | PgError::Postgres(_)
-            | PgError::BadRow(_) => code::DATABASE,
+            | PgError::Postgres(_) => code::DATABASE,
         }
     }
 
@@ -209,6 +191,7 @@ impl Failure for PgError {
             PgError::LockLost { .. } => {
                 "another runner may have taken the queue over; points this runner had not cleared run again there"
             }
+            PgError::Row(e) => return e.hint(),
             _ => return None,
         };
         Some(hint.to_owned())

@@ -18,6 +18,7 @@ use crate::queue::pg::error::PgError;
 use crate::queue::pg::lock::PgRunnerLock;
 use crate::queue::pg::record::CHANNEL;
 use crate::queue::pg::store::{self, PgStore};
+use crate::queue::row_error::RowError;
 use crate::queue::store::{Cleared, PendingRow, StoreError};
 
 /// How often [`QueueStore::wait_for_change`] reads the queue's mark when no notification came:
@@ -54,11 +55,11 @@ impl PgQueue {
     /// never committed this way: a host's recording transaction keeps the server's setting.
     pub fn new(store: PgStore, mut lock: PgRunnerLock) -> Result<Self, PgError> {
         if lock.queue() != store.queue() {
-            return Err(PgError::Invalid(format!(
+            return Err(RowError::Invalid(format!(
                 "the runner lock is queue {}'s, not queue {}'s",
                 lock.queue(),
                 store.queue()
-            )));
+            )).into());
         }
         lock.client()
             .batch_execute("SET synchronous_commit = off")?;
@@ -248,6 +249,6 @@ impl QueueStore for PgQueue {
     }
 
     fn located(&self, source: StoreError) -> Error {
-        self.placed(PgError::BadRow(source.to_string()))
+        self.placed(RowError::BadRow(source.to_string()).into())
     }
 }

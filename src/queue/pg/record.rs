@@ -17,6 +17,7 @@ use crate::queue::pg::error::PgError;
 use crate::queue::pg::name::QueueName;
 use crate::queue::phase::{Phase, Point};
 use crate::queue::record::{MoveFacts, Occurrence, Transition};
+use crate::queue::row_error::RowError;
 use crate::queue::store::now_ms;
 
 /// The channel a recording transaction notifies, with the queue's name as the payload.
@@ -97,7 +98,7 @@ pub fn add_task(
         ],
     )?;
     if inserted == 0 {
-        return Err(PgError::TaskExists(task.to_string()));
+        return Err(RowError::TaskExists(task.to_string()).into());
     }
     let occurrence = match phase.point() {
         Some(point) => Some(record_point(tx, queue, task, phase, point, now)?),
@@ -121,12 +122,12 @@ pub fn move_task(
     facts: &MoveFacts,
 ) -> Result<Transition, PgError> {
     if let Some(sha) = &facts.merged_sha {
-        crate::queue::record::validate_sha(sha).map_err(|e| PgError::Invalid(e.to_string()))?;
+        crate::queue::record::validate_sha(sha).map_err(|e| RowError::Invalid(e.to_string()))?;
     }
     if facts.attempt == Some(0) {
-        return Err(PgError::Invalid(
+        return Err(RowError::Invalid(
             "invalid attempt 0: attempts count from 1".into(),
-        ));
+        ).into());
     }
     let now = now_ms();
     let attempt = facts.attempt.map(i64::from);
@@ -147,7 +148,7 @@ pub fn move_task(
                 (&CHANNEL, Type::TEXT),
             ],
         )?
-        .ok_or_else(|| PgError::NoTask(task.to_string()))?;
+        .ok_or_else(|| RowError::NoTask(task.to_string()))?;
     let from: String = row.get(0);
     let occurrence = row.get::<_, Option<i64>>(1).map(|id| Occurrence {
         id,
@@ -229,14 +230,14 @@ pub fn requeue(
             "SELECT task, point, state FROM hookq_hook_history WHERE queue = $1 AND id = $2",
             &[&queue.as_str(), &history_id],
         )?
-        .ok_or(PgError::NoHistory(history_id))?;
+        .ok_or(RowError::NoHistory(history_id))?;
     let (task, point, state): (String, String, String) = (row.get(0), row.get(1), row.get(2));
     if state.is_empty() {
-        return Err(PgError::Invalid(format!(
+        return Err(RowError::Invalid(format!(
             "history row {history_id} has no recorded state (its point was parked for that); it cannot be re-queued"
-        )));
+        )).into());
     }
-    let bad = |e: &dyn std::fmt::Display| PgError::BadRow(format!("history row {history_id}: {e}"));
+    let bad = |e: &dyn std::fmt::Display| RowError::BadRow(format!("history row {history_id}: {e}"));
     let task = TaskId::new(task).map_err(|e| bad(&e))?;
     let point: Point = point.parse().map_err(|e| bad(&e))?;
     let state = Phase::new(&state).map_err(|e| bad(&e))?;
@@ -247,7 +248,7 @@ pub fn requeue(
         )?
         .is_some();
     if !exists {
-        return Err(PgError::NoTask(task.to_string()));
+        return Err(RowError::NoTask(task.to_string()).into());
     }
     record_point(tx, queue, &task, &state, point, now_ms())
 }

@@ -14,6 +14,7 @@ use crate::queue::pg::lock::{PgRunnerLock, host_name, queue_number};
 use crate::queue::pg::name::QueueName;
 use crate::queue::pg::schema;
 use crate::queue::pg::target::Target;
+use crate::queue::row_error::RowError;
 use crate::queue::store::{
     Cleared, HistoryRow, NewHistory, Outcome, PendingRow, Stats, TaskRow, now_ms,
 };
@@ -454,7 +455,7 @@ pub fn drop_entry(client: &mut Client, queue: &QueueName, id: i64) -> Result<Pen
     } else {
         None
     };
-    let entry = entry.ok_or(PgError::NoEntry(id))?;
+    let entry = entry.ok_or(RowError::NoEntry(id))?;
     let dropped = Cleared {
         entry,
         rows: vec![NewHistory::bare(Outcome::Dropped)],

@@ -8,6 +8,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use crate::queue::lock::RunnerLock;
+use crate::queue::row_error::RowError;
 use crate::queue::starts::{Start, StartLog};
 
 use super::open::{connect, set_pragma};
@@ -108,7 +109,7 @@ impl Store {
 
     /// Drops a pending point to history as `dropped`.
     pub fn drop_entry(&mut self, id: i64) -> Result<PendingRow, StoreError> {
-        let entry = self.pending_entry(id)?.ok_or(StoreError::NoEntry(id))?;
+        let entry = self.pending_entry(id)?.ok_or(RowError::NoEntry(id))?;
         self.write(|tx| {
             // Re-check inside the write lock: a pass may have cleared it since the read.
             let still: bool = tx.query_row(
@@ -117,7 +118,7 @@ impl Store {
                 |r| r.get(0),
             )?;
             if !still {
-                return Err(StoreError::NoEntry(id));
+                return Err(RowError::NoEntry(id).into());
             }
             clear_in(tx, &entry, &[NewHistory::bare(Outcome::Dropped)])
         })?;

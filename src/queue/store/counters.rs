@@ -2,6 +2,8 @@
 
 use rusqlite::{Connection, params};
 
+use crate::queue::row_error::RowError;
+
 use super::StoreError;
 
 /// How many points recording lets gather above the counted mark before it counts them in
@@ -59,7 +61,7 @@ impl IdMarks {
     /// as `AUTOINCREMENT` failed with `SQLITE_FULL`.
     pub fn ids_after(&self, n: i64) -> Result<i64, StoreError> {
         self.newest.max(self.cleared).checked_add(n).ok_or_else(|| {
-            StoreError::Invalid("occurrence ids are used up (the highest one was given)".into())
+            RowError::Invalid("occurrence ids are used up (the highest one was given)".into()).into()
         })
     }
 }

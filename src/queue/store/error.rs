@@ -6,6 +6,7 @@ use std::time::Duration;
 use rusqlite::ErrorCode;
 
 use super::open::DEFAULT_BUSY_TIMEOUT;
+use crate::queue::row_error::RowError;
 
 /// A store failure. Messages are short fragments; the CLI adds the database path.
 #[derive(Debug, thiserror::Error)]
@@ -63,24 +64,9 @@ pub enum StoreError {
     /// Any other SQLite error.
     #[error("sqlite: {0}")]
     Sqlite(#[source] rusqlite::Error),
-    /// No such task.
-    #[error("no task {0}")]
-    NoTask(String),
-    /// The task exists already.
-    #[error("task {0} exists already")]
-    TaskExists(String),
-    /// No pending entry with this id.
-    #[error("no pending entry {0}")]
-    NoEntry(i64),
-    /// No history row with this id.
-    #[error("no history row {0}")]
-    NoHistory(i64),
-    /// A stored value that should have been validated on the way in is not valid.
-    #[error("stored value is not valid: {0}")]
-    BadRow(String),
-    /// A value given by the caller is not valid.
-    #[error("{0}")]
-    Invalid(String),
+    /// A row that is not there or a value refused, as on PostgreSQL.
+    #[error(transparent)]
+    Row(#[from] RowError),
     /// The start log beside the database (`arc.db-starts`) cannot be read or written.
     #[error("cannot {action} {}: {source}", path.display())]
     StartLog {

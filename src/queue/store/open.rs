@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior};
 
+use crate::queue::row_error::RowError;
 use crate::queue::starts::{self, StartLog};
 
 use super::StoreError;
@@ -102,10 +103,10 @@ impl Store {
         // SQLite takes the timeout in milliseconds as a C `int`.
         let longest = Duration::from_millis(i32::MAX as u64);
         if opts.busy_timeout > longest {
-            return Err(StoreError::Invalid(format!(
+            return Err(RowError::Invalid(format!(
                 "busy timeout {:?} is longer than SQLite takes ({longest:?})",
                 opts.busy_timeout
-            )));
+            )).into());
         }
         create_private(path)?;
         let timed = |e| match e {

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::queue::ids::TaskId;
 use crate::queue::phase::Point;
+use crate::queue::row_error::RowError;
 use crate::queue::starts::{self, Start};
 
 use super::StoreError;
@@ -105,12 +106,12 @@ impl PendingRow {
     pub fn point(&self) -> Result<Point, StoreError> {
         self.point
             .parse()
-            .map_err(|e: crate::queue::phase::UnknownPoint| StoreError::BadRow(e.to_string()))
+            .map_err(|e: crate::queue::phase::UnknownPoint| RowError::BadRow(e.to_string()).into())
     }
 
     /// The task id, parsed.
     pub fn task_id(&self) -> Result<TaskId, StoreError> {
-        TaskId::new(self.task.as_str()).map_err(|e| StoreError::BadRow(e.to_string()))
+        TaskId::new(self.task.as_str()).map_err(|e| RowError::BadRow(e.to_string()).into())
     }
 }
 

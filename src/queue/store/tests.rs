@@ -5,6 +5,7 @@ use rusqlite::Connection;
 
 use super::*;
 use crate::queue::lock::RunnerLock;
+use crate::queue::row_error::RowError;
 use crate::queue::starts;
 
 #[test]
@@ -267,7 +268,7 @@ fn a_busy_timeout_sqlite_cannot_take_is_an_error() {
         ..StoreOptions::default()
     };
     let err = Store::open_with(&path, opts).unwrap_err();
-    assert!(matches!(err, StoreError::Invalid(_)), "{err}");
+    assert!(matches!(err, StoreError::Row(RowError::Invalid(_))), "{err}");
     assert!(err.to_string().contains("busy timeout"), "{err}");
     assert!(!path.exists(), "nothing was created");
 }
