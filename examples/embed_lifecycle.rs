@@ -96,9 +96,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     std::fs::remove_file(root.join(".arashi/hooks/post-create.sh"))?;
 
+    // The post-create hook left an untracked file: without force git keeps the worktree, and
+    // the dry run refuses the remove as the real one would.
     let mut req = RemoveRequest {
         branch: "feature/embed".into(),
         dry_run: true,
+        force: true,
         ..RemoveRequest::default()
     };
     let preview = wt.remove(&req, opts)?;
@@ -107,8 +110,6 @@ fn main() -> Result<(), Box<dyn Error>> {
         serde_json::to_string_pretty(&preview)?
     );
     req.dry_run = false;
-    // The post-create hook left an untracked file: without force git keeps the worktree.
-    req.force = true;
     let removed = wt.remove(&req, opts)?;
     for r in removed.removals.iter().flatten() {
         println!(
