@@ -12,8 +12,20 @@ pub fn binary_beside(exe: &Path) -> Option<PathBuf> {
 }
 
 /// The cargo arguments that build the binary for the profile the example was built with.
+///
+/// The example is named too: a build that selects an example resolves the dev-dependencies'
+/// features with the library's, so `--bin hookq` alone would compile the library (and a few
+/// dependencies) a second time with other features. Named with it, the library the example
+/// was built against is reused and only the binary compiles.
 pub fn build_args(release: bool) -> Vec<&'static str> {
-    let mut args = vec!["build", "--locked", "--bin", "hookq"];
+    let mut args = vec![
+        "build",
+        "--locked",
+        "--bin",
+        "hookq",
+        "--example",
+        "quickstart",
+    ];
     if release {
         args.push("--release");
     }

@@ -14,8 +14,9 @@
 //! folder is removed at the end unless `KEEP=1` is set, so you can look at it with the `hookq`
 //! CLI afterwards.
 //!
-//! It first builds the `hookq` binary beside it (`cargo build --bin hookq`, same profile, which
-//! `cargo run --example` alone does not), runs it on the tour's workspace at the end, and says
+//! It first builds the `hookq` binary beside it (`cargo build --bin hookq --example quickstart`,
+//! same profile and features, so the library is not compiled again; `cargo run --example` alone
+//! builds no binary), runs it on the tour's workspace at the end, and says
 //! where it is and how to put it on `PATH` (`cargo install --locked --path .`).
 
 mod agent;

@@ -119,7 +119,15 @@ fn the_quick_start_leaves_the_cli_where_the_readme_says() {
     );
     assert_eq!(
         quickstart_cli::build_args(true),
-        ["build", "--locked", "--bin", "hookq", "--release"]
+        [
+            "build",
+            "--locked",
+            "--bin",
+            "hookq",
+            "--example",
+            "quickstart",
+            "--release"
+        ]
     );
     let quick = section(&page("README.md"), "Quick start");
     assert!(quick.contains("`target/release/hookq`"), "{quick}");
