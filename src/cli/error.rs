@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use hookq::Failure;
 use hookq::failure::code;
+use hookq::queue::StoreError;
 use hookq::queue::config::ConfigError;
 use hookq::queue::lock::LockError;
-use hookq::queue::store::StoreError;
 
 /// A failure of a `hookq` command.
 #[derive(Debug, thiserror::Error)]

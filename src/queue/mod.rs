@@ -4,6 +4,10 @@
 //! The front door: [`Store::open`], the recording functions of [`record`] inside the host's own
 //! transaction, [`RunnerLock::acquire`], then [`Drainer`]. The drain and the hub reach the
 //! database through one trait, [`QueueStore`]; every failure is an [`Error`].
+//!
+//! The queue's error types all stand here: [`Error`] (the façade's), [`StoreError`] (the SQLite
+//! store's), `PgError` (the PostgreSQL queue's, with the `postgres` feature) and [`RowError`]
+//! (what either database does not hold or refuses, embedded in both).
 
 pub mod backend;
 pub mod config;
@@ -29,8 +33,10 @@ pub use drain::{Drainer, PassReport};
 pub use error::Error;
 pub use ids::{PlanId, TaskId};
 pub use lock::{RunnerLock, Wait};
+#[cfg(feature = "postgres")]
+pub use pg::PgError;
 pub use phase::{Phase, Point};
 pub use record::{MoveFacts, Transition};
 pub use row_error::RowError;
-pub use store::Store;
+pub use store::{Store, StoreError};
 pub use workspace::Workspace;

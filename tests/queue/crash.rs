@@ -154,7 +154,7 @@ fn writer_child_entry() {
 fn log(
     tx: &rusqlite::Transaction<'_>,
     tr: &hookq::Transition,
-) -> Result<(), hookq::queue::store::StoreError> {
+) -> Result<(), hookq::queue::StoreError> {
     tx.execute(
         "INSERT INTO host_log (task, phase, occurrence) VALUES (?1, ?2, ?3)",
         rusqlite::params![tr.task, tr.to, tr.occurrence.as_ref().map(|o| o.id)],
