@@ -23,6 +23,9 @@ pub struct LogFile {
     pub size: u64,
     /// When it was last written, unix ms.
     pub modified_ms: i64,
+    /// The occurrence its last run was of, read from that run's `--- hookq` header; `None` for
+    /// a file with no such header (written by something else, or cut before it).
+    pub occurrence: Option<i64>,
 }
 
 impl LogFile {
@@ -34,6 +37,11 @@ impl LogFile {
 
 /// The hook logs of `task` (only `point`'s when given), least recently written first, so the
 /// newest is last. A task with no log folder has none.
+///
+/// "Written" is the order the runs happened in: a task's points run in the order of their
+/// occurrences, so the files are ordered by the occurrence of their last run, and a point's
+/// commands (which run one after another) by their index. The modification time only orders
+/// files that name no occurrence: it is too coarse to order runs a few milliseconds apart.
 pub fn task_logs(
     ws: &Workspace,
     task: &TaskId,
@@ -66,27 +74,74 @@ pub fn task_logs(
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        // A file that cannot be read now (removed or replaced since) is ordered by its time.
+        let occurrence = last_occurrence(&entry.path()).ok().flatten();
         logs.push(LogFile {
             path: entry.path(),
             point: p,
             index,
             size: meta.len(),
             modified_ms,
+            occurrence,
         });
     }
-    logs.sort_by(|a, b| {
+    let key = |l: &LogFile| {
         (
-            a.modified_ms,
-            Point::ALL.iter().position(|p| *p == a.point),
-            a.index,
+            l.occurrence.is_some(),
+            l.occurrence,
+            l.modified_ms,
+            Point::ALL.iter().position(|p| *p == l.point),
+            l.index,
         )
-            .cmp(&(
-                b.modified_ms,
-                Point::ALL.iter().position(|p| *p == b.point),
-                b.index,
-            ))
-    });
+    };
+    logs.sort_by_key(key);
     Ok(logs)
+}
+
+/// The occurrence named by the last `--- hookq <time> occurrence <id> …` header line of the file
+/// at `path`, each run's first line. Reads backwards from the end, a block at a time, so only
+/// the last run's output is read.
+pub fn last_occurrence(path: &Path) -> std::io::Result<Option<i64>> {
+    const BLOCK: u64 = 64 * 1024;
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    let mut end = len;
+    // The bytes after the last newline seen, still to be joined to what comes before them.
+    let mut carry: Vec<u8> = Vec::new();
+    while end > 0 {
+        let start = end.saturating_sub(BLOCK);
+        let mut chunk = vec![0; (end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk)?;
+        chunk.extend_from_slice(&carry);
+        // Every complete line in the chunk, last first; the first piece may begin before it.
+        let mut rest = &chunk[..];
+        while let Some(nl) = rest.iter().rposition(|&b| b == b'\n') {
+            if let Some(id) = header_occurrence(&rest[nl + 1..]) {
+                return Ok(Some(id));
+            }
+            rest = &rest[..nl];
+        }
+        if start == 0 {
+            return Ok(header_occurrence(rest));
+        }
+        // Only a line's beginning tells a header, so an overlong line is carried cut short: a
+        // log of one endless line is read once, not copied over and over.
+        carry = rest[..rest.len().min(4096)].to_vec();
+        end = start;
+    }
+    Ok(None)
+}
+
+/// The occurrence a run's header line names: `--- hookq <time> occurrence <id> ARC_STATE=…`.
+fn header_occurrence(line: &[u8]) -> Option<i64> {
+    let line = std::str::from_utf8(line.strip_prefix(b"--- hookq ")?).ok()?;
+    let (_time, rest) = line.split_once(' ')?;
+    let (id, rest) = rest.strip_prefix("occurrence ")?.split_once(' ')?;
+    if !rest.starts_with("ARC_STATE=") {
+        return None;
+    }
+    id.parse().ok()
 }
 
 /// `<point>-NN.log` read back: the point and NN (two digits, from 01).
@@ -161,6 +216,32 @@ mod tests {
         ] {
             assert_eq!(parse_name(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn last_occurrences() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l");
+        let at = |text: &[u8]| {
+            std::fs::write(&path, text).unwrap();
+            last_occurrence(&path).unwrap()
+        };
+        let run = |id: i64, out: &str| {
+            format!(
+                "--- hookq 2026-01-02T03:04:05.678Z occurrence {id} ARC_STATE=review.rework_pending pass 1: echo\n{out}--- hookq exit 0 after 3 ms\n"
+            )
+        };
+        assert_eq!(at(run(3, "x\n").as_bytes()), Some(3));
+        assert_eq!(at(format!("{}{}", run(3, ""), run(12, "y\n")).as_bytes()), Some(12));
+        // A run's output that only looks like a header further up does not count.
+        assert_eq!(at(format!("{}--- hookq occurrence 99\n", run(4, "")).as_bytes()), Some(4));
+        // A last run whose output spans many blocks, with no newline at the end.
+        let long = format!("{}{}", run(7, ""), "z".repeat(300_000));
+        assert_eq!(at(long.as_bytes()), Some(7));
+        let lines = format!("{}{}", run(8, ""), "line\n".repeat(40_000));
+        assert_eq!(at(lines.as_bytes()), Some(8));
+        assert_eq!(at(b""), None);
+        assert_eq!(at(b"no header\n\xff\xfe\n"), None);
     }
 
     #[test]

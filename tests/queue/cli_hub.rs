@@ -436,3 +436,48 @@ fn queue_log_follows_a_hub_until_interrupted() {
     );
     stop_cleanly(hub);
 }
+
+/// `queue log` orders a task's logs by when their runs happened, the occurrence of each file's
+/// last run, not by modification times, which two runs milliseconds apart can share (nor, when
+/// they do, by the order the points are declared in).
+#[test]
+fn queue_log_orders_logs_by_their_runs_not_their_times() {
+    let ws = Ws::init();
+    ws.write_config("after_awaiting_human = ['echo waiting']\nafter_rework = ['echo rework']");
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    ws.hookq(&["task", "move", "t1", "review.awaiting_human"])
+        .expect_code(0);
+    ws.hookq(&["task", "move", "t1", "review.rework_pending"])
+        .expect_code(0);
+    let (waiting, rework) = (
+        ws.log_path("t1", "after_awaiting_human", 1),
+        ws.log_path("t1", "after_rework", 1),
+    );
+    // after_rework is declared before after_awaiting_human: equal times once ordered them so.
+    for log in [&waiting, &rework] {
+        let status = std::process::Command::new("touch")
+            .args(["-d", "2026-01-02 03:04:05"])
+            .arg(log)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let out = ws.hookq(&["queue", "log", "t1"]).ok().stdout();
+    let first = out.find("==> after_awaiting_human-01.log <==").expect(&out);
+    let second = out.find("==> after_rework-01.log <==").expect(&out);
+    assert!(first < second, "{out}");
+    let json: serde_json::Value =
+        serde_json::from_str(&ws.hookq(&["queue", "log", "t1", "--json"]).ok().stdout()).unwrap();
+    let occurrences: Vec<i64> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            f["occurrence"]
+                .as_i64()
+                .expect("each file names its last run")
+        })
+        .collect();
+    assert_eq!(occurrences.len(), 2, "{json}");
+    assert!(occurrences[0] < occurrences[1], "{json}");
+}
