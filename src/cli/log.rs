@@ -59,10 +59,12 @@ impl Options {
 
 /// Prints the logs of `task`. `known` says whether the queue (`place`, as the user sees it) has
 /// the task, asked only when no log is found: a queue's logs stay on the host that ran its hooks,
-/// whichever database holds the queue.
+/// whichever database holds the queue. `shared_logs`, for a queue other hosts drain too, says
+/// where the logs of hooks this host did not run are.
 pub(super) fn run(
     ws: &Workspace,
     place: &str,
+    shared_logs: Option<&str>,
     known: impl FnOnce() -> Result<bool, Error>,
     task: &TaskId,
     opts: Options,
@@ -85,7 +87,10 @@ pub(super) fn run(
     }
     if found.is_empty() && !opts.follow {
         let of = opts.point.map(|p| format!(" of {p}")).unwrap_or_default();
-        outln!("no hook logs{of} for task {task} yet");
+        match shared_logs {
+            Some(where_) => outln!("no hook logs{of} for task {task} on this host: {where_}"),
+            None => outln!("no hook logs{of} for task {task} yet"),
+        }
         return Ok(());
     }
     // Before anything is printed: a follower that printed is one Ctrl-C ends cleanly.

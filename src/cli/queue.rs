@@ -317,8 +317,9 @@ fn on(ws: &Workspace, q: &mut dyn QueueView, args: Args) -> Result<(), Error> {
             let json = json || (args.json && !follow);
             let (task, opts) = super::log::Options::parse(task, point, tail, follow, json)?;
             let place = q.place().to_owned();
+            let shared = q.shared_logs();
             let known = || Ok(q.task(&task)?.is_some());
-            super::log::run(ws, &place, known, &task, opts)
+            super::log::run(ws, &place, shared, known, &task, opts)
         }
         Some(Sub::Drop { id }) => {
             let e = q.drop_entry(id)?;

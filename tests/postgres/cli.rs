@@ -177,6 +177,16 @@ fn task_commands_record_into_postgres_and_run_drains_it() {
     // with the queue, its URL masked.
     let out = ws.hookq(&["queue", "log", "t1"]).ok();
     assert!(out.stdout().contains("==> "), "{}", out.describe());
+    // A task whose hooks this host never ran: the message says where its logs are.
+    ws.hookq(&["task", "add", "t9", "--plan", "p"]).ok();
+    let out = ws.hookq(&["queue", "log", "t9"]).ok();
+    assert!(
+        out.stdout().starts_with(
+            "no hook logs for task t9 on this host: each command's log is on the host that ran it"
+        ),
+        "{}",
+        out.describe()
+    );
     let out = ws.hookq(&["queue", "log", "nosuch"]).expect_code(4);
     assert!(
         out.stderr()
