@@ -17,15 +17,22 @@ pub(super) struct Args {
     /// recorded order, each point's commands one after another).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
-    /// How often to look for new commits, in milliseconds.
-    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=60_000))]
-    poll_ms: u64,
+    /// How often to look for new commits, in milliseconds: 50 by default on SQLite (a read of
+    /// the file's change counter); 1000 on PostgreSQL, where hookq's own commits (and a host
+    /// that calls `notify_hubs` after its own) wake the hub at once, and the poll only bounds
+    /// how long a commit nobody announced waits.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    poll_ms: Option<u64>,
 }
+
+/// `--poll-ms` on SQLite when not given.
+const SQLITE_POLL: Duration = Duration::from_millis(50);
 
 pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let stop = stop_on_signals();
+    let poll = args.poll_ms.map(Duration::from_millis);
     let opts = HubOptions {
-        poll: Duration::from_millis(args.poll_ms),
+        poll: poll.unwrap_or(SQLITE_POLL),
         ..HubOptions::default()
     };
     #[cfg(feature = "postgres")]
@@ -42,7 +49,14 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
                 choice.target,
                 std::process::id()
             );
-            return super::pg::hub(&ws, &choice, &mut drainer, stop, opts);
+            // The wait for a notification is cut in slices of SQLite's poll, so that a stop
+            // is seen at once; the queue is read every `poll`.
+            let opts = HubOptions {
+                poll: SQLITE_POLL,
+                ..opts
+            };
+            let poll = poll.unwrap_or(hookq::queue::pg::queue::DEFAULT_POLL_INTERVAL);
+            return super::pg::hub(&ws, &choice, &mut drainer, stop, opts, poll);
         }
     }
     let (ws, mut store) = ctx.open()?;

@@ -209,6 +209,7 @@ pub(super) fn hub(
     drainer: &mut Drainer<'_>,
     stop: &Stop,
     opts: HubOptions,
+    poll_interval: Duration,
 ) -> Result<(), Error> {
     let mut backoff = BACKOFF_FIRST;
     let mut down = false;
@@ -221,7 +222,7 @@ pub(super) fn hub(
                 return Ok(None);
             };
             PgQueue::new(store, l)
-                .map(Some)
+                .map(|q| Some(q.poll_interval(poll_interval)))
                 .map_err(|e| placed(&choice.queue, e))
         });
         let failure = match held {
@@ -355,6 +356,22 @@ impl QueueView for PgView {
 
     fn pending(&mut self, task: Option<&str>, limit: usize) -> Result<Vec<PendingRow>, Error> {
         self.read(|c, q| pg::store::pending(c, q, 0, limit, task))
+    }
+
+    fn dropped_note(&mut self, entry: &PendingRow) -> Option<String> {
+        // Started by the runner holding the queue's lock now, and not cleared: it may be
+        // running. The drop cannot take back a command that started, so say what happens to it.
+        let holder = self.read(pg::holder).ok().flatten()?;
+        let started = entry.last_started_ms?;
+        let since = holder.since.as_deref()?;
+        chrono::DateTime::parse_from_rfc3339(since)
+            .is_ok_and(|t| started >= t.timestamp_millis())
+            .then(|| {
+                format!(
+                    "note: the runner holding the lock ({holder}) started it at {} and has not cleared it; if its commands are running, they finish, and only the drop is kept in history",
+                    output::time(started)
+                )
+            })
     }
 
     fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {

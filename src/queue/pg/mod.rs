@@ -18,13 +18,18 @@ pub mod schema;
 pub mod store;
 pub mod target;
 
+/// The `postgres` crate whose [`Transaction`](postgres::Transaction) and
+/// [`Client`](postgres::Client) the queue's calls take, so that a host uses the very version
+/// hookq was built with, without naming it in its own `Cargo.toml`.
+pub use postgres;
+
 pub use choose::{ChosenBy, DATABASE_ENV, PgChoice, choose};
 pub use connect::connect;
 pub use error::{ConnectFailure, PgError};
 pub use lock::{PgHolder, PgRunnerLock, holder};
 pub use name::QueueName;
 pub use queue::PgQueue;
-pub use record::CHANNEL;
+pub use record::{CHANNEL, notify_hubs};
 pub use store::PgStore;
 pub use target::{RootCerts, SslMode, Target, has_password, mask};
 

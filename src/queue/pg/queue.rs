@@ -21,9 +21,12 @@ use crate::queue::pg::store::{self, PgStore};
 use crate::queue::row_error::RowError;
 use crate::queue::store::{Cleared, PendingRow, StoreError};
 
-/// How often [`QueueStore::wait_for_change`] reads the queue's mark when no notification came:
-/// a fallback for a notification lost with a connection, not the way a hub learns of commits.
-pub const SLOW_POLL: Duration = Duration::from_secs(5);
+/// How often [`QueueStore::wait_for_change`] reads the queue's mark when no notification came,
+/// by default ([`PgQueue::poll_interval`]): the longest a commit waits for a hub when nobody
+/// notified the hubs of it (a host that does not call
+/// [`notify_hubs`](crate::queue::pg::notify_hubs) after its commits, or a notification lost with
+/// a connection).
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A queue on PostgreSQL, drained by the holder of its runner lock.
 pub struct PgQueue {
@@ -31,6 +34,10 @@ pub struct PgQueue {
     lock: Arc<Mutex<PgRunnerLock>>,
     listening: bool,
     polled: Instant,
+    poll_interval: Duration,
+    /// The mark the last wait was given: a wait given another one is the first after a pass,
+    /// and compares at once.
+    waited_for: Option<ChangeMark>,
 }
 
 impl std::fmt::Debug for PgQueue {
@@ -68,7 +75,18 @@ impl PgQueue {
             lock: Arc::new(Mutex::new(lock)),
             listening: false,
             polled: Instant::now(),
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            waited_for: None,
         })
+    }
+
+    /// Reads the queue's mark every `interval` while no notification comes
+    /// ([`DEFAULT_POLL_INTERVAL`] unless set): the longest a commit nobody notified waits for
+    /// this hub. The read costs the same on an idle queue as on a full one (two index probes
+    /// and the lock table).
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
     }
 
     /// The store: its connection reads, and records a host's transitions.
@@ -205,20 +223,26 @@ impl QueueStore for PgQueue {
 
     fn change_mark(&mut self) -> Result<ChangeMark, Error> {
         let queue = self.store.queue().clone();
-        store::last_recorded(self.store.client(), &queue)
+        store::change_mark(self.store.client(), &queue)
             .map(ChangeMark)
             .map_err(|e| self.placed(e))
     }
 
-    /// Waits on `LISTEN` for the notification a recording transaction sends as it commits, and
-    /// reads the queue's mark only then, or every [`SLOW_POLL`] in case one was lost, checking
-    /// then that the runner lock is still held (an error when it is not).
+    /// Waits on `LISTEN` for the notification sent after a recording commits, and reads the
+    /// queue's mark then, on the first wait after a pass (a commit during the pass, whose
+    /// notification may have been folded into one the pass already answered), and every
+    /// [`poll_interval`](PgQueue::poll_interval) (a commit nobody notified of), checking then
+    /// that the runner lock is still held (an error when it is not).
     fn wait_for_change(&mut self, seen: ChangeMark, timeout: Duration) -> Result<bool, Error> {
         if !self.listening {
             let listen = self.store.client().batch_execute(&format!("LISTEN {CHANNEL}"));
             listen.map_err(|e| self.placed(e.into()))?;
             self.listening = true;
             // A commit before the LISTEN took effect sent its notification to no one.
+            self.waited_for = None;
+        }
+        if self.waited_for != Some(seen) {
+            self.waited_for = Some(seen);
             self.polled = Instant::now();
             if self.change_mark()? != seen {
                 return Ok(true);
@@ -227,7 +251,8 @@ impl QueueStore for PgQueue {
         let woken = self.notified(timeout).map_err(|e| self.placed(e))?;
         // A closed connection ends the wait at once, with no notification: reading the mark
         // then fails, and says why.
-        if !woken && self.polled.elapsed() < SLOW_POLL && !self.store.client().is_closed() {
+        if !woken && self.polled.elapsed() < self.poll_interval && !self.store.client().is_closed()
+        {
             return Ok(false);
         }
         self.polled = Instant::now();

@@ -1,16 +1,27 @@
 //! Recording transitions and their hook points inside the host's own
-//! [`postgres::Transaction`], by the same rules as the SQLite queue's recording.
+//! [`postgres::Transaction`], by the same rules as the SQLite queue's recording; and
+//! [`notify_hubs`], the call that wakes the queue's hubs once the host has committed.
 //!
 //! Nothing here commits: the phase write, the `pending_hooks` row and its state row are written
-//! in the caller's transaction, with a `NOTIFY` that PostgreSQL delivers only when it commits.
-//! A rolled-back transaction leaves nothing, and wakes no one. Nothing here runs a hook.
+//! in the caller's transaction. A rolled-back transaction leaves nothing. Nothing here runs a
+//! hook.
 //!
-//! Recording a point takes the queue's id counter row until the transaction ends: transactions
-//! that record points in one queue take turns there (as SQLite's single writer does), which is
-//! what gives ids in the order of their commits.
+//! Recording takes no lock that another task's recording needs. Occurrence ids come from a
+//! sequence, which holds nothing past the call; a move holds its task's row until it commits, so
+//! one task's points get increasing ids in the order they commit, and two moves of one task take
+//! turns. Across tasks ids promise no order: a transaction that took its id first may commit
+//! last, and the drain runs such a point in its next pass.
+//!
+//! Nor is anything notified inside the transaction: PostgreSQL serializes the commits of every
+//! transaction that sent a `NOTIFY`, cluster-wide, holding one lock across each commit's WAL
+//! flush, so notifying writers would take turns again. [`notify_hubs`] notifies after the
+//! commit instead, and hubs poll as well.
 
-use postgres::Transaction;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
 use postgres::types::Type;
+use postgres::{Client, Transaction};
 
 use crate::queue::ids::{PlanId, TaskId};
 use crate::queue::pg::error::PgError;
@@ -20,38 +31,74 @@ use crate::queue::record::{MoveFacts, Occurrence, Transition};
 use crate::queue::row_error::RowError;
 use crate::queue::store::now_ms;
 
-/// The channel a recording transaction notifies, with the queue's name as the payload.
+/// The channel [`notify_hubs`] notifies, with the queue's name as the payload.
 pub const CHANNEL: &str = "hookq";
 
-/// Takes `n` new occurrence ids of `queue` (creating its row on first use): the last one.
-fn take_ids(tx: &mut Transaction<'_>, queue: &QueueName, n: i64) -> Result<i64, PgError> {
-    Ok(tx
-        .query_typed_one(
-            "INSERT INTO hookq_queues (queue, last_id, created_ms) VALUES ($1, $2, $3)
-             ON CONFLICT (queue) DO UPDATE SET last_id = hookq_queues.last_id + EXCLUDED.last_id
-             RETURNING last_id",
-            &[
-                (&queue.as_str(), Type::TEXT),
-                (&n, Type::INT8),
-                (&now_ms(), Type::INT8),
-            ],
+/// Tells the hubs of `queue` that a transaction recording its points committed, so that they
+/// drain within milliseconds rather than at their next poll. Call it on any connection after
+/// the commit (never inside the recording transaction: there it would serialize the commit with
+/// every other notifying commit of the cluster). `PgStore::write` calls it itself.
+///
+/// It costs one round trip, a transaction of its own committed without waiting for the disk (a
+/// lost notification costs only the wait for the next poll). Calls for one queue from many
+/// threads of a process at once are folded: while one is sending, the others only ask it to
+/// send once more when done, so a burst of commits sends a few notifications, and every commit
+/// is still followed by one sent after it.
+pub fn notify_hubs(client: &mut Client, queue: &QueueName) -> Result<(), PgError> {
+    static SENDING: Mutex<Option<HashMap<QueueName, Sending>>> = Mutex::new(None);
+    let state = || SENDING.lock().unwrap_or_else(PoisonError::into_inner);
+    {
+        let mut map = state();
+        let s = map.get_or_insert_with(HashMap::new).entry(queue.clone()).or_default();
+        if s.active {
+            s.again = true;
+            return Ok(());
+        }
+        s.active = true;
+    }
+    // The queue's name is of letters, digits and `._-/:@+` (no quote), so it is a literal as is.
+    let sql = format!(
+        "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_notify('{CHANNEL}', '{}'); COMMIT",
+        queue.as_str()
+    );
+    loop {
+        let sent = client.batch_execute(&sql);
+        let mut map = state();
+        let s = map.get_or_insert_with(HashMap::new).entry(queue.clone()).or_default();
+        if sent.is_err() || !s.again {
+            s.active = false;
+            s.again = false;
+            return Ok(sent?);
+        }
+        s.again = false;
+    }
+}
+
+/// Whether a thread of this process is sending a queue's notification, and whether another
+/// asked for one more after it.
+#[derive(Default)]
+struct Sending {
+    active: bool,
+    again: bool,
+}
+
+/// Takes `n` new occurrence ids, in increasing order.
+fn take_ids(tx: &mut Transaction<'_>, n: i64) -> Result<Vec<i64>, PgError> {
+    let mut ids: Vec<i64> = tx
+        .query_typed(
+            "SELECT nextval('hookq_occurrence_ids') FROM generate_series(1, $1)",
+            &[(&n, Type::INT8)],
         )?
-        .get(0))
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    ids.sort_unstable();
+    Ok(ids)
 }
 
-/// Sends the queue's notification; delivered on commit, dropped on rollback, one per
-/// transaction however many points it records.
-fn notify(tx: &mut Transaction<'_>, queue: &QueueName) -> Result<(), PgError> {
-    tx.query_typed(
-        "SELECT pg_notify($1, $2)",
-        &[(&CHANNEL, Type::TEXT), (&queue.as_str(), Type::TEXT)],
-    )?;
-    Ok(())
-}
-
-/// Records `point` for `task` entering `phase`: takes the next id, writes the point and its
-/// state and notifies, in one call of the schema's `hookq_record_point` (one round trip, and
-/// planned once per session).
+/// Records `point` for `task` entering `phase`: takes the next id and writes the point and its
+/// state, in one call of the schema's `hookq_record_point` (one round trip, and planned once
+/// per session).
 fn record_point(
     tx: &mut Transaction<'_>,
     queue: &QueueName,
@@ -62,14 +109,13 @@ fn record_point(
 ) -> Result<Occurrence, PgError> {
     let id = tx
         .query_typed_one(
-            "SELECT hookq_record_point($1, $2, $3, $4, $5, $6)",
+            "SELECT hookq_record_point($1, $2, $3, $4, $5)",
             &[
                 (&queue.as_str(), Type::TEXT),
                 (&task.as_str(), Type::TEXT),
                 (&point.as_str(), Type::TEXT),
                 (&phase.as_str(), Type::TEXT),
                 (&now, Type::INT8),
-                (&CHANNEL, Type::TEXT),
             ],
         )?
         .get(0);
@@ -136,7 +182,7 @@ pub fn move_task(
     // of a bare commit and its statements are planned once per session.
     let row = tx
         .query_typed_opt(
-            "SELECT from_phase, point_id FROM hookq_move_task($1, $2, $3, $4, $5, $6, $7, $8)",
+            "SELECT from_phase, point_id FROM hookq_move_task($1, $2, $3, $4, $5, $6, $7)",
             &[
                 (&queue.as_str(), Type::TEXT),
                 (&task.as_str(), Type::TEXT),
@@ -145,7 +191,6 @@ pub fn move_task(
                 (&facts.merged_sha, Type::TEXT),
                 (&attempt, Type::INT8),
                 (&point, Type::TEXT),
-                (&CHANNEL, Type::TEXT),
             ],
         )?
         .ok_or_else(|| RowError::NoTask(task.to_string()))?;
@@ -186,29 +231,26 @@ pub fn cancel_plan(
         return Ok(Vec::new());
     }
     let now = now_ms();
-    let n = from.len() as i64;
-    let last = take_ids(tx, queue, n)?;
-    let first = last - n + 1;
+    let ids = take_ids(tx, from.len() as i64)?;
     let tasks: Vec<&str> = from.iter().map(|(t, _)| t.as_str()).collect();
     tx.execute(
         "INSERT INTO hookq_pending_hooks (queue, id, task, point, recorded_ms)
-         SELECT $1, $2 + ord - 1, t, $3, $4 FROM unnest($5::text[]) WITH ORDINALITY AS u(t, ord)",
-        &[&queue.as_str(), &first, &point.as_str(), &now, &tasks],
+         SELECT $1, i, t, $3, $4 FROM unnest($2::bigint[], $5::text[]) AS u(i, t)",
+        &[&queue.as_str(), &ids, &point.as_str(), &now, &tasks],
     )?;
     tx.execute(
         "INSERT INTO hookq_pending_hook_states (queue, hook_id, state)
-         SELECT $1, g, $4 FROM generate_series($2::bigint, $3::bigint) AS g",
-        &[&queue.as_str(), &first, &last, &cancelled.as_str()],
+         SELECT $1, i, $3 FROM unnest($2::bigint[]) AS u(i)",
+        &[&queue.as_str(), &ids, &cancelled.as_str()],
     )?;
     tx.execute(
         "UPDATE hookq_tasks SET phase = $3, updated_ms = $4 WHERE queue = $1 AND id = ANY($2)",
         &[&queue.as_str(), &tasks, &cancelled.as_str(), &now],
     )?;
-    notify(tx, queue)?;
     let to = cancelled.to_string();
     Ok(from
         .into_iter()
-        .zip(first..=last)
+        .zip(ids)
         .map(|((task, phase), id)| Transition {
             task,
             from: Some(phase),

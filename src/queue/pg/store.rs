@@ -103,7 +103,9 @@ impl PgStore {
     }
 
     /// Runs `f` in a transaction and commits it when `f` succeeds: record transitions in it
-    /// with [`crate::queue::pg::record`], passing [`PgStore::queue`].
+    /// with [`crate::queue::pg::record`], passing [`PgStore::queue`]. Once committed, the
+    /// queue's hubs are woken ([`notify_hubs`](crate::queue::pg::notify_hubs)); a notification
+    /// that fails is only a `tracing` warning, since the hubs' poll finds the commit anyway.
     pub fn write<T>(
         &mut self,
         f: impl FnOnce(&mut Transaction<'_>, &QueueName) -> Result<T, PgError>,
@@ -111,6 +113,9 @@ impl PgStore {
         let mut tx = self.client.transaction()?;
         let out = f(&mut tx, &self.queue)?;
         tx.commit()?;
+        if let Err(e) = crate::queue::pg::record::notify_hubs(&mut self.client, &self.queue) {
+            tracing::warn!(queue = %self.queue, "cannot notify the queue's hubs: {e}");
+        }
         Ok(out)
     }
 }
@@ -119,15 +124,36 @@ fn application_name() -> String {
     format!("hookq pid {} on {}", std::process::id(), host_name())
 }
 
-/// The highest occurrence id `queue` has given (0 for none): it changes with every committed
-/// recording, so a hub compares it with the one it saw last to tell whether to drain.
-pub fn last_recorded(client: &mut impl GenericClient, queue: &QueueName) -> Result<i64, PgError> {
-    Ok(client
-        .query_opt(
-            "SELECT last_id FROM hookq_queues WHERE queue = $1",
-            &[&queue.as_str()],
-        )?
-        .map_or(0, |r| r.get(0)))
+/// What [`change_mark`] reads: the highest occurrence id the queue holds, pending or in its
+/// history, and the transactions now writing the outbox table on other connections.
+const CHANGE_MARK: &str = "SELECT GREATEST(
+        (SELECT MAX(id) FROM hookq_pending_hooks WHERE queue = $1),
+        (SELECT MAX(occurrence) FROM hookq_hook_history WHERE queue = $1)),
+        (SELECT string_agg(l.virtualtransaction, ',' ORDER BY l.virtualtransaction)
+         FROM pg_locks l
+         WHERE l.locktype = 'relation' AND l.relation = 'hookq_pending_hooks'::regclass
+           AND l.mode = 'RowExclusiveLock' AND l.pid IS DISTINCT FROM pg_backend_pid())";
+
+/// A mark of `queue` that differs from one read earlier when a point may have been committed
+/// since: a hub compares two to know whether to drain, a pass whether to look again. Only
+/// equality means anything.
+///
+/// A new point's id is higher than every id given before it, so a point committed since raises
+/// the highest id the queue holds; clears, drops and parking only move points from the outbox
+/// to the history, which leaves it as it was. But ids are handed out before the commit, so a
+/// transaction that took its id before the first mark and committed after it would raise
+/// nothing. Such a transaction holds its lock on the outbox table from before it takes its id
+/// until it has committed, so the mark also names the transactions holding one: one that
+/// commits leaves the set, and the mark changes. (Writers of other queues are in that set too,
+/// so their commits can change the mark, which costs a pass that finds nothing.) Two index
+/// probes and a read of the lock table: nothing that grows with the queue.
+pub fn change_mark(client: &mut impl GenericClient, queue: &QueueName) -> Result<i64, PgError> {
+    use std::hash::{Hash, Hasher};
+    let row = client.query_one(CHANGE_MARK, &[&queue.as_str()])?;
+    let mut h = std::hash::DefaultHasher::new();
+    row.get::<_, Option<i64>>(0).hash(&mut h);
+    row.get::<_, Option<String>>(1).hash(&mut h);
+    Ok(h.finish() as i64)
 }
 
 const TASK_COLUMNS: &str = "id, plan, phase, attempt, merged_sha, created_ms, updated_ms";
@@ -484,27 +510,28 @@ pub fn prune_history(
     Ok(n as usize)
 }
 
-/// Deletes `points` and writes their history rows, in the order given, in two statements
-/// whatever their number (the rows go as arrays, one per column).
+/// Deletes `points` and writes their history rows, in the order given, in one statement
+/// whatever their number (the rows go as arrays, one per column). Only the points this
+/// statement deleted get history rows: a point already gone (dropped meanwhile, or cleared by a
+/// hub that took the queue over from a holder that froze) was accounted for by whoever removed
+/// it, and is not written twice.
 fn clear_in(
     tx: &mut Transaction<'_>,
     queue: &QueueName,
     points: &[Cleared],
 ) -> Result<(), postgres::Error> {
     let ids: Vec<i64> = points.iter().map(|p| p.entry.id).collect();
-    // The state rows go with them (ON DELETE CASCADE).
-    tx.execute_typed(
-        "DELETE FROM hookq_pending_hooks WHERE queue = $1 AND id = ANY($2)",
-        &[(&queue.as_str(), Type::TEXT), (&ids, Type::INT8_ARRAY)],
-    )?;
     let mut h = HistoryColumns::default();
     for p in points {
         for row in &p.rows {
             h.push(&p.entry, row);
         }
     }
+    // The state rows go with the points (ON DELETE CASCADE).
     tx.execute_typed(
-        "INSERT INTO hookq_hook_history (queue, occurrence, task, point, state, recorded_ms,
+        "WITH gone AS (
+             DELETE FROM hookq_pending_hooks WHERE queue = $1 AND id = ANY($17) RETURNING id)
+         INSERT INTO hookq_hook_history (queue, occurrence, task, point, state, recorded_ms,
              passes, command_index, command, outcome, exit_code, signal, started_ms, duration_ms,
              log_path, finished_ms)
          SELECT $1, occurrence, task, point, state, recorded_ms, passes, command_index, command,
@@ -515,6 +542,7 @@ fn clear_in(
              WITH ORDINALITY AS u(occurrence, task, point, state, recorded_ms, passes,
                  command_index, command, outcome, exit_code, signal, started_ms, duration_ms,
                  log_path, ord)
+         WHERE u.occurrence IN (SELECT id FROM gone)
          ORDER BY ord",
         &[
             (&queue.as_str(), Type::TEXT),
@@ -533,6 +561,7 @@ fn clear_in(
             (&h.duration_ms, Type::INT8_ARRAY),
             (&h.log_path, Type::TEXT_ARRAY),
             (&now_ms(), Type::INT8),
+            (&ids, Type::INT8_ARRAY),
         ],
     )?;
     Ok(())

@@ -1,0 +1,311 @@
+//! Many writers on one queue: recording takes no lock another task's recording needs, a point
+//! that commits after points with higher ids is still run, and a database of the counter-row
+//! schema upgrades in place with its pending points.
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use hookq::exec::Stop;
+use hookq::queue::hub::{self, HubOptions};
+use hookq::queue::pg::{self, PgQueue, PgStore, Target, record, store};
+use hookq::queue::{Drainer, MoveFacts, Wait};
+
+use super::cluster::cluster;
+use super::{fresh, hooked_workspace, open, ph, plan, ran, task};
+
+/// A generous bound that only catches a hang.
+const HANG: Duration = Duration::from_secs(60);
+
+/// Waits until `done` holds, failing the test after [`HANG`].
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + HANG;
+    while !done() {
+        assert!(Instant::now() < until, "never: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether the connection named `app` waits for a lock, as the server sees it.
+fn waits_for_a_lock(db: &str, app: &str) -> bool {
+    let mut admin = cluster().admin(db);
+    admin
+        .query_opt(
+            "SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+            &[&app],
+        )
+        .unwrap()
+        .is_some()
+}
+
+/// A host holds a transaction that recorded a point for t1 open; another connection's recording
+/// for t2 commits meanwhile (it waited for nothing of t1's), while a second move of t1 waits for
+/// the first to commit and then gets the higher id.
+#[test]
+fn a_recording_waits_only_for_transactions_on_its_own_task() {
+    let (db, mut a) = fresh("turns");
+    a.write(|tx, q| {
+        for t in ["t1", "t2"] {
+            record::add_task(tx, q, &task(t), &plan("p"), &ph("todo.ready"))?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let q = a.queue().clone();
+    let none = MoveFacts::default();
+    let mut held = a.client().transaction().unwrap();
+    let first = record::move_task(&mut held, &q, &task("t1"), &ph("failed.a"), &none).unwrap();
+
+    // Another task's recording commits while t1's transaction stays open: if it waited for
+    // it, it would never finish before the commit below, which comes only after it.
+    let (done_tx, done_rx) = mpsc::channel();
+    let other_task = std::thread::spawn({
+        let db = db.clone();
+        move || {
+            let mut b = open(&db, "turns");
+            let moved = b
+                .write(|tx, q| {
+                    record::move_task(tx, q, &task("t2"), &ph("failed.b"), &MoveFacts::default())
+                })
+                .unwrap();
+            done_tx.send(()).unwrap();
+            moved
+        }
+    });
+    assert!(
+        done_rx.recv_timeout(HANG).is_ok(),
+        "t2's recording waited for t1's open transaction"
+    );
+    let t2 = other_task.join().unwrap();
+
+    // A second move of t1 waits for the first to commit.
+    let same_task = std::thread::spawn({
+        let db = db.clone();
+        move || {
+            let target = Target::parse(&cluster().url(&db, "application_name=second")).unwrap();
+            let mut c = PgStore::open(&target, super::queue("turns")).unwrap();
+            c.write(|tx, q| {
+                record::move_task(tx, q, &task("t1"), &ph("failed.c"), &MoveFacts::default())
+            })
+            .unwrap()
+        }
+    });
+    eventually(
+        "the second move of t1 waits for the first's row lock",
+        || waits_for_a_lock(&db, "second"),
+    );
+    assert!(!same_task.is_finished());
+    held.commit().unwrap();
+    let second = same_task.join().unwrap();
+    assert_eq!(
+        second.from.as_deref(),
+        Some("failed.a"),
+        "it read t1's committed move"
+    );
+    let (first, second) = (first.occurrence.unwrap().id, second.occurrence.unwrap().id);
+    assert!(
+        first < second,
+        "t1's points in commit order: {first}, {second}"
+    );
+    // Across tasks no order is promised: t2 committed first, with a higher id than t1's first.
+    assert!(t2.occurrence.unwrap().id > first);
+}
+
+/// A hub drains while a host's transaction that took its id first stays open; the later points
+/// run. When it commits, without telling anyone, the hub's poll finds it and runs it: a point
+/// whose id is below those already run is never skipped.
+#[test]
+fn a_point_committed_after_points_with_higher_ids_is_run_by_the_hub() {
+    let (dir, ws) = hooked_workspace(r#"after_fail = ['echo "$ARC_TASK $ARC_STATE" >> ran']"#);
+    let (db, mut s) = fresh("late");
+    s.write(|tx, q| {
+        for t in ["early", "t1", "t2"] {
+            record::add_task(tx, q, &task(t), &plan("p"), &ph("todo.ready"))?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let q = s.queue().clone();
+
+    // The host's transaction takes its id first and stays open.
+    let mut host = open(&db, "late");
+    let mut late = host.client().transaction().unwrap();
+    let early = record::move_task(
+        &mut late,
+        &q,
+        &task("early"),
+        &ph("failed.late"),
+        &MoveFacts::default(),
+    )
+    .unwrap()
+    .occurrence
+    .unwrap()
+    .id;
+
+    let stop = Stop::new();
+    std::thread::scope(|scope| {
+        let hub = scope.spawn(|| {
+            let lock = s.lock(Wait::No).unwrap().expect("the queue's runner lock");
+            // Only the mark can wake it: no rescan within the test's time.
+            let mut pq = PgQueue::new(s, lock)
+                .unwrap()
+                .poll_interval(Duration::from_millis(100));
+            let mut drainer = Drainer::new(ws.clone(), &stop);
+            let opts = HubOptions {
+                poll: Duration::from_millis(20),
+                rescan: Duration::from_secs(3600),
+            };
+            let mut errors = Vec::new();
+            hub::run(&ws, &mut pq, &mut drainer, &stop, opts, &mut |e| {
+                errors.push(e.to_string())
+            })
+            .unwrap();
+            assert!(errors.is_empty(), "{errors:?}");
+            pq.release().unwrap()
+        });
+
+        // Two later points commit and run.
+        let mut writer = open(&db, "late");
+        let mut ids = Vec::new();
+        for (t, to) in [("t1", "failed.one"), ("t2", "failed.two")] {
+            let moved = writer
+                .write(|tx, q| record::move_task(tx, q, &task(t), &ph(to), &MoveFacts::default()))
+                .unwrap();
+            ids.push(moved.occurrence.unwrap().id);
+        }
+        assert!(ids.iter().all(|&id| id > early), "{early} {ids:?}");
+        eventually("the later points run", || ran(&dir).len() == 2);
+        assert_eq!(ran(&dir), ["t1 failed.one", "t2 failed.two"]);
+
+        // The early one commits last, and nobody notifies. (The hub is given a moment to
+        // finish its passes first: a commit while a pass still runs is found by any mark, and
+        // this test is about the one that is not.)
+        eventually("the later points are cleared", || {
+            let mut c = open(&db, "late");
+            let cq = c.queue().clone();
+            store::history(c.client(), &cq, None, None, 10)
+                .unwrap()
+                .len()
+                == 2
+        });
+        std::thread::sleep(Duration::from_secs(1));
+        late.commit().unwrap();
+        eventually("the point committed last runs", || ran(&dir).len() == 3);
+        assert_eq!(ran(&dir)[2], "early failed.late");
+        stop.request();
+        let mut s = hub.join().unwrap();
+        assert!(super::pending(&mut s).is_empty());
+        let h = store::history(s.client(), &q, None, Some(early), 10).unwrap();
+        assert_eq!(h.len(), 1, "{h:?}");
+        assert_eq!(h[0].outcome, "ok");
+    });
+}
+
+/// A database made by the schema whose ids came from each queue's counter row, with points
+/// pending and history kept, upgrades in place: every pending point is still pending once with
+/// its id and state, the history stays, new ids come after every old one, and one drain runs
+/// each old point once.
+#[test]
+fn a_database_of_the_counter_schema_upgrades_with_its_pending_points() {
+    let db = cluster().database();
+    let url = cluster().url(&db, "");
+    let mut client = pg::connect(&Target::parse(&url).unwrap(), "old hookq").unwrap();
+    let old: Vec<refinery::Migration> = [
+        (
+            "V1__initial",
+            include_str!("../../migrations/postgres/V1__initial.sql"),
+        ),
+        (
+            "V2__record_functions",
+            include_str!("../../migrations/postgres/V2__record_functions.sql"),
+        ),
+    ]
+    .iter()
+    .map(|(name, sql)| refinery::Migration::unapplied(name, sql).unwrap())
+    .collect();
+    let mut runner = refinery::Runner::new(&old).set_grouped(true);
+    runner.set_migration_table_name(pg::schema::HISTORY_TABLE);
+    runner.run(&mut client).unwrap();
+    assert_eq!(pg::schema::applied_version(&mut client).unwrap(), Some(2));
+
+    // What the older hookq wrote: two queues, tasks, pending points and a history row, through
+    // its own functions (the counter row, the notification inside).
+    client
+        .batch_execute(
+            "INSERT INTO hookq_queues (queue, created_ms) VALUES ('up', 1), ('other', 1);
+             INSERT INTO hookq_tasks (queue, id, plan, phase, created_ms, updated_ms) VALUES
+                 ('up', 't1', 'p', 'todo.ready', 1, 1), ('up', 't2', 'p', 'todo.ready', 1, 1),
+                 ('other', 'x', 'p', 'todo.ready', 1, 1);
+             SELECT hookq_move_task('up', 't1', 'failed.a', 2, NULL, NULL, 'after_fail', 'hookq');
+             SELECT hookq_move_task('up', 't2', 'failed.b', 3, NULL, NULL, 'after_fail', 'hookq');
+             SELECT hookq_move_task('up', 't1', 'review.rework_pending', 4, NULL, NULL, 'after_rework', 'hookq');
+             SELECT hookq_move_task('other', 'x', 'failed.x', 5, NULL, NULL, 'after_fail', 'hookq');
+             DELETE FROM hookq_pending_hooks WHERE queue = 'up' AND id = 2;
+             INSERT INTO hookq_hook_history (queue, occurrence, task, point, state, recorded_ms,
+                 passes, outcome, finished_ms)
+                 VALUES ('up', 2, 't2', 'after_fail', 'failed.b', 3, 0, 'empty',
+                     (extract(epoch FROM now()) * 1000)::bigint);",
+        )
+        .unwrap();
+    let last_id: i64 = client
+        .query_one("SELECT last_id FROM hookq_queues WHERE queue = 'up'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(last_id, 3);
+    drop(client);
+
+    let (dir, ws) = hooked_workspace(
+        r#"after_fail = ['echo "fail $ARC_TASK $ARC_STATE" >> ran']
+after_rework = ['echo "rework $ARC_TASK" >> ran']"#,
+    );
+    let mut s = open(&db, "up");
+    let before = super::pending(&mut s);
+    assert_eq!(
+        before,
+        [
+            (1, "t1".into(), "after_fail".into(), Some("failed.a".into())),
+            (
+                3,
+                "t1".into(),
+                "after_rework".into(),
+                Some("review.rework_pending".into())
+            ),
+        ]
+    );
+    let q = s.queue().clone();
+    assert_eq!(
+        store::history(s.client(), &q, None, None, 10)
+            .unwrap()
+            .len(),
+        1
+    );
+    let mut other = open(&db, "other");
+    assert_eq!(super::pending(&mut other).len(), 1);
+    // New ids come after every id either queue gave.
+    let moved = s
+        .write(|tx, q| {
+            record::move_task(tx, q, &task("t2"), &ph("failed.c"), &MoveFacts::default())
+        })
+        .unwrap();
+    assert!(moved.occurrence.unwrap().id > 3);
+
+    let stop = Stop::new();
+    let lock = s.lock(Wait::No).unwrap().unwrap();
+    let mut pq = PgQueue::new(s, lock).unwrap();
+    let runner = hookq::queue::RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
+        .unwrap()
+        .unwrap();
+    let report = Drainer::new(ws.clone(), &stop)
+        .drain(&mut pq, &runner)
+        .unwrap();
+    drop(runner);
+    assert_eq!(report.cleared, 3);
+    assert_eq!(
+        ran(&dir),
+        ["fail t1 failed.a", "rework t1", "fail t2 failed.c"],
+        "each old point once, in order"
+    );
+    let mut s = pq.release().unwrap();
+    assert!(super::pending(&mut s).is_empty());
+    let h = store::history(s.client(), &q, None, None, 10).unwrap();
+    assert_eq!(h.len(), 4, "{h:#?}");
+}
