@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use super::error::Error;
 use super::event::Event;
 use super::matcher::RADIAN_TOOLS;
+use super::ordered::Ordered;
 use super::sources::{OUTSIDE_SUBSET, kind, timeout};
 
 /// Claude Code's tool names and the Radian tool each one is here (`None`: there is none).
@@ -310,9 +311,9 @@ pub fn import(path: &Path) -> Result<Import, Error> {
         path: path.to_path_buf(),
         why,
     };
-    let top = match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(top)) => top,
-        Ok(other) => {
+    let top = match super::ordered::parse(&text) {
+        Ok(top @ Ordered::Object(_)) => top,
+        Ok(Ordered::Other(other)) => {
             return Err(parse_error(format!(
                 "the top level is {}, not an object",
                 kind(&other)
@@ -325,11 +326,11 @@ pub fn import(path: &Path) -> Result<Import, Error> {
         notes: Vec::new(),
     };
     let events = match top.get("hooks") {
-        Some(Value::Object(events)) => events,
+        Some(events @ Ordered::Object(_)) => events,
         Some(other) => {
             return Err(parse_error(format!(
                 "\"hooks\" is {}, not an object",
-                kind(other)
+                kind(&other.to_value())
             )));
         }
         None if top.keys().any(|k| k.parse::<Event>().is_ok()) => &top,
@@ -340,7 +341,7 @@ pub fn import(path: &Path) -> Result<Import, Error> {
             return Ok(import);
         }
     };
-    for (name, entries) in events {
+    for (name, entries) in events.members().unwrap_or_default() {
         let Ok(event) = name.parse::<Event>() else {
             import.notes.push(format!(
                 "{name}: left out: no such event here (only PreToolUse, PostToolUse and Stop)"
@@ -350,7 +351,7 @@ pub fn import(path: &Path) -> Result<Import, Error> {
         let Value::Array(entries) = entries else {
             import.notes.push(format!(
                 "{event}: left out: it is {}, not a list of entries",
-                kind(entries)
+                kind(&entries)
             ));
             continue;
         };
