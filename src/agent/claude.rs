@@ -27,6 +27,7 @@ pub const TOOLS: &[(&str, Option<&str>)] = &[
     ("Grep", Some("grep")),
     ("Glob", Some("glob")),
     ("Task", Some("subagent")),
+    ("AskUserQuestion", Some("ask_user")),
     ("LS", None),
     ("WebFetch", None),
     ("WebSearch", None),
@@ -526,6 +527,11 @@ fn import_handler(at: &str, handler: &Value, notes: &mut Vec<String>) -> Option<
     if command.contains("CLAUDE_PROJECT_DIR") {
         notes.push(format!(
             "{at}: its command reads $CLAUDE_PROJECT_DIR, which is not set here: a hook runs in the workspace, so a path relative to it (or \"$PWD\") does the same; kept as written"
+        ));
+    }
+    if command.contains("CLAUDE_PLUGIN_ROOT") {
+        notes.push(format!(
+            "{at}: its command reads $CLAUDE_PLUGIN_ROOT, which is not set here: it is the folder of the Claude Code plugin the hook came with, so the command finds no script; write the script's path instead; kept as written"
         ));
     }
     Some(ImportedHandler {
