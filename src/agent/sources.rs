@@ -399,6 +399,12 @@ impl Reader<'_> {
             // The first reason a hook never fires: a tool name from another agent or a typo.
             self.warn(format!("{at}: {why}"));
         }
+        if event != Event::Stop
+            && let Matcher::Pattern { source, .. } = &matcher
+            && let Some(why) = super::claude::untranslatable_patterns(source)
+        {
+            self.warn(format!("{at}: {why}"));
+        }
         let handlers: Vec<Handler> = list
             .iter()
             .enumerate()
