@@ -378,7 +378,8 @@ fn translate(leaf: &str) -> Leaf {
     if leaf.contains(MCP_PREFIX) {
         return Leaf::Untranslatable("it holds Claude Code's mcp__ other than at the start of a name");
     }
-    if has_upper_case(leaf) {
+    // A pattern that holds `__` matches MCP tools only, whose servers may well be capitalised.
+    if has_upper_case(leaf) && !holds_two_underscores(leaf) {
         return Leaf::Untranslatable(
             "it matches capitalised names, as Claude Code's are; Radian's are lower case",
         );
@@ -526,8 +527,9 @@ pub(crate) fn untranslatable_patterns(matcher: &str) -> Option<String> {
 pub struct Import {
     /// The events object to write as `.radian/hooks.json` (serialise it).
     pub hooks: ProjectFile,
-    /// One line per handler, entry or event left out, per matcher changed and per command that
-    /// reads `$CLAUDE_PROJECT_DIR`, each naming where it is in the settings file.
+    /// One line per handler, entry or event left out, per matcher changed or kept as written
+    /// with a reason, and per command that reads `$CLAUDE_PROJECT_DIR` or `$CLAUDE_PLUGIN_ROOT`,
+    /// each naming where it is in the settings file, in the file's order.
     pub notes: Vec<String>,
 }
 
@@ -579,8 +581,9 @@ pub struct ImportedHandler {
 }
 
 /// Reads a Claude Code settings file (`.claude/settings.json`: a top-level `hooks` object, or
-/// the bare events object) and translates its hooks: matchers' tool names mapped by [`TOOLS`]
-/// (and `mcp__server__tool` to `server__tool`), handlers the agent cannot run left out,
+/// the bare events object; a UTF-8 byte order mark ahead of it is skipped) and translates its
+/// hooks: matchers' tool names mapped by [`TOOLS`] and Claude Code's MCP names and patterns to
+/// ones that match MCP tools only (see `translate`), handlers the agent cannot run left out,
 /// commands kept byte for byte. Every change is a note.
 pub fn import(path: &Path) -> Result<Import, Error> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::ReadSettings {
@@ -915,6 +918,7 @@ mod tests {
             ("deploy", Leaf::Kept),
             (r"\w+", Leaf::Kept),
             ("(?P<Tool>sh.*)", Leaf::Kept),
+            ("Linear__.*", Leaf::Kept),
         ] {
             assert_eq!(translate(leaf), want, "{leaf}");
         }
