@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use super::error::Error;
 use super::event::Event;
 use super::matcher::RADIAN_TOOLS;
+use super::ordered::Ordered;
 use super::sources::{OUTSIDE_SUBSET, kind, timeout};
 
 /// Claude Code's tool names and the Radian tool each one is here (`None`: there is none).
@@ -26,6 +27,7 @@ pub const TOOLS: &[(&str, Option<&str>)] = &[
     ("Grep", Some("grep")),
     ("Glob", Some("glob")),
     ("Task", Some("subagent")),
+    ("AskUserQuestion", Some("ask_user")),
     ("LS", None),
     ("WebFetch", None),
     ("WebSearch", None),
@@ -40,6 +42,13 @@ pub const TOOLS: &[(&str, Option<&str>)] = &[
 
 /// Claude Code's prefix of an MCP tool's name: its `mcp__server__tool` is `server__tool` here.
 const MCP_PREFIX: &str = "mcp__";
+
+/// Every MCP tool here, and no other: Radian's own tool names hold no `__`.
+const ANY_MCP_TOOL: &str = ".+__.+";
+
+/// What follows `mcp__` in a Claude Code matcher that means every MCP tool. `*` is written as a
+/// wildcard (`mcp__*`); the bare prefix is what the matcher's author meant by it too.
+const EVERY_MCP_TOOL: [&str; 6] = ["", "*", ".*", ".+", ".*?", ".+?"];
 
 /// One reply key Claude Code reads and this agent does not.
 #[derive(Debug, Clone, Copy)]
@@ -212,23 +221,276 @@ fn distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// The alternatives of a matcher split at `|`, or the whole matcher when it groups (a `|` in a
-/// group or class is not a top-level alternative).
-fn alternatives(matcher: &str) -> Vec<&str> {
-    if matcher.contains(['(', '[', '{', '\\']) {
-        vec![matcher]
-    } else {
-        matcher.split('|').collect()
+/// The names a matcher is made of: its top-level alternatives, each with its leading `^` and
+/// trailing `$` taken off and a group that is the whole of it opened up, so `^(Edit|Write)$` is
+/// `Edit` and `Write`. A matcher is anchored to the whole tool name, so these anchors and groups
+/// change nothing and the leaves joined with `|` match what the matcher matches. A leaf is a
+/// plain name or a pattern (`github__.*`, `(a|b)__x`: a group followed by more stays whole).
+fn leaves(matcher: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    push_leaves(matcher, &mut out);
+    out
+}
+
+fn push_leaves<'a>(pattern: &'a str, out: &mut Vec<&'a str>) {
+    for branch in split_top(pattern) {
+        let core = trim_anchors(branch);
+        match whole_group(core) {
+            Some(inner) => push_leaves(inner, out),
+            None => out.push(core),
+        }
     }
 }
 
-/// Why a tool event's matcher never fires for some of what it names: each plain alternative
-/// that is neither a Radian tool nor an MCP tool's `server__tool`. `None` when there is none.
+/// `pattern` split at each `|` outside any group, class or escape.
+fn split_top(pattern: &str) -> Vec<&str> {
+    let b = pattern.as_bytes();
+    let mut parts = Vec::new();
+    let (mut depth, mut start, mut i) = (0usize, 0, 0);
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 1,
+            b'[' => i = class_end(b, i),
+            b'(' => depth += 1,
+            b')' => depth = depth.saturating_sub(1),
+            b'|' if depth == 0 => {
+                parts.push(&pattern[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    parts.push(&pattern[start..]);
+    parts
+}
+
+/// The index of the `]` that closes the class opening at `open` (nested classes included); the
+/// last index when it is not closed.
+fn class_end(b: &[u8], open: usize) -> usize {
+    let mut i = open + 1;
+    if b.get(i) == Some(&b'^') {
+        i += 1;
+    }
+    // A `]` first in a class is a literal.
+    if b.get(i) == Some(&b']') {
+        i += 1;
+    }
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 1,
+            b'[' => i = class_end(b, i),
+            b']' => return i,
+            _ => {}
+        }
+        i += 1;
+    }
+    b.len().saturating_sub(1)
+}
+
+/// A branch without its leading `^`s and its unescaped trailing `$`s.
+fn trim_anchors(branch: &str) -> &str {
+    let mut core = branch.trim_start_matches('^');
+    while let Some(rest) = core.strip_suffix('$') {
+        let escapes = rest.bytes().rev().take_while(|&c| c == b'\\').count();
+        if escapes % 2 == 1 {
+            break;
+        }
+        core = rest;
+    }
+    core
+}
+
+/// The inside of `core` when it is one group from its first character to its last (`(…)`,
+/// `(?:…)`, `(?P<name>…)`, `(?<name>…)`); `None` otherwise, and for a group that sets flags.
+fn whole_group(core: &str) -> Option<&str> {
+    let b = core.as_bytes();
+    if b.first() != Some(&b'(') || b.last() != Some(&b')') {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 1,
+            b'[' => i = class_end(b, i),
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 && i != b.len() - 1 {
+                    return None;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if depth != 0 {
+        // The last `)` was escaped: the group is not closed there.
+        return None;
+    }
+    let inner = &core[1..core.len() - 1];
+    let Some(rest) = inner.strip_prefix('?') else {
+        return Some(inner);
+    };
+    if let Some(body) = rest.strip_prefix(':') {
+        return Some(body);
+    }
+    let named = rest.strip_prefix("P<").or_else(|| rest.strip_prefix('<'))?;
+    named.split_once('>').map(|(_, body)| body)
+}
+
+/// What one leaf of a Claude Code matcher is here.
+#[derive(Debug, Clone, PartialEq)]
+enum Leaf {
+    /// Nothing of Claude Code's in it: kept as written.
+    Kept,
+    /// Claude Code's name or pattern, and what matches the same tools here.
+    Mapped(String),
+    /// Nothing here has it (a Claude Code tool with no counterpart, an MCP name with no tool),
+    /// and why.
+    Nothing(String),
+    /// A pattern over Claude Code's names that has no translation known to mean the same, and
+    /// why.
+    Untranslatable(&'static str),
+}
+
+/// What `leaf` names here. An MCP pattern is translated only into one that matches MCP tools
+/// alone (every name it matches holds `__`), since Radian's own tools hold none: a guard meant
+/// for MCP tools never widens to `shell` or `read`.
+fn translate(leaf: &str) -> Leaf {
+    if leaf.trim().is_empty() {
+        // Kept, it could be all that is left, and a blank matcher means every tool.
+        return Leaf::Nothing("an empty alternative matches no tool's name".into());
+    }
+    if let Some(&(_, radian)) = TOOLS.iter().find(|(claude, _)| *claude == leaf) {
+        return match radian {
+            Some(r) => Leaf::Mapped(r.to_owned()),
+            None => Leaf::Nothing("a Claude Code tool with no counterpart here".into()),
+        };
+    }
+    if let Some(rest) = leaf.strip_prefix(MCP_PREFIX) {
+        return translate_mcp(rest);
+    }
+    if plain(leaf) {
+        return Leaf::Kept;
+    }
+    if leaf.contains(MCP_PREFIX) {
+        return Leaf::Untranslatable("it holds Claude Code's mcp__ other than at the start of a name");
+    }
+    // A pattern that holds `__` matches MCP tools only, whose servers may well be capitalised.
+    if has_upper_case(leaf) && !holds_two_underscores(leaf) {
+        return Leaf::Untranslatable(
+            "it matches capitalised names, as Claude Code's are; Radian's are lower case",
+        );
+    }
+    Leaf::Kept
+}
+
+/// What `mcp__` followed by `rest` is here.
+fn translate_mcp(rest: &str) -> Leaf {
+    if EVERY_MCP_TOOL.contains(&rest) {
+        return Leaf::Mapped(ANY_MCP_TOOL.into());
+    }
+    if plain(rest) {
+        // Claude Code matches a plain name exactly, and its MCP tools are mcp__server__tool.
+        return if mcp_name(rest) {
+            Leaf::Mapped(rest.to_owned())
+        } else {
+            Leaf::Nothing("no MCP tool has that name (Claude Code's are mcp__server__tool)".into())
+        };
+    }
+    let why = "only mcp__ followed by a server and a tool (mcp__github__.*), a server and .* \
+               (mcp__github.*) or .* alone has a translation that matches MCP tools only";
+    let mapped = if rest.starts_with(['*', '+', '?', '{']) {
+        // The quantifier repeats mcp__'s last underscore: there is no prefix to take off.
+        return Leaf::Untranslatable(why);
+    } else if holds_two_underscores(rest) {
+        rest.to_owned()
+    } else if let Some(server) = [".*", ".+", "*"]
+        .iter()
+        .find_map(|any| rest.strip_suffix(any))
+        .filter(|s| plain(s) && !s.contains("__") && !s.ends_with('_'))
+    {
+        // Names that start with the server's name and go on to hold `__`: the `__` cannot
+        // straddle the name's end, which is no underscore.
+        format!("{server}.*__.+")
+    } else {
+        return Leaf::Untranslatable(why);
+    };
+    match regex::Regex::new(&mapped) {
+        Ok(_) => Leaf::Mapped(mapped),
+        Err(_) => Leaf::Untranslatable(why),
+    }
+}
+
+/// Whether every name `pattern` matches holds `__`: two underscores in a row at its top level,
+/// the second not made optional.
+fn holds_two_underscores(pattern: &str) -> bool {
+    let b = pattern.as_bytes();
+    let (mut depth, mut i) = (0usize, 0);
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 1,
+            b'[' => i = class_end(b, i),
+            b'(' => depth += 1,
+            b')' => depth = depth.saturating_sub(1),
+            b'|' if depth == 0 => return false,
+            b'_' if depth == 0
+                && b.get(i + 1) == Some(&b'_')
+                && !matches!(b.get(i + 2), Some(b'?' | b'*' | b'{')) =>
+            {
+                return true;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Whether `pattern` holds a capital letter outside an escape (`\W`, `\p{Lu}`) and a group's
+/// name.
+fn has_upper_case(pattern: &str) -> bool {
+    let mut chars = pattern.chars().peekable();
+    let mut before = ' ';
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('p' | 'P') if chars.peek() == Some(&'{') => {
+                    chars.by_ref().find(|&c| c == '}');
+                }
+                _ => {}
+            },
+            // `(?P<name>` and `(?<name>`: the name is not matched against anything.
+            '<' if before == '?' || before == 'P' => {
+                chars.by_ref().find(|&c| c == '>');
+            }
+            c if c.is_ascii_uppercase() && !(c == 'P' && before == '?') => return true,
+            _ => {}
+        }
+        before = c;
+    }
+    false
+}
+
+/// Why a tool event's matcher never fires for some of what it names: each plain name that is
+/// neither a Radian tool nor an MCP tool's `server__tool`, and each pattern over Claude Code's
+/// MCP names that has a translation. `None` when there is none.
 pub(crate) fn unknown_tool_names(matcher: &str) -> Option<String> {
-    let unknown: Vec<String> = alternatives(matcher)
+    let unknown: Vec<String> = leaves(matcher)
         .into_iter()
-        .filter(|a| plain(a) && !RADIAN_TOOLS.contains(a) && !mcp_name(a))
-        .map(what_name_is)
+        .filter_map(|leaf| {
+            if plain(leaf) {
+                (!RADIAN_TOOLS.contains(&leaf) && !mcp_name(leaf)).then(|| what_name_is(leaf))
+            } else if let Leaf::Mapped(here) = translate(leaf) {
+                Some(format!(
+                    "{leaf:?} (Claude Code's names; here it is {here:?})"
+                ))
+            } else {
+                None
+            }
+        })
         .collect();
     if unknown.is_empty() {
         return None;
@@ -240,13 +502,34 @@ pub(crate) fn unknown_tool_names(matcher: &str) -> Option<String> {
     ))
 }
 
+/// Why a tool event's matcher may not fire for what its author meant: a pattern over Claude
+/// Code's tool names with no translation that keeps its meaning. `None` when there is none.
+pub(crate) fn untranslatable_patterns(matcher: &str) -> Option<String> {
+    let found: Vec<String> = leaves(matcher)
+        .into_iter()
+        .filter_map(|leaf| match translate(leaf) {
+            Leaf::Untranslatable(why) => Some(format!("{leaf:?} ({why})")),
+            _ => None,
+        })
+        .collect();
+    if found.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "the matcher {matcher:?} is a pattern over Claude Code's tool names that cannot be translated safely: {}; it matches names as written, so check it against Radian's ({}) and MCP tools' server__tool",
+        found.join(", "),
+        RADIAN_TOOLS.join(", ")
+    ))
+}
+
 /// A Claude Code settings file as a project file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Import {
     /// The events object to write as `.radian/hooks.json` (serialise it).
     pub hooks: ProjectFile,
-    /// One line per handler, entry or event left out, per matcher changed and per command that
-    /// reads `$CLAUDE_PROJECT_DIR`, each naming where it is in the settings file.
+    /// One line per handler, entry or event left out, per matcher changed or kept as written
+    /// with a reason, and per command that reads `$CLAUDE_PROJECT_DIR` or `$CLAUDE_PLUGIN_ROOT`,
+    /// each naming where it is in the settings file, in the file's order.
     pub notes: Vec<String>,
 }
 
@@ -298,8 +581,9 @@ pub struct ImportedHandler {
 }
 
 /// Reads a Claude Code settings file (`.claude/settings.json`: a top-level `hooks` object, or
-/// the bare events object) and translates its hooks: matchers' tool names mapped by [`TOOLS`]
-/// (and `mcp__server__tool` to `server__tool`), handlers the agent cannot run left out,
+/// the bare events object; a UTF-8 byte order mark ahead of it is skipped) and translates its
+/// hooks: matchers' tool names mapped by [`TOOLS`] and Claude Code's MCP names and patterns to
+/// ones that match MCP tools only (see `translate`), handlers the agent cannot run left out,
 /// commands kept byte for byte. Every change is a note.
 pub fn import(path: &Path) -> Result<Import, Error> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::ReadSettings {
@@ -310,9 +594,9 @@ pub fn import(path: &Path) -> Result<Import, Error> {
         path: path.to_path_buf(),
         why,
     };
-    let top = match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(top)) => top,
-        Ok(other) => {
+    let top = match super::ordered::parse(&text) {
+        Ok(top @ Ordered::Object(_)) => top,
+        Ok(Ordered::Other(other)) => {
             return Err(parse_error(format!(
                 "the top level is {}, not an object",
                 kind(&other)
@@ -325,11 +609,11 @@ pub fn import(path: &Path) -> Result<Import, Error> {
         notes: Vec::new(),
     };
     let events = match top.get("hooks") {
-        Some(Value::Object(events)) => events,
+        Some(events @ Ordered::Object(_)) => events,
         Some(other) => {
             return Err(parse_error(format!(
                 "\"hooks\" is {}, not an object",
-                kind(other)
+                kind(&other.to_value())
             )));
         }
         None if top.keys().any(|k| k.parse::<Event>().is_ok()) => &top,
@@ -340,7 +624,7 @@ pub fn import(path: &Path) -> Result<Import, Error> {
             return Ok(import);
         }
     };
-    for (name, entries) in events {
+    for (name, entries) in events.members().unwrap_or_default() {
         let Ok(event) = name.parse::<Event>() else {
             import.notes.push(format!(
                 "{name}: left out: no such event here (only PreToolUse, PostToolUse and Stop)"
@@ -350,7 +634,7 @@ pub fn import(path: &Path) -> Result<Import, Error> {
         let Value::Array(entries) = entries else {
             import.notes.push(format!(
                 "{event}: left out: it is {}, not a list of entries",
-                kind(entries)
+                kind(&entries)
             ));
             continue;
         };
@@ -410,42 +694,50 @@ fn import_entry(
     Some(ImportedEntry { matcher, hooks })
 }
 
-/// A tool event's matcher with Claude Code's tool names mapped; `None` (with a note) when
-/// nothing it names exists here.
+/// A tool event's matcher with Claude Code's tool names mapped (see [`translate`]); `None`
+/// (with a note) when nothing it names exists here. A matcher with nothing to map is kept as
+/// written, anchors and all.
 fn import_matcher(at: &str, matcher: &str, notes: &mut Vec<String>) -> Option<String> {
     if matcher == "*" || matcher.trim().is_empty() {
         return Some(matcher.to_owned());
     }
+    if let Err(e) = regex::Regex::new(matcher) {
+        let why = e.to_string();
+        notes.push(format!(
+            "{at}: matcher {matcher:?} kept as written: it does not compile ({}), so the entry matches no tool",
+            why.lines().last().unwrap_or_default().trim()
+        ));
+        return Some(matcher.to_owned());
+    }
     let mut mapped: Vec<String> = Vec::new();
-    for alternative in alternatives(matcher) {
-        let name = if let Some(&(_, radian)) = TOOLS.iter().find(|(c, _)| *c == alternative) {
-            match radian {
-                Some(r) => r.to_owned(),
-                None => {
-                    notes.push(format!(
-                        "{at}: matcher {alternative:?} left out: a Claude Code tool with no counterpart here"
-                    ));
-                    continue;
-                }
+    let mut changed = false;
+    for leaf in leaves(matcher) {
+        let name = match translate(leaf) {
+            Leaf::Mapped(here) => {
+                changed = true;
+                here
             }
-        } else if let Some(rest) = alternative.strip_prefix(MCP_PREFIX) {
-            rest.to_owned()
-        } else {
-            if !plain(alternative) && alternative.chars().any(|c| c.is_ascii_uppercase()) {
+            Leaf::Nothing(why) => {
+                changed = true;
+                notes.push(format!("{at}: matcher {leaf:?} left out: {why}"));
+                continue;
+            }
+            Leaf::Untranslatable(why) => {
                 notes.push(format!(
-                    "{at}: matcher {alternative:?} kept as written: a pattern over Claude Code's tool names; check it against Radian's ({})",
+                    "{at}: matcher {leaf:?} kept as written: it cannot be translated safely ({why}); check it against Radian's names ({}) and MCP tools' server__tool",
                     RADIAN_TOOLS.join(", ")
                 ));
-            } else if plain(alternative)
-                && !RADIAN_TOOLS.contains(&alternative)
-                && !mcp_name(alternative)
-            {
-                notes.push(format!(
-                    "{at}: matcher {} kept as written, though no tool has that name here",
-                    what_name_is(alternative)
-                ));
+                leaf.to_owned()
             }
-            alternative.to_owned()
+            Leaf::Kept => {
+                if plain(leaf) && !RADIAN_TOOLS.contains(&leaf) && !mcp_name(leaf) {
+                    notes.push(format!(
+                        "{at}: matcher {} kept as written, though no tool has that name here",
+                        what_name_is(leaf)
+                    ));
+                }
+                leaf.to_owned()
+            }
         };
         if !mapped.contains(&name) {
             mapped.push(name);
@@ -456,6 +748,9 @@ fn import_matcher(at: &str, matcher: &str, notes: &mut Vec<String>) -> Option<St
             "{at}: left out: its matcher {matcher:?} names no tool that exists here"
         ));
         return None;
+    }
+    if !changed {
+        return Some(matcher.to_owned());
     }
     let joined = mapped.join("|");
     if joined != matcher {
@@ -527,6 +822,11 @@ fn import_handler(at: &str, handler: &Value, notes: &mut Vec<String>) -> Option<
             "{at}: its command reads $CLAUDE_PROJECT_DIR, which is not set here: a hook runs in the workspace, so a path relative to it (or \"$PWD\") does the same; kept as written"
         ));
     }
+    if command.contains("CLAUDE_PLUGIN_ROOT") {
+        notes.push(format!(
+            "{at}: its command reads $CLAUDE_PLUGIN_ROOT, which is not set here: it is the folder of the Claude Code plugin the hook came with, so the command finds no script; write the script's path instead; kept as written"
+        ));
+    }
     Some(ImportedHandler {
         kind: "command".into(),
         command: command.clone(),
@@ -548,11 +848,12 @@ mod tests {
             None,
             "patterns pass"
         );
-        assert_eq!(
-            unknown_tool_names("(Edit|Write)"),
-            None,
-            "a group is a pattern"
+        let w = unknown_tool_names("^(Edit|Write)$").unwrap();
+        assert!(
+            w.contains("never fires for \"Edit\" (Claude Code's name; here it is \"patch\"), \"Write\""),
+            "a group of names is names: {w}"
         );
+        assert_eq!(unknown_tool_names("^(shell|(?:write))$"), None);
         let w = unknown_tool_names("Bash|shell|Edit").unwrap();
         assert!(
             w.contains("\"Bash\" (Claude Code's name; here it is \"shell\"), \"Edit\" (Claude Code's name; here it is \"patch\")"),
@@ -581,6 +882,89 @@ mod tests {
         assert_eq!(nearest("job"), Some("job"));
         assert_eq!(nearest("ab"), None, "too far to guess");
         assert_eq!(distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn leaves_open_anchors_and_whole_groups_only() {
+        assert_eq!(leaves("^(Edit|Write)$"), ["Edit", "Write"]);
+        assert_eq!(leaves("^x$|(?:a|(?P<n>b)|(?<m>c))"), ["x", "a", "b", "c"]);
+        assert_eq!(leaves("(a|b)__x|(a)(b)"), ["(a|b)__x", "(a)(b)"]);
+        assert_eq!(leaves("[|(]x|y"), ["[|(]x", "y"]);
+        assert_eq!(leaves("[]|]|[^]|]"), ["[]|]", "[^]|]"]);
+        assert_eq!(leaves(r"a\|b|c\$"), [r"a\|b", r"c\$"]);
+        assert_eq!(leaves("(?i:Bash)"), ["(?i:Bash)"], "flags change what it matches");
+        assert_eq!(leaves("(x)+"), ["(x)+"]);
+        assert_eq!(leaves(r"(a\)"), [r"(a\)"], "not closed where it ends");
+    }
+
+    #[test]
+    fn each_leaf_translates_to_what_matches_the_same_tools_here() {
+        let mapped = |s: &str| Leaf::Mapped(s.into());
+        for (leaf, want) in [
+            ("Bash", mapped("shell")),
+            ("AskUserQuestion", mapped("ask_user")),
+            ("mcp__github__create_issue", mapped("github__create_issue")),
+            ("mcp__.*", mapped(ANY_MCP_TOOL)),
+            ("mcp__*", mapped(ANY_MCP_TOOL)),
+            ("mcp__.+", mapped(ANY_MCP_TOOL)),
+            ("mcp__", mapped(ANY_MCP_TOOL)),
+            ("mcp__github__.*", mapped("github__.*")),
+            ("mcp__.*__(send_email|delete_file)", mapped(".*__(send_email|delete_file)")),
+            ("mcp__github.*", mapped("github.*__.+")),
+            ("mcp__git_hub.+", mapped("git_hub.*__.+")),
+            ("mcp__(a|b)__x", mapped("(a|b)__x")),
+            ("shell", Leaf::Kept),
+            ("github__.*", Leaf::Kept),
+            ("deploy", Leaf::Kept),
+            (r"\w+", Leaf::Kept),
+            ("(?P<Tool>sh.*)", Leaf::Kept),
+            ("Linear__.*", Leaf::Kept),
+        ] {
+            assert_eq!(translate(leaf), want, "{leaf}");
+        }
+        for leaf in ["WebFetch", "mcp__github", "mcp__shell", "mcp__github__", "", " "] {
+            assert!(matches!(translate(leaf), Leaf::Nothing(_)), "{leaf}");
+        }
+        for leaf in [
+            ".*mcp__.*",
+            "(mcp__a|mcp__b)__x",
+            "Notebook.*",
+            "[A-Z].*",
+            "mcp__s.*h",
+            "mcp__github_.*",
+            "mcp__.*_?_x",
+            "mcp__+",
+            "mcp__*__x",
+            "mcp__(a|b__c)",
+            "mcp__(a|b)",
+        ] {
+            assert!(matches!(translate(leaf), Leaf::Untranslatable(_)), "{leaf}");
+        }
+    }
+
+    #[test]
+    fn an_mcp_translation_matches_mcp_tools_only() {
+        for leaf in [
+            "mcp__.*",
+            "mcp__*",
+            "mcp__.+",
+            "mcp__",
+            "mcp__github.*",
+            "mcp__.*__(send_email|delete_file)",
+            "mcp__s__.*",
+        ] {
+            let Leaf::Mapped(here) = translate(leaf) else {
+                panic!("{leaf}")
+            };
+            let m = super::super::matcher::Matcher::new(Some(&here));
+            for tool in RADIAN_TOOLS {
+                assert!(!m.matches(tool), "{leaf} as {here} matches {tool}");
+            }
+        }
+        let every = super::super::matcher::Matcher::new(Some(ANY_MCP_TOOL));
+        assert!(every.matches("github__create_issue"));
+        assert!(every.matches("a__b__c"));
+        assert!(!every.matches("__x") && !every.matches("x__"));
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod event;
 mod fire;
 pub mod intent_stop;
 mod matcher;
+mod ordered;
 mod payload;
 mod sources;
 

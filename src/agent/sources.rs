@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::event::Event;
 use super::matcher::Matcher;
+use super::ordered::Ordered;
 
 /// A handler's timeout when it gives none, or gives 0.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -187,9 +188,9 @@ fn load_project(path: &Path, hooks: &mut Hooks) -> SourceState {
         Ok(t) => t,
         Err(state) => return state,
     };
-    let top = match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(top)) => top,
-        Ok(other) => {
+    let top = match super::ordered::parse(&text) {
+        Ok(top @ Ordered::Object(_)) => top,
+        Ok(Ordered::Other(other)) => {
             hooks.warnings.push(format!(
                 "{}: cannot parse: the top level is {}, not an object; no hooks loaded from it",
                 path.display(),
@@ -211,10 +212,9 @@ fn load_project(path: &Path, hooks: &mut Hooks) -> SourceState {
         hooks,
     };
     match top.get("hooks") {
-        Some(Value::Object(wrapped)) => {
+        Some(wrapped @ Ordered::Object(_)) => {
             let bare: Vec<&str> = top
                 .keys()
-                .map(String::as_str)
                 .filter(|k| k.parse::<Event>().is_ok())
                 .collect();
             if !bare.is_empty() {
@@ -223,18 +223,18 @@ fn load_project(path: &Path, hooks: &mut Hooks) -> SourceState {
                     bare.join(", ")
                 ));
             }
-            reader.events(wrapped, false);
+            reader.events(wrapped.members().unwrap_or_default(), false);
             SourceState::LoadedWrapped
         }
         Some(other) => {
             reader.warn(format!(
                 "\"hooks\" is {}, not an object; no hooks loaded from it",
-                kind(other)
+                kind(&other.to_value())
             ));
             SourceState::Failed
         }
         None => {
-            reader.events(&top, false);
+            reader.events(top.members().unwrap_or_default(), false);
             SourceState::Loaded
         }
     }
@@ -284,7 +284,7 @@ fn load_user(path: &Path, hooks: &mut Hooks) -> SourceState {
         layer: Layer::User,
         hooks,
     };
-    reader.events(&section, true);
+    reader.events(section.into_iter().collect(), true);
     SourceState::Loaded
 }
 
@@ -302,8 +302,9 @@ impl Reader<'_> {
             .push(format!("{}: {why}", self.path.display()));
     }
 
-    fn events(&mut self, events: &Map<String, Value>, user: bool) {
-        for (name, value) in events {
+    /// Reads `events` (an events object's members, in the file's order).
+    fn events(&mut self, events: Vec<(String, Value)>, user: bool) {
+        for (name, value) in &events {
             if name == "intent_stop" {
                 match (user, value) {
                     (true, Value::Bool(on)) => self.hooks.intent_stop = *on,
@@ -396,6 +397,12 @@ impl Reader<'_> {
             && let Some(why) = super::claude::unknown_tool_names(source)
         {
             // The first reason a hook never fires: a tool name from another agent or a typo.
+            self.warn(format!("{at}: {why}"));
+        }
+        if event != Event::Stop
+            && let Matcher::Pattern { source, .. } = &matcher
+            && let Some(why) = super::claude::untranslatable_patterns(source)
+        {
             self.warn(format!("{at}: {why}"));
         }
         let handlers: Vec<Handler> = list
@@ -648,8 +655,9 @@ mod tests {
             "PreToolUse entry 3: skipped: its hooks list is empty",
             "PreToolUse entry 4: is a string, not an object",
             "PreToolUse entry 5 handler 0: skipped: its type is \"agent\"",
-            "Stop: is an object, not a list",
+            // The file's order of events, not the alphabet's.
             "event \"pretooluse\" is not PreToolUse",
+            "Stop: is an object, not a list",
         ];
         assert_eq!(w.len(), expect.len(), "{w:#?}");
         for (got, want) in w.iter().zip(expect) {

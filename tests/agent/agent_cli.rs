@@ -1142,6 +1142,7 @@ fn a_matcher_naming_no_tool_here_warns_once_per_entry_in_list_and_fire() {
         "PreToolUse entry 0: the matcher \"Bash|Edit|shell\" never fires for \"Bash\" (Claude Code's name; here it is \"shell\"), \"Edit\" (Claude Code's name; here it is \"patch\"): no tool has that name here",
         "PreToolUse entry 1: the matcher \"shel\" never fires for \"shel\" (did you mean \"shell\"?)",
         "PreToolUse entry 2: the matcher \"mcp__github__create_issue\" never fires for \"mcp__github__create_issue\" (Claude Code's name; here it is \"github__create_issue\")",
+        "PreToolUse entry 4: the matcher \"Notebook.*\" is a pattern over Claude Code's tool names that cannot be translated safely",
     ];
     let check = |warnings: &[String]| {
         assert_eq!(warnings.len(), expect.len(), "{warnings:#?}");

@@ -9,8 +9,10 @@ use crate::support::agent as agent_support;
 
 use std::time::Duration;
 
+use hookq::agent::claude::TOOLS;
 use hookq::agent::{
-    Agent, Decision, Event, HookRun, Layer, Options, StopFacts, ToolCall, Verdict, fold,
+    Agent, Decision, Event, HookRun, Layer, Matcher, Options, RADIAN_TOOLS, StopFacts, ToolCall,
+    Verdict, fold,
 };
 use hookq::exec::{Collected, Ending};
 use proptest::prelude::*;
@@ -345,6 +347,72 @@ proptest! {
                 prop_assert_eq!(stderr.lines().count(), 1, "{}", stderr);
             }
             other => prop_assert!(false, "exit {:?}: {}", other, stderr),
+        }
+    }
+}
+
+/// A Claude Code matcher built of the pieces that make MCP, anchored and grouped patterns.
+fn claude_matcher() -> impl Strategy<Value = String> {
+    let piece = prop::sample::select(vec![
+        "mcp__",
+        "mcp__",
+        "github",
+        "__",
+        "_",
+        ".*",
+        ".+",
+        "*",
+        "?",
+        "(",
+        ")",
+        "(?:",
+        "|",
+        "^",
+        "$",
+        "Bash",
+        "Edit",
+        "Write",
+        "AskUserQuestion",
+        "WebFetch",
+        "shell",
+        "read",
+        "s",
+        "[a-z]",
+    ]);
+    prop::collection::vec(piece, 1..7).prop_map(|p| p.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Import never widens a matcher to one of Radian's own tools: what the imported matcher
+    /// matches among them, the settings file's matched by that name or by Claude Code's name
+    /// for it. A guard written for MCP tools stays off `shell` and `read`.
+    #[test]
+    fn import_never_widens_a_matcher_to_radians_tools(matcher in claude_matcher()) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        let settings = json!({"hooks": {"PreToolUse": [{"matcher": matcher,
+            "hooks": [{"type": "command", "command": "true"}]}]}});
+        std::fs::write(&path, settings.to_string()).unwrap();
+        let import = hookq::agent::import(&path).unwrap();
+        let Some(entry) = import.hooks.pre_tool_use.first() else {
+            return Ok(());
+        };
+        let written = Matcher::new(Some(&matcher));
+        let imported = Matcher::new(entry.matcher.as_deref());
+        for tool in RADIAN_TOOLS {
+            if !imported.matches(tool) {
+                continue;
+            }
+            let claude_names = TOOLS
+                .iter()
+                .filter(|(_, here)| *here == Some(tool))
+                .map(|(claude, _)| *claude);
+            prop_assert!(
+                written.matches(tool) || claude_names.clone().any(|c| written.matches(c)),
+                "{:?} imported as {:?} matches {}", matcher, entry.matcher, tool
+            );
         }
     }
 }

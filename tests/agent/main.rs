@@ -7,6 +7,7 @@ mod support;
 
 mod agent_cli;
 mod agent_hostile;
+mod agent_import;
 mod agent_intent_stop;
 mod agent_lib;
 mod agent_props;
