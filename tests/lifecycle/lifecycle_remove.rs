@@ -9,13 +9,19 @@ use std::time::Duration;
 use lifecycle_common::{Ws, alive, git, inline, make_repo, pids_in};
 
 /// web and api, each with a worktree of `feature/x` made by hookq, and a recording hook at
-/// every remove location (repository inline for web, native for api).
+/// every remove location (repository inline for web, native for api). Hooks have a minute: a
+/// timeout here only catches a hang.
 fn ws_with_worktrees() -> Ws {
+    ws_with_worktrees_timeout(60_000)
+}
+
+/// [`ws_with_worktrees`] with a hook timeout of `timeout_ms`.
+fn ws_with_worktrees_timeout(timeout_ms: u64) -> Ws {
     let q = |s: &str| serde_json::to_string(s).unwrap();
     let config = format!(
         r#"{{"repos": {{"web": {{"path": "repos/web", "hooks": {{"pre-remove": {r}, "post-remove": {r}}}}},
                      "api": {{"path": "repos/api"}}}},
-            "hooks": {{"timeout": 1000}}}}"#,
+            "hooks": {{"timeout": {timeout_ms}}}}}"#,
         r = q(&inline("bash \"$RECORDER\""))
     );
     let mut ws = Ws::configured(&["web", "api"], Some(&config));
@@ -186,7 +192,9 @@ fn post_remove_runs_after_a_partial_removal_failure_and_the_command_fails() {
 
 #[test]
 fn a_timed_out_hook_stays_timed_out_when_another_fails_too() {
-    let ws = ws_with_worktrees();
+    // 5 s: long enough for every other hook to end by itself on a loaded machine, short
+    // against the 30 s of the one that must time out.
+    let ws = ws_with_worktrees_timeout(5_000);
     ws.native(".arashi/hooks/post-remove.sh", "sleep 30\n");
     ws.native("~/.arashi/hooks/post-remove.sh", "exit 3\n");
     let out = ws.run(&["worktree", "remove", "feature/x", "--repo", "web", "--json"]);
