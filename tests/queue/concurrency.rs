@@ -168,7 +168,13 @@ fn writer_child_entry() {
         return;
     };
     let count: usize = count.parse().unwrap();
-    let mut store = match Store::open(Path::new(&db)) {
+    // Waiting for the other writers and the hub is the point; how long a wait takes on a loaded
+    // machine is not (the default 10 s would fail the test by chance), so a hang catcher.
+    let opts = hookq::queue::store::StoreOptions {
+        busy_timeout: Duration::from_secs(300),
+        ..Default::default()
+    };
+    let mut store = match Store::open_with(Path::new(&db), opts) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("writer {id}: open: {e}");
