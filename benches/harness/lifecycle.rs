@@ -134,7 +134,9 @@ fn hooked_create(root: &Path, home: &Path, branch: &str) -> (f64, Vec<f64>) {
     let outcomes = &created.hook_outcomes.outcomes;
     assert_eq!(outcomes.len(), HOOKS, "{outcomes:?}");
     assert!(
-        outcomes.iter().all(|o| matches!(o.status, Status::Succeeded)),
+        outcomes
+            .iter()
+            .all(|o| matches!(o.status, Status::Succeeded)),
         "{outcomes:?}"
     );
     let spans = outcomes

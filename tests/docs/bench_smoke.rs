@@ -43,10 +43,7 @@ fn every_figure_is_produced() {
                 floor.value
             );
             let ratio = row.ratio.expect("a floor gives a ratio");
-            assert!(
-                finite(ratio),
-                "figure {id} ratio {ratio}:\n{table}"
-            );
+            assert!(finite(ratio), "figure {id} ratio {ratio}:\n{table}");
         }
         if row.target.is_some() {
             assert!(

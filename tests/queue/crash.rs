@@ -166,12 +166,12 @@ fn log(
 fn wait_for_a_commit(db: &Path) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let logged = rusqlite::Connection::open_with_flags(
-            db,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-        )
-        .and_then(|c| c.query_row("SELECT COUNT(*) FROM host_log", [], |r| r.get::<_, i64>(0)))
-        .unwrap_or(0);
+        let logged =
+            rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .and_then(|c| {
+                    c.query_row("SELECT COUNT(*) FROM host_log", [], |r| r.get::<_, i64>(0))
+                })
+                .unwrap_or(0);
         if logged > 0 {
             return;
         }

@@ -162,7 +162,11 @@ fn sleeps_forever_with_a_grandchild_holding_stdout() {
 
 #[test]
 fn ignores_sigterm() {
-    let c = hostile_within("trap '' TERM; echo stubborn; sleep 1000", None, TIMEOUT_SECS);
+    let c = hostile_within(
+        "trap '' TERM; echo stubborn; sleep 1000",
+        None,
+        TIMEOUT_SECS,
+    );
     assert_eq!(c.first().outcome, "timed_out");
     c.assert_bounded();
     assert!(c.footer().contains("SIGKILL"), "{}", c.footer());
