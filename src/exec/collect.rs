@@ -373,6 +373,30 @@ mod tests {
         collect(job, &Stop::new()).unwrap()
     }
 
+    /// Polls for `path` until it exists; panics after a minute.
+    fn wait_for(path: &Path) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !path.exists() {
+            assert!(Instant::now() < deadline, "{} never came", path.display());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Calls `attempt` with a timeout of 300 ms, then 3 s, then 30 s, until its command made
+    /// `ready` (which it does once its traps are set) before its timeout came, and returns that
+    /// attempt's result. A timeout starts with the spawn: on a loaded machine a shell may not
+    /// have set its traps by a short one, and the test would prove nothing.
+    fn ready_in_time<T>(ready: &Path, mut attempt: impl FnMut(Duration) -> T) -> T {
+        for ms in [300, 3_000, 30_000] {
+            let _ = std::fs::remove_file(ready);
+            let got = attempt(Duration::from_millis(ms));
+            if ready.exists() {
+                return got;
+            }
+        }
+        panic!("the command never set its traps before a 30 s timeout");
+    }
+
     /// A first stop ends a command run with [`FirstStop::Ends`] as its timeout would: SIGTERM
     /// to its group, and SIGKILL after the grace for a member that ignores it. Run with
     /// [`FirstStop::LetsFinish`], the command runs to its end.
@@ -385,15 +409,17 @@ mod tests {
         let c = collect_with(&job("sleep 30", &env, Input::Null), &stop, FirstStop::Ends).unwrap();
         assert_eq!(c.ending, Ending::Signalled(libc::SIGTERM));
         // A stop once the member has set its trap.
-        let j = job(
-            "(trap '' TERM; exec sleep 30) & sleep 30",
-            &env,
-            Input::Null,
+        let dir = tempfile::tempdir().unwrap();
+        let ready = dir.path().join("ready");
+        let line = format!(
+            "(trap '' TERM; touch '{}'; exec sleep 30) & sleep 30",
+            ready.display()
         );
+        let j = job(&line, &env, Input::Null);
         let later = Stop::new();
         let c = std::thread::scope(|scope| {
             scope.spawn(|| {
-                std::thread::sleep(Duration::from_millis(500));
+                wait_for(&ready);
                 later.request();
             });
             collect_with(&j, &later, FirstStop::Ends).unwrap()
@@ -449,17 +475,19 @@ mod tests {
         let payload = vec![b'{'; 8 << 20];
         let started = Instant::now();
         let c = run(&job(
-            "sleep 5 >/dev/null 2>&1 & echo done",
+            "sleep 300 >/dev/null 2>&1 & echo $!",
             &env,
             Input::Bytes(&payload),
         ));
+        let took = started.elapsed();
         assert_eq!(c.ending, Ending::Exited(0));
-        assert_eq!(c.stdout, b"done\n");
-        assert!(
-            started.elapsed() < Duration::from_secs(4),
-            "{:?}",
-            started.elapsed()
+        let sleeper: i32 = String::from_utf8_lossy(&c.stdout).trim().parse().unwrap();
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(sleeper).unwrap(),
+            rustix::process::Signal::KILL,
         );
+        // Waiting for the grandchild would take its 300 s.
+        assert!(took < Duration::from_secs(120), "{took:?}");
         let c = run(&job("exit 4", &env, Input::Bytes(&payload)));
         assert_eq!(c.ending, Ending::Exited(4));
     }
@@ -469,22 +497,23 @@ mod tests {
     #[test]
     fn a_grandchild_holding_stdout_past_the_timeout_does_not_hold_the_result() {
         let env = path_env();
-        let mut j = job(
-            "echo before; (trap '' TERM; exec sleep 120) & sleep 120",
-            &env,
-            Input::Bytes(b"{}"),
+        let dir = tempfile::tempdir().unwrap();
+        let ready = dir.path().join("ready");
+        let line = format!(
+            "echo before; (trap '' TERM; touch '{}'; exec sleep 120) & sleep 120",
+            ready.display()
         );
-        j.timeout = Duration::from_millis(300);
-        j.kill_grace = Duration::from_millis(300);
-        let started = Instant::now();
-        let c = run(&j);
+        let (c, took, timeout) = ready_in_time(&ready, |timeout| {
+            let mut j = job(&line, &env, Input::Bytes(b"{}"));
+            j.timeout = timeout;
+            j.kill_grace = Duration::from_millis(300);
+            let started = Instant::now();
+            (run(&j), started.elapsed(), timeout)
+        });
         assert_eq!(c.ending, Ending::TimedOut { killed: true });
         assert_eq!(c.stdout, b"before\n");
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "{:?}",
-            started.elapsed()
-        );
+        // The grandchild sleeps 120 s.
+        assert!(took < timeout + Duration::from_secs(60), "{took:?}");
         // A leader that exits at once while its grandchild keeps the pipe: no wait at all for
         // the grandchild.
         let started = Instant::now();

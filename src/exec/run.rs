@@ -406,6 +406,21 @@ mod tests {
             .collect()
     }
 
+    /// Calls `attempt` with a timeout of 300 ms, then 3 s, then 30 s, until its command made
+    /// `ready` (which it does once its traps are set) before its timeout came, and returns that
+    /// attempt's result. A timeout starts with the spawn: on a loaded machine a shell may not
+    /// have set its traps by a short one, and the test would prove nothing.
+    fn ready_in_time<T>(ready: &Path, mut attempt: impl FnMut(Duration) -> T) -> T {
+        for ms in [300, 3_000, 30_000] {
+            let _ = std::fs::remove_file(ready);
+            let got = attempt(Duration::from_millis(ms));
+            if ready.exists() {
+                return got;
+            }
+        }
+        panic!("the command never set its traps before a 30 s timeout");
+    }
+
     #[test]
     fn a_log_opened_ahead_is_used_only_while_it_is_still_at_its_path() {
         let dir = tempfile::tempdir().unwrap();
@@ -497,16 +512,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("t.log");
         let env = path_env();
-        let mut s = spec("trap '' TERM; sleep 60 & sleep 60", &log, &env);
-        s.timeout = Duration::from_millis(200);
-        s.kill_grace = Duration::from_millis(200);
-        let t = Instant::now();
-        let f = run(&s, &Stop::new()).unwrap();
+        let ready = dir.path().join("ready");
+        let line = format!(
+            "trap '' TERM; sleep 60 & touch '{}'; sleep 60",
+            ready.display()
+        );
+        let (f, took, timeout) = ready_in_time(&ready, |timeout| {
+            let mut s = spec(&line, &log, &env);
+            s.timeout = timeout;
+            s.kill_grace = Duration::from_millis(200);
+            let t = Instant::now();
+            (run(&s, &Stop::new()).unwrap(), t.elapsed(), timeout)
+        });
         assert_eq!(f.ending, Ending::TimedOut { killed: true });
         assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "hung: {:?}",
-            t.elapsed()
+            took < timeout + Duration::from_secs(20),
+            "hung: {took:?}"
         );
     }
 
@@ -539,14 +560,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("t.log");
         let env = path_env();
-        let mut s = spec(
-            "trap 'echo got-term; exit 7' TERM; kill -STOP $$",
-            &log,
-            &env,
+        let ready = dir.path().join("ready");
+        let line = format!(
+            "trap 'echo got-term; exit 7' TERM; touch '{}'; kill -STOP $$",
+            ready.display()
         );
-        s.timeout = Duration::from_millis(300);
-        s.kill_grace = Duration::from_secs(60);
-        let f = run(&s, &Stop::new()).unwrap();
+        let f = ready_in_time(&ready, |timeout| {
+            let mut s = spec(&line, &log, &env);
+            s.timeout = timeout;
+            s.kill_grace = Duration::from_secs(60);
+            run(&s, &Stop::new()).unwrap()
+        });
         assert_eq!(f.ending, Ending::TimedOut { killed: false });
         let text = std::fs::read_to_string(&log).unwrap();
         assert!(text.contains("\ngot-term\n"), "{text}");
@@ -559,25 +583,41 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("t.log");
         let env = path_env();
-        // The background sleep ignores SIGTERM and outlives the leader.
-        let mut s = spec("(trap '' TERM; exec sleep 120) & sleep 120", &log, &env);
-        s.timeout = Duration::from_millis(300);
-        s.kill_grace = Duration::from_secs(120);
-        let stop = Stop::new();
-        let t = Instant::now();
-        let f = std::thread::scope(|scope| {
-            scope.spawn(|| {
-                std::thread::sleep(Duration::from_millis(1500));
-                stop.request();
-                stop.request();
+        // The background member outlives the leader: its trap notes the timeout's SIGTERM and
+        // it carries on. The stop comes once that SIGTERM has (the grace period has begun).
+        let (ready, termed) = (dir.path().join("ready"), dir.path().join("termed"));
+        let line = format!(
+            "(trap \"touch '{}'\" TERM; touch '{}'; while :; do sleep 1; done) & sleep 120",
+            termed.display(),
+            ready.display()
+        );
+        let (f, took) = ready_in_time(&ready, |timeout| {
+            let _ = std::fs::remove_file(&termed);
+            let mut s = spec(&line, &log, &env);
+            s.timeout = timeout;
+            s.kill_grace = Duration::from_secs(120);
+            let stop = Stop::new();
+            let ended = std::sync::atomic::AtomicBool::new(false);
+            let t = Instant::now();
+            let f = std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    while !termed.exists() && !ended.load(std::sync::atomic::Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    stop.request();
+                    stop.request();
+                });
+                let f = run(&s, &stop).unwrap();
+                ended.store(true, std::sync::atomic::Ordering::SeqCst);
+                f
             });
-            run(&s, &stop).unwrap()
+            (f, t.elapsed())
         });
         assert_eq!(f.ending, Ending::TimedOut { killed: true });
+        // The grace period is 120 s; a hang catcher well inside it.
         assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "waited out the grace period: {:?}",
-            t.elapsed()
+            took < Duration::from_secs(90),
+            "waited out the grace period: {took:?}"
         );
     }
 }

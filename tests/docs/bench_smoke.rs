@@ -1,6 +1,7 @@
 //! The benchmark harness at smoke size: compiles `benches/harness` into the test build and runs
 //! every measurement once with tiny sizes, so the bench can never rot. Asserts only that every
-//! figure was produced (finite and positive), never how fast anything was. Then the comparison
+//! figure was produced and is finite, never its sign or size: at smoke size, on a loaded machine,
+//! a timing may read anything (an idle hub's tick-sampled CPU reads 0). Then the comparison
 //! of several runs' JSON (`--compare`), on runs made up here.
 
 #[path = "../../benches/harness/mod.rs"]
@@ -19,7 +20,7 @@ fn every_figure_is_produced() {
     assert_eq!(sizes.mode, harness::sizes::Mode::Smoke);
     let report = harness::run(sizes);
     let table = report.table();
-    let finite_positive = |x: f64| x.is_finite() && x > 0.0;
+    let finite = |x: f64| x.is_finite();
     for id in [
         "F1", "F2", "F3", "F4", "F5", "1a", "1b", "1c", "1d", "2a", "2b", "2c", "2d", "2e", "2f",
         "3a", "3b", "3c", "3d", "3e", "4a", "4b", "4c", "5a", "5b", "6", "6b", "7a", "7b", "7c",
@@ -31,21 +32,18 @@ fn every_figure_is_produced() {
             .find(|r| r.id == id)
             .unwrap_or_else(|| panic!("figure {id} missing from the table:\n{table}"));
         assert!(
-            finite_positive(row.value),
+            finite(row.value),
             "figure {id} value {}:\n{table}",
             row.value
         );
         if let Some(floor) = &row.floor {
             assert!(
-                finite_positive(floor.value),
+                finite(floor.value),
                 "figure {id} floor {}:\n{table}",
                 floor.value
             );
             let ratio = row.ratio.expect("a floor gives a ratio");
-            assert!(
-                finite_positive(ratio),
-                "figure {id} ratio {ratio}:\n{table}"
-            );
+            assert!(finite(ratio), "figure {id} ratio {ratio}:\n{table}");
         }
         if row.target.is_some() {
             assert!(
@@ -59,7 +57,7 @@ fn every_figure_is_produced() {
     // The cost of one CPUID, which the machine line gives on x86-64.
     let cpuid = report.machine.cpuid_us;
     assert_eq!(cpuid.is_some(), cfg!(target_arch = "x86_64"), "{cpuid:?}");
-    assert!(cpuid.is_none_or(finite_positive), "{cpuid:?}");
+    assert!(cpuid.is_none_or(finite), "{cpuid:?}");
     assert_eq!(
         table.contains("(CPUID "),
         cpuid.is_some(),

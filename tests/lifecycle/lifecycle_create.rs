@@ -150,10 +150,15 @@ fn each_scope_gets_exactly_its_environment() {
 
 #[test]
 fn a_failing_or_timed_out_workspace_pre_create_changes_nothing() {
-    for (hook, status) in [("exit 3", "exited-nonzero"), ("sleep 30", "timed-out")] {
+    // The hook that must exit has a minute (a timeout there only catches a hang); the one that
+    // must time out, 300 ms against its 30 s of sleep.
+    for (hook, timeout, status) in [
+        ("exit 3", 60_000, "exited-nonzero"),
+        ("sleep 30", 300, "timed-out"),
+    ] {
         let config = serde_json::json!({
             "repos": {"web": {"path": "repos/web"}, "api": {"path": "repos/api"}},
-            "hooks": {"timeout": 300, "scripts": {"pre-create": inline(hook)}}
+            "hooks": {"timeout": timeout, "scripts": {"pre-create": inline(hook)}}
         });
         let ws = Ws::configured(&["web", "api"], Some(&config.to_string()));
         ws.recorder(".arashi/hooks/post-create.web.sh");
@@ -464,7 +469,11 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
 
 #[test]
 fn a_second_command_is_refused_while_one_works_when_it_may_not_wait() {
-    let mut ws = recording_ws("sleep 3");
+    // The first create holds the lock until the test lets its last hook end.
+    let mut ws = recording_ws("until [ -e \"$RELEASE\" ]; do sleep 0.02; done");
+    let release = ws.tmp.path().join("release");
+    ws.env
+        .push(("RELEASE".into(), release.display().to_string()));
     ws.env
         .push(("HOOKQ_WORKTREE_LOCK_WAIT_MS".into(), "0".into()));
     let mut first = ws
@@ -488,6 +497,7 @@ fn a_second_command_is_refused_while_one_works_when_it_may_not_wait() {
     assert_eq!(out.json()["error"]["code"], "busy");
     // The inspector does not wait for it, and leaves its journal alone.
     ws.run(&["worktree", "hooks"]).expect(0);
+    std::fs::write(&release, "").unwrap();
     assert!(first.wait().unwrap().success());
     assert!(ws.root.join("worktrees/web/slow").exists());
 }
@@ -680,14 +690,15 @@ until [ -s \"$READY.child\" ]; do sleep 0.01; done
 echo \"$$ $(cat \"$READY.child\")\" > \"$READY.tmp\"; mv \"$READY.tmp\" \"$READY\"; sleep 300
 ";
 
-/// web and api with the native create hooks `hooks` (`(name, body)`), each bounded by 30 s, and
-/// `$READY` set for them; returns the workspace and the `$READY` path.
+/// web and api with the native create hooks `hooks` (`(name, body)`), each bounded by 10
+/// minutes (a stop ends them, not the timeout), and `$READY` set for them; returns the
+/// workspace and the `$READY` path.
 fn signal_ws(hooks: &[(&str, &str)]) -> (Ws, std::path::PathBuf) {
     let mut ws = Ws::configured(
         &["web", "api"],
         Some(
             r#"{"repos": {"web": {"path": "repos/web"}, "api": {"path": "repos/api"}},
-                "hooks": {"timeout": 30000}}"#,
+                "hooks": {"timeout": 600000}}"#,
         ),
     );
     for (name, body) in hooks {
@@ -736,7 +747,7 @@ fn one_sigterm_ends_a_hanging_create_hook_and_rolls_the_create_back() {
         hook.iter().all(|&p| !alive(p)),
         "the hook's group outlived the stop: {hook:?}"
     );
-    assert!(took < Duration::from_secs(15), "the stop took {took:?}");
+    assert!(took < Duration::from_secs(60), "the stop took {took:?}");
     assert_eq!(ws.snapshot(), before, "the create was not rolled back");
     let j = out.json();
     assert_eq!(j["error"]["code"], "stopped");
@@ -773,12 +784,12 @@ fn one_sigterm_ends_a_hanging_create_hook_and_rolls_the_create_back() {
 fn one_sigint_during_the_last_create_hook_rolls_the_create_back() {
     let (ws, ready) = signal_ws(&[(
         "post-create",
-        "echo \"$$\" > \"$READY.tmp\"; mv \"$READY.tmp\" \"$READY\"; sleep 20\n",
+        "echo \"$$\" > \"$READY.tmp\"; mv \"$READY.tmp\" \"$READY\"; sleep 300\n",
     )]);
     let before = ws.snapshot();
     let (out, took) = ws.run_signalled(&["worktree", "create", "feature/s"], &ready, libc::SIGINT);
     out.expect(7);
-    assert!(took < Duration::from_secs(10), "the stop took {took:?}");
+    assert!(took < Duration::from_secs(60), "the stop took {took:?}");
     assert!(pids_in(&ready).iter().all(|&p| !alive(p)));
     assert_eq!(ws.snapshot(), before, "the create was not rolled back");
     assert!(

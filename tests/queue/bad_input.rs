@@ -186,7 +186,10 @@ fn chmod_tree(dir: &Path, dirs: u32, files: u32) {
 #[test]
 fn a_read_only_state_dir() {
     if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: switching to an unprivileged user needs root (CI runs as root)");
+        skipped(
+            "a_read_only_state_dir",
+            "switching to an unprivileged user needs root",
+        );
         return;
     }
     let ws = ws_with_pending();
@@ -405,10 +408,21 @@ fn a_log_that_fills_the_disk_mid_command() {
     assert!(ws.pending().is_empty());
 }
 
+/// Says that `test` did not run, as this machine lacks what it needs (`why`). Under CI, which
+/// runs as root and provides it, that is a failure. Elsewhere the line goes to the test run's
+/// own stderr, which the harness does not capture, so the run shows it (an `eprintln!` would
+/// vanish with a passing test's captured output).
+fn skipped(test: &str, why: &str) {
+    let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
+    assert!(!ci, "{test} cannot run: {why}; under CI it must");
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+}
+
 /// A 4 MiB tmpfs mounted over `dir`, where the machine lets the test mount one (root, as in CI);
-/// unmounted when dropped. `None`, with a note on stderr, elsewhere:
+/// unmounted when dropped. `None`, once [`skipped`] has said so, elsewhere:
 /// `a_full_disk_as_a_file_size_limit` covers the failure there.
-fn small_tmpfs(dir: &Path) -> Option<Unmount> {
+fn small_tmpfs(test: &str, dir: &Path) -> Option<Unmount> {
     let mounted = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
         .arg(dir)
@@ -416,7 +430,10 @@ fn small_tmpfs(dir: &Path) -> Option<Unmount> {
         .status()
         .is_ok_and(|s| s.success());
     if !mounted {
-        eprintln!("cannot mount a tmpfs here; a_full_disk_as_a_file_size_limit covers the failure");
+        skipped(
+            test,
+            "cannot mount a tmpfs here (a_full_disk_as_a_file_size_limit covers the failure)",
+        );
         return None;
     }
     Some(Unmount(dir.to_path_buf()))
@@ -439,7 +456,7 @@ impl Drop for Unmount {
 #[test]
 fn a_full_tmpfs() {
     let mnt = tempfile::tempdir().unwrap();
-    let Some(_mounted) = small_tmpfs(mnt.path()) else {
+    let Some(_mounted) = small_tmpfs("a_full_tmpfs", mnt.path()) else {
         return;
     };
     let root = mnt.path();
@@ -509,7 +526,7 @@ fn a_full_tmpfs() {
 #[test]
 fn a_hub_outlives_a_full_disk() {
     let ws = Ws::new();
-    let Some(_mounted) = small_tmpfs(ws.root()) else {
+    let Some(_mounted) = small_tmpfs("a_hub_outlives_a_full_disk", ws.root()) else {
         return;
     };
     ws.hookq(&["init"]).ok();

@@ -593,7 +593,9 @@ fn a_failing_command_warns_once_and_the_next_still_runs() {
 fn a_timed_out_command_and_its_whole_group_are_killed() {
     let ws = Ws::init();
     ws.write(&Config {
-        timeout_secs: 1,
+        // Room on a loaded machine for each command to write its pids and set its trap, and
+        // for `echo next` to end by itself.
+        timeout_secs: 5,
         grace_secs: 1,
         // A background grandchild keeps stdout open; the second ignores SIGTERM, so only
         // SIGKILL after the grace period ends it.

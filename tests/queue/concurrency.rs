@@ -168,7 +168,20 @@ fn writer_child_entry() {
         return;
     };
     let count: usize = count.parse().unwrap();
-    let mut store = match Store::open(Path::new(&db)) {
+    // At full size (`HOOKQ_STRESS=1`, a run made on purpose on a quiet machine) the writers
+    // keep the default busy timeout: a writer starved of the lock (as SQLite's own busy handler
+    // starved one) runs out of it while the others still write. At the default size the others
+    // are done within seconds, so no starvation lasts 10 s, and the default would only catch a
+    // loaded machine: there a writer waits as long as it must.
+    let opts = hookq::queue::store::StoreOptions {
+        busy_timeout: if stress() {
+            hookq::queue::store::DEFAULT_BUSY_TIMEOUT
+        } else {
+            Duration::from_secs(300)
+        },
+        ..Default::default()
+    };
+    let mut store = match Store::open_with(Path::new(&db), opts) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("writer {id}: open: {e}");

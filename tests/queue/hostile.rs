@@ -8,7 +8,11 @@ use std::time::Duration;
 
 use common::{Config, Ws};
 
-const TIMEOUT_SECS: u64 = 2;
+/// The timeout of the commands that must reach it: room on a loaded machine for the shell to
+/// print and set its trap first.
+const TIMEOUT_SECS: u64 = 5;
+/// The timeout of every other command: it only catches a hang.
+const GENEROUS_SECS: u64 = 120;
 const GRACE_SECS: u64 = 1;
 /// Room for a loaded 2-core machine; a hang would blow far past it.
 const SLACK: Duration = Duration::from_secs(20);
@@ -18,12 +22,18 @@ struct Case {
     out: common::Out,
 }
 
-/// Runs `line` as the first `after_fail` command, then `echo next`, in one pass.
+/// Runs `line` as the first `after_fail` command, then `echo next`, in one pass, each with
+/// [`GENEROUS_SECS`].
 fn hostile(line: &str, max_log_bytes: Option<u64>) -> Case {
+    hostile_within(line, max_log_bytes, GENEROUS_SECS)
+}
+
+/// [`hostile`] with a timeout of `timeout_secs`.
+fn hostile_within(line: &str, max_log_bytes: Option<u64>, timeout_secs: u64) -> Case {
     let ws = Ws::init();
     let next = ws.base().join("next.txt");
     ws.write(&Config {
-        timeout_secs: TIMEOUT_SECS,
+        timeout_secs,
         grace_secs: GRACE_SECS,
         max_log_bytes,
         hooks: format!(
@@ -36,7 +46,7 @@ fn hostile(line: &str, max_log_bytes: Option<u64>) -> Case {
     ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
     ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
         .ok();
-    let limit = Duration::from_secs(TIMEOUT_SECS + GRACE_SECS) + SLACK;
+    let limit = Duration::from_secs(timeout_secs + GRACE_SECS) + SLACK;
     let out = ws.hookq_within(&["run"], &[], limit);
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     assert_eq!(
@@ -127,9 +137,10 @@ fn wait_gone(pid: i32) {
 fn sleeps_forever_with_a_grandchild_holding_stdout() {
     let ws_pid = tempfile::NamedTempFile::new().unwrap();
     let pidfile = ws_pid.path().display().to_string();
-    let c = hostile(
+    let c = hostile_within(
         &format!("sleep 1000 & echo $! > {pidfile}; echo started; sleep 1000"),
         None,
+        TIMEOUT_SECS,
     );
     let h = c.first();
     assert_eq!(h.outcome, "timed_out");
@@ -151,7 +162,11 @@ fn sleeps_forever_with_a_grandchild_holding_stdout() {
 
 #[test]
 fn ignores_sigterm() {
-    let c = hostile("trap '' TERM; echo stubborn; sleep 1000", None);
+    let c = hostile_within(
+        "trap '' TERM; echo stubborn; sleep 1000",
+        None,
+        TIMEOUT_SECS,
+    );
     assert_eq!(c.first().outcome, "timed_out");
     c.assert_bounded();
     assert!(c.footer().contains("SIGKILL"), "{}", c.footer());
@@ -170,7 +185,7 @@ fn daemonizes_and_keeps_the_log_open() {
     assert_eq!(h.outcome, "ok");
     // It returned as soon as the command itself exited, not at the timeout.
     assert!(
-        c.duration() < Duration::from_secs(TIMEOUT_SECS),
+        c.duration() < Duration::from_secs(GENEROUS_SECS),
         "waited for the daemon: {:?}",
         c.duration()
     );

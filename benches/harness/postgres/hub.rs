@@ -11,7 +11,7 @@ use hookq::queue::pg::record::move_task;
 use hookq::queue::pg::{DATABASE_ENV, PgStore};
 use hookq::{Phase, TaskId, Workspace};
 
-use super::super::hub::{LOST, Lcg, Seen, now_ns};
+use super::super::hub::{LOST, Lcg, Seen, early_note, latency_ms, now_ns};
 use super::super::proc::hookq_bin;
 use super::super::report::{Row, Target};
 use super::super::sizes::Sizes;
@@ -92,7 +92,7 @@ pub fn measure(server: &Server, dir: &Path, sizes: &Sizes) -> PgHub {
         std::thread::sleep(Duration::from_millis(rng.below(50)));
         let at = commit(&mut store, "h", i);
         match seen.wait_for(&format!("h{i:07}"), LOST) {
-            Some(hook_ns) => latencies.push((hook_ns - at) as f64 / 1e6),
+            Some(hook_ns) => latencies.push(latency_ms(hook_ns, at)),
             None => {
                 lost += 1;
                 latencies.push(ms(LOST));
@@ -123,7 +123,8 @@ pub fn rows(h: &PgHub) -> Vec<Row> {
         Row::new("P3a", "PostgreSQL: hub latency p50, commit -> hook start (LISTEN/NOTIFY)", percentile(&h.latencies, 50.0), "ms")
             .target(Target::value_at_most(10.0))
             .note(format!(
-                "{n} transitions, each a durable txn from this process timed from its commit's return (the committing side's own time excluded), waited for, then 0-50 ms random pause; hook start = `date +%s%N` in the hook{lost}"
+                "{n} transitions, each a durable txn from this process timed from its commit's return (the committing side's own time excluded), waited for, then 0-50 ms random pause; hook start = `date +%s%N` in the hook{lost}{}",
+                early_note(&h.latencies)
             )),
         Row::new("P3b", "PostgreSQL: hub latency p99", percentile(&h.latencies, 99.0), "ms")
             .target(Target::value_at_most(50.0)),

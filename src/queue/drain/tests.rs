@@ -316,16 +316,16 @@ fn appears(path: &std::path::Path, limit: Duration) -> bool {
 fn a_busy_database_never_holds_up_a_running_commands_timeout() {
     // a's clear falls due while b runs. Another writer holds the database from a's start
     // until b's TERM trap has run: the batch must wait for the database without making b's
-    // one-second timeout wait with it. (The store waits a minute for a busy database, longer
+    // five-second timeout wait with it. (The store waits a minute for a busy database, longer
     // than the writer holds it at most: without that, the trap would run only after it let
-    // go.)
+    // go.) a ends once the writer holds the database, well inside its timeout.
     let (dir, ws, _) = workspace("");
     std::fs::write(
         ws.config_path(),
         r#"[gate]
-command_timeout_secs = 1
+command_timeout_secs = 5
 [hooks]
-after_fail = ['touch "$ARC_TASK.started"; if [ "$ARC_TASK" = a ]; then sleep 0.5; else trap "touch b.termed; exit 1" TERM; sleep 30 & wait; fi']
+after_fail = ['touch "$ARC_TASK.started"; if [ "$ARC_TASK" = a ]; then until [ -e held ]; do sleep 0.01; done; else trap "touch b.termed; exit 1" TERM; sleep 30 & wait; fi']
 "#,
     )
     .unwrap();
@@ -340,18 +340,29 @@ after_fail = ['touch "$ARC_TASK.started"; if [ "$ARC_TASK" = a ]; then sleep 0.5
         let conn = rusqlite::Connection::open(&db).unwrap();
         conn.busy_timeout(Duration::from_secs(10)).unwrap();
         conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+        std::fs::write(root.join("held"), "").unwrap();
         let termed = appears(&root.join("b.termed"), Duration::from_secs(40));
         conn.execute_batch("ROLLBACK").unwrap();
         termed
     });
     let stop = Stop::new();
     let lock = runner_lock(&ws);
-    let report = Drainer::new(ws, &stop).drain(&mut store, &lock).unwrap();
+    // Its warning is the test's to check, not the test run's output.
+    let mut warnings = Vec::new();
+    let report = Drainer::with_warnings(ws, &stop, |w| warnings.push(w.to_owned()))
+        .drain(&mut store, &lock)
+        .unwrap();
     assert!(
         writer.join().unwrap(),
         "b's timeout was served while another writer held the database"
     );
     assert_eq!((report.cleared, report.commands, report.failed), (2, 2, 1));
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("warning: after_fail-01 for task b ")
+            && warnings[0].contains(": timed out"),
+        "{warnings:?}"
+    );
     let mut outcomes: Vec<(String, String)> = store
         .history(None, None, 10)
         .unwrap()
