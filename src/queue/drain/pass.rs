@@ -286,7 +286,7 @@ impl<'a> Drainer<'a> {
                         i = at;
                         let entry = window.remove(i).expect("index checked");
                         let job = match self.prepare(store, entry, report) {
-                            Ok(Prepared::Run(job)) => job,
+                            Ok(Prepared::Run(job)) => *job,
                             Ok(Prepared::Settled) => continue,
                             Ok(Prepared::Held(task)) => {
                                 // Its later points wait with it, in recorded order.
@@ -496,7 +496,7 @@ impl<'a> Drainer<'a> {
                 point,
             },
         );
-        Ok(Prepared::Run(Job {
+        Ok(Prepared::Run(Box::new(Job {
             entry,
             task,
             point,
@@ -504,7 +504,7 @@ impl<'a> Drainer<'a> {
             cfg,
             env,
             first: self.ahead.take(),
-        }))
+        })))
     }
 
     /// Prints a finished job's warnings and queues its clear if all its commands ran.
@@ -537,7 +537,7 @@ impl<'a> Drainer<'a> {
 /// What [`Drainer::prepare`] made of a point.
 pub(super) enum Prepared {
     /// Its commands, ready to run.
-    Run(Job),
+    Run(Box<Job>),
     /// Cleared or parked without running (queued with the pass's clears).
     Settled,
     /// Left pending for a later pass, with every later point of this task: the config may be
