@@ -195,6 +195,33 @@ mod tests {
     use crate::queue::phase::Point;
 
     #[test]
+    fn a_config_is_settled_once_its_file_went_quiet_without_a_write_since_it_was_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let mut source = ConfigSource::new(path.clone());
+        assert_eq!(source.unsettled(), Some(QUIET), "nothing read yet");
+        std::fs::write(&path, "[hooks]\n").unwrap();
+        source.current().unwrap();
+        let wait = source.unsettled().expect("written just now");
+        assert!(wait > QUIET - Duration::from_secs(2) && wait <= QUIET, "{wait:?}");
+        let backdate = |secs| {
+            let f = std::fs::File::options().write(true).open(&path).unwrap();
+            f.set_modified(std::time::SystemTime::now() - Duration::from_secs(secs))
+                .unwrap();
+        };
+        backdate(60);
+        assert_eq!(source.unsettled(), Some(QUIET), "changed since it was read");
+        source.current().unwrap();
+        assert_eq!(source.unsettled(), None);
+        // A modification time a little ahead of the clock is a write just now.
+        let f = std::fs::File::options().write(true).open(&path).unwrap();
+        f.set_modified(std::time::SystemTime::now() + Duration::from_secs(30))
+            .unwrap();
+        source.current().unwrap();
+        assert_eq!(source.unsettled(), Some(QUIET));
+    }
+
+    #[test]
     fn a_source_sees_an_in_place_edit_of_a_file_it_trusted_by_stat() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.toml");
