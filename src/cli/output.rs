@@ -71,6 +71,18 @@ pub(super) fn ran(r: &hookq::queue::drain::PassReport) -> Option<String> {
     })
 }
 
+/// Says what a pass left pending for a settled config, on stderr: `note: left 2 point(s)
+/// pending: ...`. Nothing when it left none.
+pub(super) fn held(r: &hookq::queue::drain::PassReport) {
+    if r.held > 0 {
+        errln!(
+            "note: left {} point(s) pending: config.toml was written less than {}s ago and may be half-written, too recently to clear a point without running it; a later pass decides",
+            r.held,
+            hookq::queue::config::QUIET.as_secs()
+        );
+    }
+}
+
 /// Prints rows under a header, each column as wide as its widest cell.
 pub(super) fn table(header: &[&str], rows: &[Vec<String>]) {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();

@@ -124,6 +124,7 @@ pub(super) fn run(ws: &Workspace, choice: &PgChoice, jobs: usize, wait: Wait) ->
     if let Some(line) = output::ran(&report) {
         outln!("{line}");
     }
+    output::held(&report);
     Ok(())
 }
 
@@ -170,6 +171,7 @@ fn drain_if_free(ws: &Workspace, store: PgStore) {
             if let Some(line) = output::ran(&r) {
                 outln!("{line}");
             }
+            output::held(&r);
         }
         Err(e) => errln!("warning: hooks left pending: {e}"),
     }

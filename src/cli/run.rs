@@ -52,5 +52,6 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     if let Some(line) = super::output::ran(&report) {
         outln!("{line}");
     }
+    super::output::held(&report);
     Ok(())
 }

@@ -237,6 +237,7 @@ fn drain_if_free(ws: &Workspace, store: &mut Store) {
             if let Some(line) = output::ran(&r) {
                 outln!("{line}");
             }
+            output::held(&r);
         }
         Err(e) => errln!("warning: hooks left pending: {e}"),
     }

@@ -83,6 +83,21 @@ pub enum Error {
     /// A command could not be run for a reason outside the hook (its log cannot be written).
     #[error(transparent)]
     Exec(#[from] ExecError),
+    /// A worker of a parallel pass panicked while it ran a point (a bug in hookq): the pass
+    /// ends once the other workers' points finished, and that point stays pending.
+    #[error(
+        "a worker of the pass panicked running {point} for task {task} (occurrence {id}): {message}; the point stays pending"
+    )]
+    WorkerPanicked {
+        /// The point's name.
+        point: String,
+        /// The point's task.
+        task: String,
+        /// The occurrence id.
+        id: i64,
+        /// What the panic said.
+        message: String,
+    },
     /// The queue's PostgreSQL database failed.
     #[cfg(feature = "postgres")]
     #[error("queue {queue}: {source}")]
@@ -130,9 +145,10 @@ impl Failure for Error {
                 _ => code::DATABASE,
             },
             Error::Locked { .. } | Error::Stopped { .. } => code::LOCKED,
-            Error::Workspace(NotFound::Access { .. }) | Error::Lock(_) | Error::Exec(_) => {
-                code::FAILURE
-            }
+            Error::Workspace(NotFound::Access { .. })
+            | Error::Lock(_)
+            | Error::Exec(_)
+            | Error::WorkerPanicked { .. } => code::FAILURE,
             #[cfg(feature = "postgres")]
             Error::Postgres { source, .. } => source.exit_code(),
         }

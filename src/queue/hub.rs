@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use crate::exec::Stop;
 use crate::queue::backend::QueueStore;
-use crate::queue::config::FileVersion;
+use crate::queue::config::{FileVersion, QUIET};
 use crate::queue::drain::Drainer;
 use crate::queue::error::Error;
 use crate::queue::lock::{RunnerLock, Wait};
@@ -15,7 +15,8 @@ use crate::queue::workspace::Workspace;
 pub struct HubOptions {
     /// How often to look for a commit by another process ([`QueueStore::wait_for_change`]).
     pub poll: Duration,
-    /// Drain at least this often even when nothing seems to have changed.
+    /// Drain at least this often even when nothing seems to have changed (sooner when a pass
+    /// left points for a settled config: see [`PassReport::held`](crate::queue::PassReport)).
     pub rescan: Duration,
 }
 
@@ -50,17 +51,29 @@ pub fn run<S: QueueStore>(
         else {
             return Ok(());
         };
-        let stopped = match drainer.drain(store, &lock) {
-            Ok(report) => report.stopped,
+        let (stopped, retry_in) = match drainer.drain(store, &lock) {
+            Ok(report) => {
+                if report.held > 0 {
+                    tracing::info!(
+                        "{} point(s) left pending until config.toml has gone unmodified for {:?}",
+                        report.held,
+                        QUIET
+                    );
+                }
+                (report.stopped, report.retry_in)
+            }
             Err(e) => {
                 on_error(e);
-                false
+                (false, None)
             }
         };
         drop(lock);
         if stopped {
             return Ok(());
         }
+        // Points held for a settled config are decided by the pass after it settled, even when
+        // nothing else changes meanwhile.
+        let rescan = retry_in.map_or(opts.rescan, |r| r.min(opts.rescan));
         let since = Instant::now();
         loop {
             if stop.graceful() {
@@ -68,7 +81,7 @@ pub fn run<S: QueueStore>(
             }
             if store.wait_for_change(seen_version, opts.poll)?
                 || FileVersion::of(&config_path) != seen_config
-                || since.elapsed() >= opts.rescan
+                || since.elapsed() >= rescan
             {
                 break;
             }

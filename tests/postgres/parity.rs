@@ -1,6 +1,7 @@
 //! What the binary does on SQLite, shown to hold on PostgreSQL too: a point whose runner is
 //! killed mid-hook too often is parked and the points behind it run, old history is pruned by
-//! each pass, and `run --jobs N` keeps each task's points in recorded order.
+//! each pass, `run --jobs N` keeps each task's points in recorded order, and a pass reading a
+//! half-written config clears nothing unrun.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -44,6 +45,8 @@ after_awaiting_human = ['echo "$ARC_TASK" >> later']"#;
         ..Config::hooks(hooks)
     };
     let (ws, _db, url) = pg_workspace_with(&cfg, "");
+    // Parked only by a config that was not written just now.
+    ws.settle_config();
     let mut s = open(&url, "q");
     ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
     ws.hookq(&["task", "add", "t2", "--plan", "p"]).ok();
@@ -201,6 +204,8 @@ after_fail = ['kill -KILL $PPID']"#;
         ..Config::hooks(hooks)
     };
     let (ws, _db, url) = pg_workspace_with(&cfg, "");
+    // Parked only by a config that was not written just now.
+    ws.settle_config();
     let mut s = open(&url, "q");
     for (t, phase) in [
         ("t1", "review.awaiting_human"),
@@ -289,6 +294,8 @@ impl Histories for Postgres {
 /// `keep_history_days = 2`: a pass of `hookq run`, even with nothing pending, and a hub's pass
 /// delete the history rows that finished before the window, and keep those inside it.
 fn old_history_is_pruned(ws: &Ws, h: &mut impl Histories) {
+    // History is pruned only by a config that was not written just now.
+    ws.settle_config();
     for t in ["t1", "t2", "t3", "t4"] {
         ws.task_add(t, "p", "failed.x").ok();
     }
@@ -344,6 +351,7 @@ fn old_history_is_pruned_on_postgres_queue_by_queue() {
     let (ws, _db, url) = pg_workspace_with(&cfg, KEEP_TWO_DAYS);
     let other = Ws::init();
     other.write_config_text(pg_config(&cfg, &url, "other", KEEP_TWO_DAYS).as_bytes());
+    other.settle_config();
     other.task_add("o1", "p", "failed.x").ok();
     other.hookq(&["run"]).ok();
     let mut theirs = Postgres(open(&url, "other"));
@@ -426,4 +434,51 @@ fn jobs_keep_each_tasks_points_in_recorded_order() {
     let v: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
     assert_eq!(v["pending"].as_array().map(Vec::len), Some(0), "{v}");
     assert!(v["lock"].is_null(), "the lock was released: {v}");
+}
+
+/// As `config_writes::a_pass_during_a_slow_rewrite_never_clears_the_point_unrun` on SQLite: a
+/// writer process truncates `config.toml`, writes it up to `[hooks]` (its `[queue] database`
+/// included), pauses 2 s and writes the rest, while `hookq run --jobs 2` drains the PostgreSQL
+/// queue. The pass leaves the point pending, unstarted, rather than clear it as `empty`; once
+/// the file is whole, the point runs.
+#[test]
+fn a_pass_during_a_slow_rewrite_never_clears_the_point_unrun() {
+    let cfg = Config::hooks(r#"after_fail = ['echo "$ARC_TASK" >> ran.out']"#);
+    let (ws, _db, url) = pg_workspace_with(&cfg, "");
+    let text = String::from_utf8(std::fs::read(ws.config_path()).unwrap()).unwrap();
+    let cut = text.find("[hooks]\n").unwrap() + "[hooks]\n".len();
+    let mut s = open(&url, "q");
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
+        .ok();
+    let mut writer = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(r#"{ printf '%s' "$HEAD"; sleep 2; printf '%s' "$REST"; } > config.toml"#)
+        .current_dir(ws.state_dir())
+        .env("HEAD", &text[..cut])
+        .env("REST", &text[cut..])
+        .spawn()
+        .unwrap();
+    ws.eventually("the writer to truncate config.toml", || {
+        std::fs::read(ws.config_path()).is_ok_and(|b| b == text.as_bytes()[..cut])
+    });
+    let out = ws.hookq(&["run", "--jobs", "2"]).expect_code(0);
+    // Checked when the pass read the first part alone, as it did unless the machine held it up
+    // for the writer's whole pause.
+    if writer.try_wait().unwrap().is_none() {
+        assert!(
+            out.stderr().starts_with("note: left 1 point(s) pending: "),
+            "{}",
+            out.describe()
+        );
+        let left = pending(&mut s);
+        assert_eq!((left.len(), left[0].passes), (1, 0), "nothing started it");
+        assert!(history(&mut s).is_empty());
+    }
+    assert!(writer.wait().unwrap().success());
+    ws.hookq(&["run", "--jobs", "2"]).ok();
+    assert_eq!(ws.lines("ran.out"), ["t1"], "the hook ran once");
+    assert!(pending(&mut s).is_empty());
+    let outcomes: Vec<String> = history(&mut s).into_iter().map(|h| h.outcome).collect();
+    assert_eq!(outcomes, ["ok"], "nothing cleared as empty");
 }

@@ -107,12 +107,29 @@ fn a_point_is_cleared_only_after_its_commands_ran() {
 }
 
 #[test]
-fn a_point_without_commands_is_cleared_at_once() {
+fn a_point_without_commands_is_cleared_by_a_config_written_a_while_ago() {
     let ws = ws_with("after_merge = ['echo merged >> out']\nafter_rework = []");
     ws.hookq(&["task", "move", "t1", "review.rework_pending", "--no-run"])
         .ok();
     assert_eq!(ws.pending().len(), 1);
+    // Written just now, the config may be half-written: the point stays pending, unstarted,
+    // and the pass says so.
+    let out = ws.hookq(&["run"]).expect_code(0);
+    assert_eq!(out.stdout(), "", "{}", out.describe());
+    assert_eq!(
+        out.stderr().lines().collect::<Vec<_>>(),
+        [
+            "note: left 1 point(s) pending: config.toml was written less than 5s ago and may be half-written, too recently to clear a point without running it; a later pass decides"
+        ],
+        "{}",
+        out.describe()
+    );
+    assert_eq!(ws.pending().len(), 1);
+    assert_eq!(ws.pending()[0].passes, 0);
+    assert!(ws.history().is_empty());
+    ws.settle_config();
     let out = ws.hookq(&["run"]).ok();
+    assert_eq!(out.stderr(), "", "{}", out.describe());
     assert!(
         out.stdout().contains("ran 1 point(s): 0 command(s)"),
         "{}",
@@ -186,6 +203,7 @@ fn every_owner_transition_drains_and_reports_as_run_does() {
         max_interrupted_runs: 1,
         ..Config::hooks(&every_point("true"))
     });
+    ws.settle_config();
     ws.hookq(&["task", "add", "t2", "--plan", "done"]).ok();
     ws.hookq(&["task", "move", "t2", "done.merged", "--no-run"])
         .ok();
@@ -281,6 +299,7 @@ fn a_point_left_to_a_holder_on_its_way_out_still_runs() {
     // Without that second look, about one round in fifteen would leave the point pending until
     // the next pass.
     let ws = ws_with("after_awaiting_human = []\nafter_rework = []");
+    ws.settle_config();
     let mut held = 0;
     for round in 0..200 {
         let run = ws.spawn(&["run"]);
@@ -805,6 +824,7 @@ fn a_point_interrupted_too_often_is_parked_and_can_be_retried() {
 after_awaiting_human = ['echo "$ARC_TASK" >> later']"#,
         )
     });
+    ws.settle_config();
     ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
     ws.hookq(&["task", "add", "t2", "--plan", "p"]).ok();
     ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
@@ -972,6 +992,7 @@ fn points_finished_before_a_runner_killing_point_are_not_run_again_with_it() {
 after_fail = ['kill -KILL $PPID']"#,
         )
     });
+    ws.settle_config();
     for t in ["t1", "t2", "t3"] {
         ws.hookq(&["task", "add", t, "--plan", "p"]).ok();
     }

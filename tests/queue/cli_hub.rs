@@ -269,9 +269,10 @@ fn two_hubs_share_the_work_without_running_a_point_twice() {
     stop_cleanly(b);
 }
 
-/// An editor that rewrites config.toml in place (truncate, write, pause, write the rest) while a
-/// hub drains: a pass must never read the half-written file, which parses as a valid config with
-/// the point's commands missing and would clear points as `empty` without running them.
+/// An editor that rewrites config.toml in place (truncate, write, pause, write the rest) again and
+/// again while a hub drains: the half-written file parses as a valid config with the point's
+/// commands missing, and no pass may clear a point as `empty` by it. (`config_writes` has a
+/// writer whose pause is longer than any second read's delay.)
 #[test]
 fn a_config_rewritten_in_place_never_clears_a_point_unrun() {
     use std::io::Write;

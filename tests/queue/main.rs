@@ -14,6 +14,7 @@ mod cli_git;
 mod cli_hub;
 mod cli_rules;
 mod concurrency;
+mod config_writes;
 mod crash;
 mod hostile;
 mod notify;

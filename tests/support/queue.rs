@@ -341,6 +341,19 @@ impl Ws {
         std::fs::rename(&tmp, self.config_path()).unwrap();
     }
 
+    /// Sets `config.toml`'s modification time a minute back, as a config written long ago has
+    /// it. A pass clears a point without running it (no commands, too many interrupted passes)
+    /// only by a config that went unmodified for a few seconds, since one written just now may
+    /// be half-written.
+    pub fn settle_config(&self) {
+        let file = std::fs::File::options()
+            .write(true)
+            .open(self.config_path())
+            .unwrap();
+        let then = std::time::SystemTime::now() - Duration::from_secs(60);
+        file.set_modified(then).unwrap();
+    }
+
     /// A file below the root, as bytes (`None` when absent).
     pub fn read_bytes(&self, rel: impl AsRef<Path>) -> Option<Vec<u8>> {
         match std::fs::read(self.root().join(rel)) {

@@ -10,4 +10,4 @@ pub use initial::{initial_config, toml_quote};
 pub use parse::{
     Config, ConfigError, ConfigWarning, Gate, MAX_COMMANDS, MAX_CONFIG_BYTES, Queue, Repository,
 };
-pub use source::{ConfigSource, FileVersion, SETTLE, SETTLE_LIMIT};
+pub use source::{ConfigSource, FileVersion, QUIET, SETTLE, SETTLE_LIMIT};

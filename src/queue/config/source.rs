@@ -11,6 +11,12 @@ use super::parse::{Config, ConfigError, read_bounded};
 pub const SETTLE: Duration = Duration::from_millis(300);
 /// The longest the drain waits for a `config.toml` that keeps changing.
 pub const SETTLE_LIMIT: Duration = Duration::from_secs(5);
+/// How long `config.toml` must have gone unmodified before a pass clears a point without running
+/// it (no commands for it, too many interrupted passes) or prunes history by it. A writer that
+/// truncates the file and writes it again in several steps leaves, while it pauses, a file that
+/// can parse as valid with keys missing; unlike running a point's commands, those decisions
+/// cannot be undone by the next read, so they wait until no write happened for this long.
+pub const QUIET: Duration = Duration::from_secs(5);
 /// How old a file's change time must be before `stat` alone may vouch for its contents: longer
 /// than the coarsest time stamps a file system keeps (FAT's two seconds), so a later write cannot
 /// leave the times as they were.
@@ -27,6 +33,8 @@ pub struct ConfigSource {
     last: Option<(Vec<u8>, Arc<Config>)>,
     /// The file version `last` was read from, when `stat` can vouch for it.
     trusted: Option<FileVersion>,
+    /// The file version `last` was read from, when it did not change while it was read.
+    read: Option<FileVersion>,
 }
 
 impl ConfigSource {
@@ -36,6 +44,7 @@ impl ConfigSource {
             path,
             last: None,
             trusted: None,
+            read: None,
         }
     }
 
@@ -65,6 +74,7 @@ impl ConfigSource {
             return Ok(Arc::clone(cfg));
         }
         self.trusted = None;
+        self.read = None;
         let bytes = self.read_settled(version)?;
         let cfg = match &self.last {
             Some((old, cfg)) if *old == bytes => Arc::clone(cfg),
@@ -74,11 +84,25 @@ impl ConfigSource {
                 cfg
             }
         };
-        // Vouch for this version only if it is old enough and did not change around the read
-        // (a young file is read every time, so it needs no second `stat`).
-        self.trusted = version
-            .filter(|v| v.age() >= STAT_TRUST_AGE && Some(*v) == FileVersion::of(&self.path));
+        let after = FileVersion::of(&self.path);
+        self.read = version.filter(|v| Some(*v) == after);
+        // Vouch for this version only if it is old enough and did not change around the read.
+        self.trusted = self.read.filter(|v| v.age() >= STAT_TRUST_AGE);
         Ok(cfg)
+    }
+
+    /// How much longer the config read last must stay unmodified before a pass may clear a
+    /// point without running it; `None` once the file has gone [`QUIET`] without a write since
+    /// it was read. A file that changed since it was read, or while it was read, is a full
+    /// [`QUIET`] away: its next read decides.
+    ///
+    /// Only the modification time counts: every write and truncation sets it, while a file
+    /// written whole elsewhere and renamed into place keeps the time its writing ended.
+    pub fn unsettled(&self) -> Option<Duration> {
+        let Some(read) = self.read.filter(|r| FileVersion::of(&self.path) == Some(*r)) else {
+            return Some(QUIET);
+        };
+        QUIET.checked_sub(read.unmodified_for()).filter(|d| !d.is_zero())
     }
 
     /// Reads the file, whose version was `before` just now.
@@ -136,22 +160,66 @@ impl FileVersion {
     /// How long ago the file was last modified or changed (a time in the future counts as long
     /// ago).
     fn age(&self) -> Duration {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        let latest = self.modified.max(self.changed);
-        let then = Duration::new(
-            u64::try_from(latest.0).unwrap_or(0),
-            u32::try_from(latest.1).unwrap_or(0),
-        );
-        now.checked_sub(then).unwrap_or(Duration::MAX)
+        since(self.modified.max(self.changed)).unwrap_or(Duration::MAX)
     }
+
+    /// How long ago the file's contents were last written. A time in the future is a clock
+    /// that was stepped back, or a file server's clock ahead of this one: up to a minute ahead
+    /// it counts as just now, further ahead as long ago (a wrong clock must not keep points
+    /// pending for good).
+    fn unmodified_for(&self) -> Duration {
+        match since(self.modified) {
+            Ok(age) => age,
+            Err(ahead) if ahead <= Duration::from_secs(60) => Duration::ZERO,
+            Err(_) => Duration::MAX,
+        }
+    }
+}
+
+/// How long ago the file time `(secs, nanos)` was; `Err` with how far ahead it is when it is in
+/// the future.
+fn since(time: (i64, i64)) -> Result<Duration, Duration> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let then = Duration::new(
+        u64::try_from(time.0).unwrap_or(0),
+        u32::try_from(time.1).unwrap_or(0),
+    );
+    now.checked_sub(then).ok_or_else(|| then - now)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::queue::phase::Point;
+
+    #[test]
+    fn a_config_is_settled_once_its_file_went_quiet_without_a_write_since_it_was_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let mut source = ConfigSource::new(path.clone());
+        assert_eq!(source.unsettled(), Some(QUIET), "nothing read yet");
+        std::fs::write(&path, "[hooks]\n").unwrap();
+        source.current().unwrap();
+        let wait = source.unsettled().expect("written just now");
+        assert!(wait > QUIET - Duration::from_secs(2) && wait <= QUIET, "{wait:?}");
+        let backdate = |secs| {
+            let f = std::fs::File::options().write(true).open(&path).unwrap();
+            f.set_modified(std::time::SystemTime::now() - Duration::from_secs(secs))
+                .unwrap();
+        };
+        backdate(60);
+        assert_eq!(source.unsettled(), Some(QUIET), "changed since it was read");
+        source.current().unwrap();
+        assert_eq!(source.unsettled(), None);
+        // A modification time a little ahead of the clock is a write just now.
+        let f = std::fs::File::options().write(true).open(&path).unwrap();
+        f.set_modified(std::time::SystemTime::now() + Duration::from_secs(30))
+            .unwrap();
+        source.current().unwrap();
+        assert_eq!(source.unsettled(), Some(QUIET));
+    }
 
     #[test]
     fn a_source_sees_an_in_place_edit_of_a_file_it_trusted_by_stat() {

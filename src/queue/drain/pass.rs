@@ -2,6 +2,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -37,6 +38,15 @@ pub struct PassReport {
     pub parked: usize,
     /// Whether a stop request ended the pass before the queue was empty.
     pub stopped: bool,
+    /// Points left pending, not started, because `config.toml` was written too recently to
+    /// clear them without running them (it gives them no commands, or they were interrupted
+    /// too often): it may be half-written. Each one's task waits with it, so its later points
+    /// also wait for a later pass.
+    pub held: usize,
+    /// When `held` is not zero: how long until `config.toml`, left as it is, has gone
+    /// [`QUIET`](crate::queue::config::source::QUIET) unmodified, when a pass can decide them.
+    #[serde(skip)]
+    pub retry_in: Option<Duration>,
 }
 
 impl PassReport {
@@ -47,6 +57,9 @@ impl PassReport {
         self.failed += later.failed;
         self.parked += later.parked;
         self.stopped |= later.stopped;
+        // A later pass looks at every point an earlier one held again.
+        self.held = later.held;
+        self.retry_in = later.retry_in;
     }
 }
 
@@ -221,8 +234,11 @@ impl<'a> Drainer<'a> {
             passed?;
             flushed?;
             let cfg = self.config()?;
-            let keep_ms = i64::from(cfg.queue.keep_history_days) * 86_400_000;
-            store.prune_history(now_ms() - keep_ms, PRUNE_LIMIT)?;
+            // A half-written config can lack `keep_history_days`: prune by a settled one.
+            if self.unsettled().is_none() {
+                let keep_ms = i64::from(cfg.queue.keep_history_days) * 86_400_000;
+                store.prune_history(now_ms() - keep_ms, PRUNE_LIMIT)?;
+            }
             Ok(report)
         })
     }
@@ -240,6 +256,8 @@ impl<'a> Drainer<'a> {
         let mut window: VecDeque<PendingRow> = VecDeque::new();
         let mut fetched_to = 0;
         let mut busy: HashSet<String> = HashSet::new();
+        // Tasks with a point held for a settled config: none of their points runs this pass.
+        let mut held: HashSet<String> = HashSet::new();
         let mut running = 0usize;
         let mut failure: Option<Error> = None;
         loop {
@@ -255,7 +273,7 @@ impl<'a> Drainer<'a> {
                         if let Some(last) = more.last() {
                             fetched_to = last.id;
                         }
-                        window.extend(more);
+                        window.extend(more.into_iter().filter(|e| !held.contains(&e.task)));
                     }
                     // Start what may start, in recorded order: a task with a point running (or
                     // waiting behind one) keeps its later points waiting too.
@@ -268,8 +286,14 @@ impl<'a> Drainer<'a> {
                         i = at;
                         let entry = window.remove(i).expect("index checked");
                         let job = match self.prepare(store, entry, report) {
-                            Ok(Some(job)) => job,
-                            Ok(None) => continue,
+                            Ok(Prepared::Run(job)) => *job,
+                            Ok(Prepared::Settled) => continue,
+                            Ok(Prepared::Held(task)) => {
+                                // Its later points wait with it, in recorded order.
+                                window.retain(|e| e.task != task);
+                                held.insert(task);
+                                continue;
+                            }
                             Err(e) => break 'start Err(e),
                         };
                         match pool {
@@ -340,10 +364,10 @@ impl<'a> Drainer<'a> {
                 }
             };
             running -= 1;
-            busy.remove(&done.job.entry.task);
+            busy.remove(&done.entry.task);
             if let Ran::Stale = done.ran {
                 // Back in its place in recorded order, to be prepared again.
-                let entry = done.job.entry;
+                let entry = done.entry;
                 let at = window.partition_point(|e| e.id < entry.id);
                 window.insert(at, entry);
                 continue;
@@ -387,24 +411,42 @@ impl<'a> Drainer<'a> {
         report: &mut PassReport,
         why: &str,
         hint: &str,
-    ) -> Result<Option<Job>, Error> {
+    ) -> Result<Prepared, Error> {
         (self.warn)(&format!(
             "warning: {} for task {} (occurrence {}): {why}; parked as abandoned{hint}",
             entry.point, entry.task, entry.id
         ));
         self.clear_later(store, entry, NewHistory::bare(Outcome::Abandoned))?;
         report.parked += 1;
-        Ok(None)
+        Ok(Prepared::Settled)
     }
 
-    /// Reads the config for this point and either clears it (no commands, parked) or returns
-    /// the job to run.
+    /// How much longer `config.toml`, as read last, must go unmodified before a point may be
+    /// cleared without running by it (see [`ConfigSource::unsettled`]); `None` once it has.
+    fn unsettled(&self) -> Option<Duration> {
+        self.config
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unsettled()
+    }
+
+    /// Leaves `entry` pending, unstarted, for a pass that reads a config no longer being
+    /// written, when `config.toml` was written too recently to clear it without running it.
+    fn hold_unless_settled(&self, entry: &PendingRow, report: &mut PassReport) -> Option<Prepared> {
+        let wait = self.unsettled()?;
+        report.held += 1;
+        report.retry_in = report.retry_in.max(Some(wait));
+        Some(Prepared::Held(entry.task.clone()))
+    }
+
+    /// Reads the config for this point and either clears it (no commands, parked), holds it
+    /// (the config may be half-written) or returns the job to run.
     pub(super) fn prepare<S: QueueStore>(
         &mut self,
         store: &mut S,
         entry: PendingRow,
         report: &mut PassReport,
-    ) -> Result<Option<Job>, Error> {
+    ) -> Result<Prepared, Error> {
         let point = entry.point().map_err(|e| store.located(e))?;
         let task = entry.task_id().map_err(|e| store.located(e))?;
         // The config as it is at the moment this point runs.
@@ -417,12 +459,20 @@ impl<'a> Drainer<'a> {
         let Some(state) = entry.state.clone() else {
             return self.park(store, entry, report, "its recorded state is missing", "");
         };
+        // A config read while it is being rewritten can lack the point's commands, or
+        // `max_interrupted_runs`: clearing the point unrun by it would lose the hook.
+        let too_often = entry.passes >= i64::from(cfg.queue.max_interrupted_runs);
+        if (cfg.hooks(point).is_empty() || too_often)
+            && let Some(held) = self.hold_unless_settled(&entry, report)
+        {
+            return Ok(held);
+        }
         if cfg.hooks(point).is_empty() {
             self.clear_later(store, entry, NewHistory::bare(Outcome::Empty))?;
             report.cleared += 1;
-            return Ok(None);
+            return Ok(Prepared::Settled);
         }
-        if entry.passes >= i64::from(cfg.queue.max_interrupted_runs) {
+        if too_often {
             let why = format!("{} passes started it without finishing", entry.passes);
             let hint = " (hookq queue retry re-queues it)";
             return self.park(store, entry, report, &why, hint);
@@ -446,7 +496,7 @@ impl<'a> Drainer<'a> {
                 point,
             },
         );
-        Ok(Some(Job {
+        Ok(Prepared::Run(Box::new(Job {
             entry,
             task,
             point,
@@ -454,7 +504,7 @@ impl<'a> Drainer<'a> {
             cfg,
             env,
             first: self.ahead.take(),
-        }))
+        })))
     }
 
     /// Prints a finished job's warnings and queues its clear if all its commands ran.
@@ -467,7 +517,7 @@ impl<'a> Drainer<'a> {
         match done.ran {
             Ran::Completed(rows) => {
                 self.clears.push(Cleared {
-                    entry: done.job.entry,
+                    entry: done.entry,
                     rows,
                 });
                 report.cleared += 1;
@@ -482,6 +532,17 @@ impl<'a> Drainer<'a> {
             Ran::Failed(e) => Err(e),
         }
     }
+}
+
+/// What [`Drainer::prepare`] made of a point.
+pub(super) enum Prepared {
+    /// Its commands, ready to run.
+    Run(Box<Job>),
+    /// Cleared or parked without running (queued with the pass's clears).
+    Settled,
+    /// Left pending for a later pass, with every later point of this task: the config may be
+    /// half-written.
+    Held(String),
 }
 
 /// Around each job of a serial pass: its start is marked on the store, and while its commands

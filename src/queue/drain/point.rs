@@ -44,7 +44,8 @@ pub(super) enum Ran {
 }
 
 pub(super) struct Done {
-    pub(super) job: Job,
+    /// The point it ran.
+    pub(super) entry: PendingRow,
     pub(super) ran: Ran,
     pub(super) commands: usize,
     pub(super) warnings: Vec<String>,
@@ -56,7 +57,7 @@ impl Done {
     /// A job that ran no command.
     pub(super) fn unrun(job: Job, ran: Ran) -> Self {
         Self {
-            job,
+            entry: job.entry,
             ran,
             commands: 0,
             warnings: Vec::new(),
@@ -219,7 +220,7 @@ pub(super) fn execute(
     }
     Done {
         ran: ran.unwrap_or(Ran::Completed(rows)),
-        job,
+        entry: job.entry,
         commands,
         warnings,
         ahead,

@@ -1,5 +1,6 @@
 //! The worker pool of a parallel pass: each worker marks the point it takes started, then runs it.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, mpsc};
 
 use crate::exec::Stop;
@@ -35,10 +36,14 @@ impl<'a> Drainer<'a> {
                     loop {
                         let next = job_rx.lock().map(|rx| rx.recv());
                         let Ok(Ok(job)) = next else { break };
-                        if done_tx
-                            .send(start(ws, lock, job, stop, &mut marker, config))
-                            .is_err()
-                        {
+                        let entry = job.entry.clone();
+                        // Every job taken is answered, even one whose run panicked: the pass
+                        // waits for as many answers as it sent jobs.
+                        let done = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            start(ws, lock, job, stop, &mut marker, config)
+                        }))
+                        .unwrap_or_else(|payload| panicked(entry, payload.as_ref()));
+                        if done_tx.send(done).is_err() {
                             break;
                         }
                     }
@@ -73,6 +78,30 @@ fn start(
         return Done::unrun(job, Ran::Stale);
     }
     execute(ws, lock, job, stop, None, &mut Worker(marker))
+}
+
+/// The answer for a job whose run panicked: failed, so the pass ends with the panic as its
+/// error once the other workers' points finished, and the point stays pending (its commands'
+/// runs are not recorded, so the next pass runs it whole).
+fn panicked(entry: PendingRow, payload: &(dyn std::any::Any + Send)) -> Done {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_owned());
+    let error = Error::WorkerPanicked {
+        point: entry.point.clone(),
+        task: entry.task.clone(),
+        id: entry.id,
+        message,
+    };
+    Done {
+        entry,
+        ran: Ran::Failed(error),
+        commands: 0,
+        warnings: Vec::new(),
+        ahead: None,
+    }
 }
 
 /// Around a worker's job: its start marked with the worker's marker, nothing else meanwhile.

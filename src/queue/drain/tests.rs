@@ -13,13 +13,27 @@ use crate::queue::store::Store;
 use crate::queue::store::StoreOptions;
 use crate::queue::workspace::Workspace;
 
+/// A workspace whose config gives these hooks, written a minute ago (see [`settled`]), with
+/// tasks a and b each recorded entering `failed.x`.
 fn workspace(hooks: &str) -> (tempfile::TempDir, Workspace, Store) {
     let dir = tempfile::tempdir().unwrap();
     let ws = Workspace::at(dir.path());
     let mut store = Store::open(&ws.db_path()).unwrap();
     std::fs::write(ws.config_path(), format!("[hooks]\n{hooks}\n")).unwrap();
+    settled(&ws);
     walk(&mut store, &["a", "b"], true, &["failed.x"]);
     (dir, ws, store)
+}
+
+/// Sets the config's modification time a minute back, as a config written long ago has it: a
+/// pass may then clear points without running them by it.
+fn settled(ws: &Workspace) {
+    let file = std::fs::File::options()
+        .write(true)
+        .open(ws.config_path())
+        .unwrap();
+    let then = std::time::SystemTime::now() - Duration::from_secs(60);
+    file.set_modified(then).unwrap();
 }
 
 /// The workspace's runner lock, free in these tests.
@@ -410,4 +424,236 @@ fn finished_points_are_cleared_when_a_later_one_cannot_run() {
         .filter(|h| h.outcome == "empty")
         .count();
     assert_eq!(empty, 2, "the points with no command were cleared");
+}
+
+/// Outcomes in history, oldest first, as (task, outcome).
+fn outcomes(store: &Store) -> Vec<(String, String)> {
+    let mut rows: Vec<_> = store
+        .history(None, None, 100)
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.task, h.outcome))
+        .collect();
+    rows.reverse();
+    rows
+}
+
+#[test]
+fn a_point_without_commands_waits_for_a_config_written_a_while_ago() {
+    // Written just now, the config may be half-written: a and b, which it gives no commands,
+    // stay pending and unstarted. Once the file has gone unmodified, a pass clears them.
+    let (_dir, ws, mut store) = workspace("after_merge = ['true']");
+    std::fs::write(ws.config_path(), "[hooks]\nafter_merge = ['true']\n").unwrap();
+    let stop = Stop::new();
+    let mut drainer = Drainer::with_warnings(ws.clone(), &stop, |w| panic!("{w}"));
+    let lock = runner_lock(&ws);
+    let report = drainer.drain(&mut store, &lock).unwrap();
+    assert_eq!((report.cleared, report.held), (0, 2), "{report:?}");
+    let wait = report.retry_in.expect("says when the config settles");
+    assert!(wait > Duration::ZERO && wait <= crate::queue::config::QUIET);
+    let left = store.pending(0, 10, None).unwrap();
+    assert_eq!(left.iter().map(|p| p.passes).collect::<Vec<_>>(), [0, 0]);
+    assert!(store.history(None, None, 10).unwrap().is_empty());
+
+    settled(&ws);
+    let report = drainer.drain(&mut store, &lock).unwrap();
+    assert_eq!((report.cleared, report.held, report.retry_in), (2, 0, None));
+    assert_eq!(
+        outcomes(&store),
+        [("a".into(), "empty".into()), ("b".into(), "empty".into())]
+    );
+}
+
+#[test]
+fn a_held_point_holds_back_its_tasks_later_points_and_no_other_task() {
+    // a's after_fail has no commands in a config written just now: held. a's next point,
+    // which has commands, must not run before it; b's points run.
+    for jobs in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(dir.path());
+        let mut store = Store::open(&ws.db_path()).unwrap();
+        walk(&mut store, &["a"], true, &["failed.x", "review.awaiting_human"]);
+        walk(&mut store, &["b"], true, &["review.awaiting_human"]);
+        std::fs::write(
+            ws.config_path(),
+            "[hooks]\nafter_awaiting_human = ['echo \"$ARC_TASK\" >> ran']\n",
+        )
+        .unwrap();
+        let stop = Stop::new();
+        let lock = runner_lock(&ws);
+        let report = Drainer::new(ws.clone(), &stop)
+            .jobs(jobs)
+            .drain(&mut store, &lock)
+            .unwrap();
+        assert_eq!((report.cleared, report.held), (1, 1), "jobs {jobs}: {report:?}");
+        assert_eq!(ran(&ws, "a"), None);
+        let out = std::fs::read_to_string(ws.root().join("ran")).unwrap();
+        assert_eq!(out, "b\n", "jobs {jobs}");
+        let left: Vec<_> = store
+            .pending(0, 10, None)
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.task, p.point, p.passes))
+            .collect();
+        assert_eq!(
+            left,
+            [
+                ("a".into(), "after_fail".into(), 0),
+                ("a".into(), "after_awaiting_human".into(), 0),
+            ],
+            "jobs {jobs}"
+        );
+        settled(&ws);
+        let report = Drainer::new(ws.clone(), &stop)
+            .jobs(jobs)
+            .drain(&mut store, &lock)
+            .unwrap();
+        assert_eq!((report.cleared, report.held), (2, 0), "jobs {jobs}");
+        let a: Vec<_> = outcomes(&store)
+            .into_iter()
+            .filter(|(t, _)| t == "a")
+            .map(|(_, o)| o)
+            .collect();
+        assert_eq!(a, ["empty", "ok"], "jobs {jobs}: in recorded order");
+    }
+}
+
+#[test]
+fn a_point_interrupted_too_often_is_parked_only_by_a_config_written_a_while_ago() {
+    // A half-written config can lack max_interrupted_runs and give the default, 5, where the
+    // whole file says more: a and b, started 5 times, must not be parked by one written just now.
+    let (_dir, ws, mut store) = workspace("");
+    store
+        .conn()
+        .execute_batch("UPDATE pending_hooks SET passes = 5")
+        .unwrap();
+    std::fs::write(ws.config_path(), "[hooks]\nafter_fail = ['true']\n").unwrap();
+    let stop = Stop::new();
+    let lock = runner_lock(&ws);
+    let mut drainer = Drainer::with_warnings(ws.clone(), &stop, |_| {});
+    let report = drainer.drain(&mut store, &lock).unwrap();
+    assert_eq!((report.parked, report.held, report.commands), (0, 2, 0));
+    assert!(store.history(None, None, 10).unwrap().is_empty());
+    settled(&ws);
+    let report = drainer.drain(&mut store, &lock).unwrap();
+    assert_eq!((report.parked, report.held), (2, 0));
+}
+
+/// The SQLite store, whose workers' markers panic as they mark a point of task `b` started: a
+/// bug in a worker, injected.
+struct PanicsOnB(Store);
+
+struct PanickingMarker(crate::queue::store::StartMarker);
+
+impl crate::queue::MarkStarts for PanickingMarker {
+    fn mark_started(&mut self, entry: &crate::queue::store::PendingRow) -> Result<bool, Error> {
+        assert!(entry.task != "b", "injected panic marking b");
+        crate::queue::MarkStarts::mark_started(&mut self.0, entry)
+    }
+}
+
+impl crate::queue::QueueStore for PanicsOnB {
+    type Marker = PanickingMarker;
+
+    fn next_batch(
+        &mut self,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<crate::queue::store::PendingRow>, Error> {
+        self.0.next_batch(after, limit)
+    }
+    fn mark_started(
+        &mut self,
+        entry: &crate::queue::store::PendingRow,
+        lock: &RunnerLock,
+    ) -> Result<bool, Error> {
+        crate::queue::QueueStore::mark_started(&mut self.0, entry, lock)
+    }
+    fn start_marker(&mut self, lock: &RunnerLock) -> PanickingMarker {
+        PanickingMarker(crate::queue::QueueStore::start_marker(&mut self.0, lock))
+    }
+    fn fold_starts(&mut self, lock: &RunnerLock) -> Result<usize, Error> {
+        crate::queue::QueueStore::fold_starts(&mut self.0, lock)
+    }
+    fn clear_all(&mut self, points: &[crate::queue::store::Cleared]) -> Result<(), Error> {
+        crate::queue::QueueStore::clear_all(&mut self.0, points)
+    }
+    fn try_clear_all(&mut self, points: &[crate::queue::store::Cleared]) -> Result<bool, Error> {
+        crate::queue::QueueStore::try_clear_all(&mut self.0, points)
+    }
+    fn prune_history(&mut self, cutoff_ms: i64, limit: usize) -> Result<usize, Error> {
+        crate::queue::QueueStore::prune_history(&mut self.0, cutoff_ms, limit)
+    }
+    fn change_mark(&mut self) -> Result<crate::queue::backend::ChangeMark, Error> {
+        self.0.change_mark()
+    }
+    fn pass<T, E: From<Error>>(
+        &mut self,
+        _lock: &RunnerLock,
+        f: impl FnOnce(&mut Self) -> Result<T, E>,
+    ) -> Result<T, E> {
+        f(self)
+    }
+    fn located(&self, source: crate::queue::store::StoreError) -> Error {
+        self.0.located(source)
+    }
+}
+
+#[test]
+fn a_worker_that_panics_fails_the_pass_and_leaves_its_point_pending() {
+    // a, b and c go to the two workers at once; the worker taking b panics as it marks b
+    // started. The pass must end (not wait for b's worker for good) with one error naming
+    // b, after a and c ran and were cleared; b stays pending, unstarted.
+    let (dir, ws, mut store) = workspace("after_fail = ['echo \"$ARC_TASK\" >> ran']");
+    walk(&mut store, &["c"], true, &["failed.x"]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let pass_ws = ws.clone();
+    std::thread::spawn(move || {
+        let mut store = PanicsOnB(store);
+        let stop = Stop::new();
+        let lock = runner_lock(&pass_ws);
+        let mut warnings = Vec::new();
+        let out = Drainer::with_warnings(pass_ws, &stop, |w| warnings.push(w.to_owned()))
+            .jobs(2)
+            .drain(&mut store, &lock);
+        let _ = tx.send((out, warnings));
+    });
+    // Generous: only there to catch a pass that waits for the panicked worker.
+    let (out, warnings) = rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the pass ended after its worker panicked");
+    let err = out.unwrap_err();
+    assert!(
+        matches!(&err, Error::WorkerPanicked { task, .. } if task == "b"),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("panicked running after_fail for task b")
+            && text.contains("injected panic marking b"),
+        "{text}"
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let store = Store::open(&ws.db_path()).unwrap();
+    let left = store.pending(0, 10, None).unwrap();
+    assert_eq!(
+        left.iter()
+            .map(|p| (p.task.as_str(), p.passes))
+            .collect::<Vec<_>>(),
+        [("b", 0)],
+        "b stays pending, unstarted"
+    );
+    let mut cleared = outcomes(&store);
+    cleared.sort();
+    assert_eq!(
+        cleared,
+        [("a".into(), "ok".into()), ("c".into(), "ok".into())]
+    );
+    let mut ran: Vec<String> = std::fs::read_to_string(dir.path().join("ran"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    ran.sort();
+    assert_eq!(ran, ["a", "c"], "b's command never ran");
 }

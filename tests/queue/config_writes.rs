@@ -1,0 +1,177 @@
+//! A `config.toml` rewritten in place by a slow writer while passes run: a pass that reads it
+//! half-written never clears a point without running it, and a point whose hook truly has no
+//! commands is still cleared once the file has stayed as it is.
+
+use crate::support::queue as common;
+
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use common::{Config, Running, Ws};
+use rustix::process::Signal;
+
+/// Generous: only there to catch a process that does not end.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// The config the writer leaves: t1's `after_fail` appends its task to `ran.out`.
+fn full_config() -> String {
+    Config::hooks(r#"after_fail = ['echo "$ARC_TASK" >> ran.out']"#).text()
+}
+
+/// A real writer process: truncates `config.toml`, writes its first `cut` bytes of `text`,
+/// pauses 2 s, then writes the rest (as a script or an editor writing in place might).
+fn slow_writer(ws: &Ws, text: &str, cut: usize) -> Child {
+    let child = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(r#"{ printf '%s' "$HEAD"; sleep 2; printf '%s' "$REST"; } > config.toml"#)
+        .current_dir(ws.state_dir())
+        .env("HEAD", &text[..cut])
+        .env("REST", &text[cut..])
+        .spawn()
+        .unwrap();
+    // Until the file holds the first part alone, the pass could still read the old config.
+    ws.eventually("the writer to truncate config.toml", || {
+        std::fs::read(ws.config_path()).is_ok_and(|b| b == text.as_bytes()[..cut])
+    });
+    child
+}
+
+/// Waits for the writer to finish, which it does 2 s after it started.
+fn finished(mut writer: Child) {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        if let Some(status) = writer.try_wait().unwrap() {
+            assert!(status.success(), "the writer failed: {status}");
+            return;
+        }
+        assert!(Instant::now() < deadline, "the writer never finished");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The outcomes in history, oldest first.
+fn outcomes(ws: &Ws) -> Vec<String> {
+    let mut rows: Vec<String> = ws.history().into_iter().map(|h| h.outcome).collect();
+    rows.reverse();
+    rows
+}
+
+#[test]
+fn a_pass_during_a_slow_rewrite_never_clears_the_point_unrun() {
+    let text = full_config();
+    let hooks = text.find("[hooks]\n").unwrap() + "[hooks]\n".len();
+    let inside = text.find("after_fail = [").unwrap() + "after_fail = [".len();
+    // Cut to nothing and after `[hooks]`, the file parses as a valid config that gives
+    // after_fail no commands; cut inside the list, it does not parse.
+    for (cut, parses) in [(0, true), (hooks, true), (inside, false)] {
+        let ws = Ws::init();
+        ws.write_config_text(text.as_bytes());
+        ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+        ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
+            .ok();
+        let mut writer = slow_writer(&ws, &text, cut);
+        let out = ws.hookq_within(&["run"], &[], LIMIT);
+        // What the pass did is checked when it read the first part alone, as it did unless the
+        // machine held it up for the writer's whole pause.
+        if writer.try_wait().unwrap().is_none() {
+            if parses {
+                assert_eq!(out.code(), Some(0), "cut {cut}: {}", out.describe());
+                assert!(
+                    out.stderr().starts_with("note: left 1 point(s) pending: "),
+                    "cut {cut}: {}",
+                    out.describe()
+                );
+            } else {
+                assert_eq!(out.code(), Some(3), "cut {cut}: {}", out.describe());
+                assert_eq!(out.errors().len(), 1, "cut {cut}: {}", out.describe());
+            }
+            let pending = ws.pending();
+            assert_eq!(pending.len(), 1, "cut {cut}");
+            assert_eq!(pending[0].passes, 0, "cut {cut}: nothing started it");
+            assert!(ws.history().is_empty(), "cut {cut}: {:?}", outcomes(&ws));
+            assert!(!ws.root().join("ran.out").exists());
+        } else {
+            eprintln!("cut {cut}: the pass ended after the writer; only the end is checked");
+        }
+        finished(writer);
+        // The config is whole now, and written just now: a point it gives commands runs.
+        ws.hookq(&["run"]).ok();
+        assert_eq!(ws.lines("ran.out"), ["t1"], "cut {cut}: the hook ran once");
+        assert!(ws.pending().is_empty(), "cut {cut}");
+        assert_eq!(outcomes(&ws), ["ok"], "cut {cut}: nothing cleared as empty");
+    }
+}
+
+/// Starts a hub with `args` and waits until it says it is draining.
+fn start_hub(ws: &Ws, args: &[&str]) -> Running {
+    let mut hub = ws.spawn_env(args, &[("HOOKQ_LOG", "info")]);
+    ws.eventually("the hub to start", || {
+        assert!(!hub.exited(), "the hub exited: {}", hub.stderr_so_far());
+        hub.stderr_so_far().contains("hub draining")
+    });
+    hub
+}
+
+/// SIGTERM, then the hub must exit 0 with no `error:`/`warning:` lines.
+fn stop_cleanly(hub: Running) {
+    hub.signal(Signal::TERM);
+    let out = hub.wait_within(LIMIT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    assert!(
+        out.errors().is_empty() && out.warnings().is_empty(),
+        "{}",
+        out.describe()
+    );
+}
+
+#[test]
+fn a_hub_draining_during_a_slow_rewrite_runs_the_point_once_it_is_written() {
+    // The point is recorded while the file holds `[repository]` to `[hooks]` and nothing
+    // after: the hub drains at once, holds it, and runs it once the writer wrote the rest.
+    let text = full_config();
+    let cut = text.find("[hooks]\n").unwrap() + "[hooks]\n".len();
+    let ws = Ws::init();
+    ws.write_config_text(text.as_bytes());
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    let hub = start_hub(&ws, &["hub", "--jobs", "2"]);
+    let writer = slow_writer(&ws, &text, cut);
+    ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
+        .ok();
+    finished(writer);
+    ws.eventually("the hub to run the point", || {
+        ws.pending().is_empty() && !ws.history().is_empty()
+    });
+    assert_eq!(ws.lines("ran.out"), ["t1"]);
+    assert_eq!(outcomes(&ws), ["ok"], "{}", hub.stderr_so_far());
+    stop_cleanly(hub);
+}
+
+#[test]
+fn a_hub_clears_a_point_without_commands_once_the_config_settled() {
+    // Written just now, the config gives after_fail no commands: the hub holds the point, and
+    // clears it as `empty` once the file has gone unmodified, with nothing else happening.
+    let ws = Ws::init();
+    ws.write_config("after_merge = ['true']");
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    let hub = start_hub(&ws, &["hub"]);
+    ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
+        .ok();
+    // Well short of the hub's 60 s rescan, which would clear it without a pass of its own.
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while !ws.pending().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the hub never cleared the point: {}",
+            hub.stderr_so_far()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(outcomes(&ws), ["empty"]);
+    assert!(
+        hub.stderr_so_far()
+            .contains("1 point(s) left pending until config.toml has gone unmodified"),
+        "{}",
+        hub.stderr_so_far()
+    );
+    stop_cleanly(hub);
+}
