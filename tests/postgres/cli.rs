@@ -739,7 +739,7 @@ fn init_under_hookq_database_url_sets_up_the_postgres_queue_and_makes_no_sqlite_
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(queues, [folder.clone()]);
+    assert_eq!(queues, std::slice::from_ref(&folder));
     ws.hookq_env(
         &["task", "add", "t1", "--plan", "p", "--phase", "failed.x"],
         &env,
