@@ -45,6 +45,16 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     if let Some(w) = super::pg::exposed_password(&ws) {
         errln!("warning: {w}");
     }
+    // The database is checked last and its failure reported after the rest: a server that
+    // is down does not hide what the config says.
+    #[cfg(feature = "postgres")]
+    let (database, failed) = match super::pg::choice(&ws)? {
+        Some(c) => {
+            let (checked, failed) = super::pg::check(&c);
+            (Some(checked), failed)
+        }
+        None => (None, None),
+    };
     let checked = Checked {
         config: path.display().to_string(),
         warnings: cfg.warnings().iter().map(ToString::to_string).collect(),
@@ -56,12 +66,13 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         max_interrupted_runs: cfg.queue.max_interrupted_runs,
         keep_history_days: cfg.queue.keep_history_days,
         #[cfg(feature = "postgres")]
-        database: super::pg::choice(&ws)?
-            .map(|c| super::pg::check(&c))
-            .transpose()?,
+        database,
     };
+    #[cfg(not(feature = "postgres"))]
+    let failed: Option<Error> = None;
     if args.json {
-        return output::json(&checked);
+        output::json(&checked)?;
+        return failed.map_or(Ok(()), Err);
     }
     outln!("{}: ok", checked.config);
     outln!(
@@ -74,7 +85,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         checked.target_branch
     );
     #[cfg(feature = "postgres")]
-    if let Some(db) = &checked.database {
+    if let Some(db) = checked.database.as_ref().filter(|d| d.error.is_none()) {
         let schema = db.schema_version.map_or_else(
             || {
                 "no hookq schema yet (the first command that records or drains creates it)"
@@ -87,7 +98,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
             db.queue,
             db.url,
             db.from,
-            db.server_version,
+            db.server_version.as_deref().unwrap_or_default(),
             db.supported_schema_version
         );
     }
@@ -97,5 +108,5 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
             outln!("  {:02}  {l}", i + 1);
         }
     }
-    Ok(())
+    failed.map_or(Ok(()), Err)
 }

@@ -72,60 +72,80 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         .filter(|r| r.is_dir())
         .ok_or_else(|| Error::NotFound(format!("no directory {}", ctx.start().display())))?;
     let ws = Workspace::at(root);
-    let io = |what, path: &std::path::Path| {
-        let path = path.to_path_buf();
-        move |source| Error::Io { what, path, source }
+    // Where the queue goes is settled, and a PostgreSQL queue set up, before anything is made
+    // here: a URL that cannot be read or reached leaves no workspace behind.
+    #[cfg(feature = "postgres")]
+    let database = match postgres_queue(&ws, &args)? {
+        Some(choice) => Some((super::pg::set_up(&choice)?, choice)),
+        None => None,
     };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(ws.state_dir())
+    let mut made = Made::default();
+    made.dirs(ws.state_dir())
         .map_err(io("cannot create", ws.state_dir()))?;
     let config = ws.config_path();
     #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
     let mut text = initial_config(&args.remote, &args.main_branch);
     #[cfg(feature = "postgres")]
-    let (database, secret) = match &args.database {
-        Some(url) => {
-            let target =
-                hookq::queue::pg::Target::parse(url).map_err(|e| Error::Usage(e.to_string()))?;
-            text = text.replacen(
-                "[queue]\n",
-                &format!(
-                    "[queue]\ndatabase = {}\n",
-                    hookq::queue::config::toml_quote(url)
-                ),
-                1,
-            );
-            (Some(target), hookq::queue::pg::has_password(url))
-        }
-        None => (None, false),
-    };
+    if let Some(url) = &args.database {
+        text = text.replacen(
+            "[queue]\n",
+            &format!(
+                "[queue]\ndatabase = {}\n",
+                hookq::queue::config::toml_quote(url)
+            ),
+            1,
+        );
+    }
+    #[cfg(feature = "postgres")]
+    let secret = args
+        .database
+        .as_deref()
+        .is_some_and(hookq::queue::pg::has_password);
     #[cfg(not(feature = "postgres"))]
     let secret = false;
     // A config holding a password is its owner's alone from the moment it exists.
     let mode = if secret { 0o600 } else { 0o666 };
     let wrote = write_new(&config, text.as_bytes(), mode).map_err(io("cannot write", &config))?;
+    if wrote {
+        made.file(config.clone());
+    }
     #[cfg(feature = "postgres")]
-    if let Some(target) = database {
+    if let Some((schema, choice)) = database {
+        create_lock_file(&ws, &mut made)?;
+        made.keep();
         outln!("hookq workspace: {}", ws.root().display());
         if wrote {
             outln!("wrote {}", config.display());
-            outln!("queue database {target}");
-        } else {
+        } else if args.database.is_some() {
             outln!(
                 "kept {} (it exists; init never overwrites it): --database was not written; set [queue] database there",
                 config.display()
             );
+        } else {
+            outln!(
+                "kept {} (it exists; init never overwrites it)",
+                config.display()
+            );
         }
-        create_lock_file(&ws)?;
+        let from = match (&args.database, choice.by) {
+            (Some(_), _) => "--database",
+            (None, hookq::queue::pg::ChosenBy::Environment) => hookq::queue::pg::DATABASE_ENV,
+            (None, hookq::queue::pg::ChosenBy::Config) => "config.toml",
+        };
+        outln!(
+            "queue database {} (from {from}): queue {}, schema version {schema}; no SQLite file",
+            choice.target,
+            choice.queue
+        );
         git_notes(&ws, &args.remote);
         password_notes(&ws, wrote && secret);
         return Ok(());
     }
     let db = ws.db_path();
+    made.sqlite(&db);
     Store::open_with(&db, store_options()?).map_err(|e| Error::store(&db, e))?;
-    create_lock_file(&ws)?;
+    create_lock_file(&ws, &mut made)?;
+    made.keep();
     outln!("hookq workspace: {}", ws.root().display());
     if wrote {
         outln!("wrote {}", config.display());
@@ -142,9 +162,113 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     Ok(())
 }
 
-/// The workspace's `runner.lock`.
-fn create_lock_file(ws: &Workspace) -> Result<(), Error> {
+/// An I/O failure on `path`.
+fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.to_path_buf();
+    move |source| Error::Io { what, path, source }
+}
+
+/// The PostgreSQL queue `init` sets up: the one `--database` names, else the one the workspace
+/// asks for already (`HOOKQ_DATABASE_URL`, or the database of a config it keeps); `None` for
+/// the SQLite file. A config yet to be written names its queue after `--remote`.
+#[cfg(feature = "postgres")]
+fn postgres_queue(
+    ws: &Workspace,
+    args: &Args,
+) -> Result<Option<hookq::queue::pg::PgChoice>, Error> {
+    use hookq::queue::pg;
+    let choice = match &args.database {
+        Some(url) => pg::choose(ws, Some(url))?,
+        None => super::pg::choice(ws)?,
+    };
+    let Some(mut choice) = choice else {
+        return Ok(None);
+    };
+    if ws.config_path().symlink_metadata().is_err() {
+        let name = pg::choose::default_name(ws.root(), &args.remote);
+        choice.queue = pg::QueueName::new(name).map_err(|source| {
+            Error::Queue(hookq::queue::Error::Postgres {
+                queue: choice.queue.to_string(),
+                source,
+            })
+        })?;
+    }
+    Ok(Some(choice))
+}
+
+/// What a run of `init` made, undone unless it succeeds: a failed `init` leaves nothing of its
+/// own behind (a half-made state dir would have the next `task add` start an SQLite queue
+/// there), and never touches what was there before it.
+#[derive(Default)]
+struct Made {
+    /// Made in this order; removed in the reverse one.
+    paths: Vec<(PathBuf, bool)>,
+    kept: bool,
+}
+
+impl Made {
+    /// Creates `dir` and the missing folders above it (mode 0700), noting each it made.
+    fn dirs(&mut self, dir: &Path) -> std::io::Result<()> {
+        let missing: Vec<PathBuf> = dir
+            .ancestors()
+            .take_while(|d| d.symlink_metadata().is_err())
+            .map(Path::to_path_buf)
+            .collect();
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        self.paths
+            .extend(missing.into_iter().rev().map(|d| (d, true)));
+        Ok(())
+    }
+
+    /// Notes a file this run made.
+    fn file(&mut self, path: PathBuf) {
+        self.paths.push((path, false));
+    }
+
+    /// Notes the SQLite database at `db` and the files beside it that SQLite makes, those
+    /// that are not there yet.
+    fn sqlite(&mut self, db: &Path) {
+        for suffix in ["", "-journal", "-wal", "-shm"] {
+            let mut name = db.as_os_str().to_owned();
+            name.push(suffix);
+            let path = PathBuf::from(name);
+            if path.symlink_metadata().is_err() {
+                self.file(path);
+            }
+        }
+    }
+
+    /// `init` succeeded: everything made stays.
+    fn keep(&mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for Made {
+    fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
+        for (path, dir) in self.paths.iter().rev() {
+            // A folder is removed only when empty: what another process put there stays.
+            let _ = if *dir {
+                std::fs::remove_dir(path)
+            } else {
+                std::fs::remove_file(path)
+            };
+        }
+    }
+}
+
+/// The workspace's `runner.lock`, noted in `made` when this run creates it.
+fn create_lock_file(ws: &Workspace, made: &mut Made) -> Result<(), Error> {
     let lock = ws.lock_path();
+    if lock.symlink_metadata().is_err() {
+        made.file(lock.clone());
+    }
     std::fs::OpenOptions::new()
         .write(true)
         .create(true)

@@ -68,6 +68,15 @@ fn open(choice: &PgChoice) -> Result<PgStore, Error> {
     PgStore::open(&choice.target, choice.queue.clone()).map_err(|e| placed(&choice.queue, e))
 }
 
+/// `hookq init`'s part: connects, creates or upgrades the schema and the queue's row; the
+/// schema version the database is at now.
+pub(super) fn set_up(choice: &PgChoice) -> Result<i64, Error> {
+    let mut store = open(choice)?;
+    pg::schema::applied_version(store.client())
+        .map_err(|e| placed(&choice.queue, e))
+        .map(|v| v.unwrap_or_else(pg::schema::schema_version))
+}
+
 /// Takes the queue's runner lock, waiting as `wait` says and ending the wait on a stop request.
 fn take_lock(store: &PgStore, wait: Wait, stop: &Stop) -> Result<Option<PgRunnerLock>, Error> {
     store
@@ -215,11 +224,14 @@ pub(super) fn hub(
 ) -> Result<(), Error> {
     let mut backoff = BACKOFF_FIRST;
     let mut down = false;
+    // A hub that never connected to the database has not lost it: it says so differently.
+    let mut reached = false;
     loop {
         if stop.graceful() {
             return Ok(());
         }
         let held = open(choice).and_then(|store| {
+            reached = true;
             let Some(l) = take_lock(&store, Wait::Forever, stop)? else {
                 return Ok(None);
             };
@@ -250,10 +262,17 @@ pub(super) fn hub(
             Err(e) => return Err(e),
         };
         if !down {
-            errln!(
-                "warning: hub lost the queue's database {}; connecting again with backoff: {failure}",
-                choice.target
-            );
+            if reached {
+                errln!(
+                    "warning: hub lost the queue's database {}; connecting again with backoff: {failure}",
+                    choice.target
+                );
+            } else {
+                errln!(
+                    "warning: hub cannot reach the queue's database {} yet; trying again with backoff: {failure}",
+                    choice.target
+                );
+            }
             down = true;
         }
         let until = Instant::now() + backoff;
@@ -273,38 +292,55 @@ pub(super) struct Checked {
     pub(super) from: &'static str,
     /// The queue's name.
     pub(super) queue: String,
-    /// What `SHOW server_version` says.
-    pub(super) server_version: String,
-    /// The hookq schema version applied, `None` before the first command that writes.
+    /// What `SHOW server_version` says; absent when the server could not be asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) server_version: Option<String>,
+    /// The hookq schema version applied, `None` before the first command that writes (or
+    /// when the server could not be asked).
     pub(super) schema_version: Option<i64>,
     /// The schema version this hookq writes.
     pub(super) supported_schema_version: i64,
+    /// Why the server could not be asked (the `error:` line the command ends with).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) error: Option<String>,
 }
 
-/// Connects to the queue's database and reads its versions, changing nothing.
-pub(super) fn check(choice: &PgChoice) -> Result<Checked, Error> {
-    let at = |e| placed(&choice.queue, e);
-    let mut client = pg::connect(
-        &choice.target,
-        &format!("hookq check pid {}", std::process::id()),
-    )
-    .map_err(at)?;
-    let server_version: String = client
-        .query_one("SHOW server_version", &[])
-        .map_err(|e| at(e.into()))?
-        .get(0);
-    let schema_version = pg::schema::applied_version(&mut client).map_err(at)?;
-    Ok(Checked {
+/// Connects to the queue's database and reads its versions, changing nothing. A failure is
+/// returned beside what could be said without the server, so that `check` still shows the
+/// config before it reports it.
+pub(super) fn check(choice: &PgChoice) -> (Checked, Option<Error>) {
+    let mut checked = Checked {
         url: choice.target.to_string(),
         from: match choice.by {
             pg::ChosenBy::Environment => pg::DATABASE_ENV,
             pg::ChosenBy::Config => "config.toml",
         },
         queue: choice.queue.to_string(),
-        server_version,
-        schema_version,
+        server_version: None,
+        schema_version: None,
         supported_schema_version: pg::schema::schema_version(),
-    })
+        error: None,
+    };
+    let asked = (|| {
+        let mut client = pg::connect(
+            &choice.target,
+            &format!("hookq check pid {}", std::process::id()),
+        )?;
+        let version: String = client.query_one("SHOW server_version", &[])?.get(0);
+        Ok::<_, PgError>((version, pg::schema::applied_version(&mut client)?))
+    })();
+    match asked {
+        Ok((version, schema)) => {
+            checked.server_version = Some(version);
+            checked.schema_version = schema;
+            (checked, None)
+        }
+        Err(e) => {
+            let e = placed(&choice.queue, e);
+            checked.error = Some(e.to_string());
+            (checked, Some(e))
+        }
+    }
 }
 
 /// Where the logs of a shared queue's commands are, as `queue show` says it.

@@ -389,7 +389,11 @@ fn init_with_a_database_writes_it_and_names_the_queue_after_the_folder() {
     let v: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
     let folder = ws.root().file_name().unwrap().to_str().unwrap().to_owned();
     assert_eq!(v["database"]["queue"], folder.as_str());
-    assert_eq!(v["database"]["schema_version"], serde_json::Value::Null);
+    // init set the queue up.
+    assert_eq!(
+        v["database"]["schema_version"],
+        v["database"]["supported_schema_version"]
+    );
     ws.task_add("t1", "p", "failed.x").ok();
     assert_eq!(pending(&mut open(&url, &folder)).len(), 1);
     let out = ws
@@ -627,10 +631,275 @@ fn a_password_pair_outside_git_is_kept_from_others_and_git_is_not_claimed() {
 
 #[test]
 fn a_url_without_a_password_is_written_as_any_config_and_nothing_is_said() {
-    let (ws, url) = init_in_a_repository(|db| format!("postgres://hookq@127.0.0.1:1/{db}"));
+    // Over the unix socket, where the test server trusts its local users.
+    let (ws, url) = init_in_a_repository(|db| {
+        format!(
+            "host={} port={} user=hookq dbname={db} sslmode=disable",
+            cluster().dir.display(),
+            cluster().port
+        )
+    });
     let out = ws.hookq(&["init", "--database", &url]).ok();
+    assert!(out.stderr().is_empty(), "{}", out.describe());
     assert!(out.stdout().contains("wrote "), "{}", out.describe());
     // The mode a config gets without a password, under the same umask.
     let sqlite = Ws::init();
     assert_eq!(mode(&ws.config_path()), mode(&sqlite.config_path()));
+}
+
+/// The password of the broken connection strings below.
+const MARKER: &str = "Zx9Qv7Lk";
+
+/// Connection strings that cannot be read, each holding [`MARKER`] where a password goes (or
+/// was meant to): URLs that lost a character of their scheme or their scheme, a password-like
+/// key misspelt, a quote left open, a password holding `/`, a password inside another value.
+fn broken_strings() -> Vec<String> {
+    [
+        "postgres//hq:{}@127.0.0.1:39329/hq",
+        "postgres:/hq:{}@127.0.0.1:39329/hq",
+        "hq:{}@127.0.0.1:39329/hq",
+        "host=127.0.0.1 passwrd={} dbname=hq",
+        "host=127.0.0.1 password='{} dbname=hq",
+        "host=127.0.0.1 pwd = \"{}\" dbname=hq",
+        "postgres://hq:ab/{}@127.0.0.1:1/hq?sslmode=bogus",
+        "postgres://hq@127.0.0.1:1/hq?passwd={}&sslmode=bogus",
+        "host=127.0.0.1 sslmode='x password={}'",
+        "postgres://hq:{}@127.0.0.1:notaport/hq",
+        "=' password='{}",
+    ]
+    .iter()
+    .map(|t| t.replace("{}", MARKER))
+    .collect()
+}
+
+fn no_marker(out: &crate::support::queue::Out, what: &str) {
+    assert!(
+        !out.stdout().contains(MARKER) && !out.stderr().contains(MARKER),
+        "{what}: the password was printed: {}",
+        out.describe()
+    );
+}
+
+#[test]
+fn a_connection_string_that_cannot_be_read_never_shows_its_password() {
+    let commands: [&[&str]; 10] = [
+        &["queue"],
+        &["queue", "--json"],
+        &["task", "add", "t1", "--plan", "p"],
+        &["task", "list", "--json"],
+        &["plan", "cancel", "p"],
+        &["check"],
+        &["check", "--json"],
+        &["run"],
+        &["hub"],
+        &["init"],
+    ];
+    for text in broken_strings() {
+        // In the environment.
+        let ws = Ws::init();
+        for args in commands {
+            let out = ws
+                .hookq_env(args, &[("HOOKQ_DATABASE_URL", &text)])
+                .expect_code(2);
+            no_marker(&out, &format!("{args:?} under HOOKQ_DATABASE_URL={text}"));
+            assert!(
+                out.stderr().starts_with("error: ") && out.stderr().contains("connection string"),
+                "{}",
+                out.describe()
+            );
+        }
+        // In config.toml.
+        let cfg = Config::hooks(HOOKS).text().replacen(
+            "[queue]\n",
+            &format!(
+                "[queue]\ndatabase = {}\n",
+                hookq::queue::config::toml_quote(&text)
+            ),
+            1,
+        );
+        ws.write_config_text(cfg.as_bytes());
+        for args in commands {
+            let out = ws.hookq(args).expect_code(2);
+            no_marker(&out, &format!("{args:?} with database = {text}"));
+        }
+        // Given to init, which makes nothing.
+        let fresh = Ws::new();
+        let out = fresh.hookq(&["init", "--database", &text]).expect_code(2);
+        no_marker(&out, &format!("init --database {text}"));
+        assert!(!fresh.root().join(".radian").exists(), "{text}");
+    }
+}
+
+#[test]
+fn init_under_hookq_database_url_sets_up_the_postgres_queue_and_makes_no_sqlite_file() {
+    let ws = Ws::new();
+    let db = cluster().database();
+    let url = cluster().url(&db, "");
+    let env = [("HOOKQ_DATABASE_URL", url.as_str())];
+    let out = ws.hookq_env(&["init"], &env).expect_code(0);
+    no_password(&out);
+    let folder = ws.root().file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(
+        out.stdout().contains(&format!(
+            "queue database postgres://hookq:***@127.0.0.1:{}/{db}?sslmode=disable (from HOOKQ_DATABASE_URL): queue {folder}, schema version ",
+            cluster().port
+        )),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        !ws.db_path().exists(),
+        "no SQLite file under HOOKQ_DATABASE_URL"
+    );
+    assert!(ws.lock_path().exists());
+    // The password stays out of the file: the variable gives it.
+    let config = std::fs::read_to_string(ws.config_path()).unwrap();
+    assert!(!config.contains("database ="), "{config}");
+    assert!(out.stderr().is_empty(), "{}", out.describe());
+    // The schema and the queue's row are there before the first command.
+    let mut admin = cluster().admin(&db);
+    let queues: Vec<String> = admin
+        .query("SELECT queue FROM hookq_queues", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(queues, std::slice::from_ref(&folder));
+    ws.hookq_env(
+        &["task", "add", "t1", "--plan", "p", "--phase", "failed.x"],
+        &env,
+    )
+    .ok();
+    assert_eq!(pending(&mut open(&url, &folder)).len(), 1);
+    assert!(!ws.db_path().exists());
+    // Run again, init keeps the config and sets up the same queue.
+    let out = ws.hookq_env(&["init"], &env).expect_code(0);
+    assert!(out.stdout().contains("kept "), "{}", out.describe());
+    assert!(!ws.db_path().exists());
+}
+
+#[test]
+fn a_failed_init_leaves_nothing_it_made_and_keeps_what_was_there() {
+    let unreachable = format!("postgres://hookq:{PASSWORD}@127.0.0.1:1/hq?sslmode=disable");
+    let bad = "postgres://hookq@127.0.0.1/hq?sslmode=sometimes";
+    // Nothing there before: nothing there after.
+    for (args, env, code) in [
+        (vec!["init", "--database", bad], None, 2),
+        (vec!["init", "--database", &unreachable], None, 5),
+        (vec!["init"], Some(bad), 2),
+        (vec!["init"], Some(unreachable.as_str()), 5),
+    ] {
+        let ws = Ws::new();
+        let env: Vec<(&str, &str)> = env.map(|u| ("HOOKQ_DATABASE_URL", u)).into_iter().collect();
+        let out = ws.hookq_env(&args, &env).expect_code(code);
+        no_password(&out);
+        let left: Vec<_> = std::fs::read_dir(ws.root()).unwrap().collect();
+        assert!(
+            left.is_empty(),
+            "{args:?} left {left:?}: {}",
+            out.describe()
+        );
+        // The next command finds no workspace, so starts no SQLite queue.
+        ws.task_add("t1", "p", "failed.x").expect_code(4);
+        assert!(!ws.root().join(".radian").exists());
+    }
+    // A `.radian` of someone else's stays, with what is in it; `arc` inside it goes.
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.root().join(".radian/other")).unwrap();
+    ws.hookq(&["init", "--database", &unreachable])
+        .expect_code(5);
+    assert!(ws.root().join(".radian/other").is_dir());
+    assert!(!ws.state_dir().exists());
+    // A workspace that exists keeps everything it had.
+    let ws = Ws::init();
+    ws.task_add("t1", "p", "failed.x").ok();
+    let before = ws.snapshot();
+    let config = std::fs::read(ws.config_path()).unwrap();
+    ws.hookq(&["init", "--database", &unreachable])
+        .expect_code(5);
+    ws.hookq_env(&["init"], &[("HOOKQ_DATABASE_URL", &unreachable)])
+        .expect_code(5);
+    assert_eq!(std::fs::read(ws.config_path()).unwrap(), config);
+    assert!(ws.lock_path().exists());
+    assert_eq!(ws.snapshot(), before);
+}
+
+#[test]
+fn check_with_the_server_down_checks_the_config_lists_the_hooks_then_fails() {
+    let ws = Ws::init();
+    ws.write_config(HOOKS);
+    let down = format!("postgres://hookq:{PASSWORD}@127.0.0.1:1/hq?sslmode=disable");
+    let env = [("HOOKQ_DATABASE_URL", down.as_str())];
+    let out = ws.hookq_env(&["check"], &env).expect_code(5);
+    no_password(&out);
+    let stdout = out.stdout();
+    assert!(
+        stdout.starts_with(&format!("{}: ok\n", ws.config_path().display())),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        stdout.contains("after_fail: 1 command(s)\n  01  echo \"fail"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("after_rework: 1 command(s)"), "{stdout}");
+    assert_eq!(out.errors().len(), 1, "{}", out.describe());
+    assert!(
+        out.stderr()
+            .starts_with("error: queue q: cannot connect to postgres://hookq:***@127.0.0.1:1/hq")
+            || out
+                .stderr()
+                .contains(": cannot connect to postgres://hookq:***@127.0.0.1:1/hq"),
+        "{}",
+        out.describe()
+    );
+    let out = ws.hookq_env(&["check", "--json"], &env).expect_code(5);
+    no_password(&out);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
+    assert_eq!(v["hooks"][1][0], "after_fail", "{v}");
+    assert_eq!(
+        v["database"]["url"],
+        "postgres://hookq:***@127.0.0.1:1/hq?sslmode=disable"
+    );
+    assert!(
+        v["database"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot connect")),
+        "{v}"
+    );
+    assert!(v["database"].get("server_version").is_none(), "{v}");
+    // A config that is wrong is said first, whatever the server.
+    ws.write_config_text(b"[hooks]\nafter_mrge = []\n");
+    let out = ws.hookq_env(&["check"], &env).expect_code(3);
+    assert!(out.stderr().contains("after_mrge"), "{}", out.describe());
+}
+
+#[test]
+fn a_hub_that_never_reached_its_database_says_it_cannot_reach_it_yet() {
+    let ws = Ws::init();
+    ws.write_config(HOOKS);
+    let down = format!("postgres://hookq:{PASSWORD}@127.0.0.1:1/hq?sslmode=disable");
+    let mut hub = ws.spawn_env(&["hub"], &[("HOOKQ_DATABASE_URL", &down)]);
+    ws.eventually("the hub says why it waits", || {
+        hub.stderr_so_far().contains("warning: ")
+    });
+    // It keeps trying, saying nothing more.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!hub.exited(), "{}", hub.stderr_so_far());
+    hub.signal(rustix::process::Signal::TERM);
+    let out = hub.wait_within(Duration::from_secs(60));
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    no_password(&out);
+    assert_eq!(
+        out.warnings(),
+        [format!(
+            "warning: hub cannot reach the queue's database postgres://hookq:***@127.0.0.1:1/hq?sslmode=disable yet; \
+             trying again with backoff: queue {}: cannot connect to postgres://hookq:***@127.0.0.1:1/hq?sslmode=disable: \
+             error connecting to server: Connection refused (os error 111)",
+            ws.root().file_name().unwrap().to_str().unwrap()
+        )],
+        "{}",
+        out.describe()
+    );
+    assert!(!ws.db_path().exists() || ws.pending().is_empty());
 }

@@ -447,4 +447,32 @@ fn a_server_restart_mid_drain_and_a_server_down_during_task_move() {
         std::fs::read_to_string(dir.path().join("rework")).unwrap(),
         "rework\n"
     );
+    drop(s);
+
+    // A hub started while the server is down says it cannot reach it yet (it never had it),
+    // and drains once the server is back.
+    c.stop();
+    let mut late = hub(&hosts[0]);
+    until("the hub says it waits", &[&late], || {
+        late.stderr_so_far().contains("warning: ")
+    });
+    c.start_again();
+    hosts[1].task_add("late", "p", "failed.x").ok();
+    let mut s = open(&url);
+    until("the late hub runs the point", &[&late], || {
+        pending_count(&mut s) == 0
+    });
+    assert!(!late.exited(), "{}", late.stderr_so_far());
+    late.signal(rustix::process::Signal::TERM);
+    let out = late.wait_within(Duration::from_secs(60));
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let warnings = out.warnings();
+    assert_eq!(warnings.len(), 1, "{}", out.describe());
+    assert!(
+        warnings[0]
+            .starts_with("warning: hub cannot reach the queue's database postgres://hookq:***@")
+            && warnings[0].contains(" yet; trying again with backoff: "),
+        "{}",
+        out.describe()
+    );
 }

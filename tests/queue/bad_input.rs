@@ -316,7 +316,8 @@ fn init_never_leaves_a_short_config() {
         )),
         "{stderr}"
     );
-    let left: Vec<_> = std::fs::read_dir(ws.state_dir())
+    // Nothing left behind: not the state dir init made either.
+    let left: Vec<_> = std::fs::read_dir(ws.root())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();

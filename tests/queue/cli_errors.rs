@@ -637,3 +637,68 @@ fn a_misspelt_shared_key_is_a_warning() {
     let check = ws.hookq(&["check"]).ok();
     assert!(check.warnings().is_empty(), "{}", check.describe());
 }
+
+/// A database key or table a typo away from `[queue] database` is an error for every command of
+/// the queue, with the line `check` gives: read as absent, it would record into a new SQLite
+/// file where no other host drains. Nothing is written, and the URL's password is never shown.
+#[test]
+fn a_misspelt_database_key_is_refused_by_every_queue_command_and_nothing_is_written() {
+    let cases = [
+        (
+            "[queue]\ndatabse = 'postgres://hq:Zx9Qv7Lk@db.example/hq'\n",
+            "2: queue.databse: unknown key, did you mean queue.database?",
+        ),
+        (
+            "[queu]\ndatabase = 'postgres://hq:Zx9Qv7Lk@db.example/hq'\n",
+            "1: queu: unknown table, did you mean [queue]?",
+        ),
+        (
+            "[hooks]\nafter_fail = ['true']\n[queue]\nDatabase = 'host=db password=Zx9Qv7Lk'\n",
+            "4: queue.Database: unknown key, did you mean queue.database?",
+        ),
+    ];
+    let commands: [&[&str]; 11] = [
+        &["task", "add", "t1", "--plan", "p"],
+        &["task", "move", "t1", "failed.x"],
+        &["task", "list"],
+        &["task", "show", "t1"],
+        &["plan", "cancel", "p"],
+        &["queue"],
+        &["queue", "--json"],
+        &["queue", "stats"],
+        &["run"],
+        &["hub"],
+        &["check"],
+    ];
+    for (text, said) in cases {
+        let ws = Ws::new();
+        std::fs::create_dir_all(ws.state_dir()).unwrap();
+        std::fs::write(ws.config_path(), text).unwrap();
+        let files = || {
+            let mut names: Vec<_> = std::fs::read_dir(ws.state_dir())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            names.sort();
+            names
+        };
+        let before = files();
+        for args in commands {
+            let out = ws.hookq(args).expect_code(CONFIG);
+            let expected = format!("error: {}:{said}", ws.config_path().display());
+            assert_eq!(
+                out.stderr().lines().next(),
+                Some(expected.as_str()),
+                "{}",
+                out.describe()
+            );
+            assert!(
+                !out.stdout().contains("Zx9Qv7Lk") && !out.stderr().contains("Zx9Qv7Lk"),
+                "{}",
+                out.describe()
+            );
+            assert!(!ws.db_path().exists(), "{args:?} made an SQLite queue");
+            assert_eq!(files(), before, "{args:?} wrote");
+        }
+    }
+}

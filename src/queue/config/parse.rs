@@ -241,7 +241,7 @@ fn table_before(src: &str, at: usize) -> Option<&str> {
 
 /// Whether `name` is `table` but for case, or one letter added, dropped or changed, or two
 /// neighbours swapped.
-fn near(name: &str, table: &str) -> bool {
+pub(crate) fn near(name: &str, table: &str) -> bool {
     let (a, b) = (name.to_lowercase(), table);
     if a == b {
         return true;
@@ -460,9 +460,16 @@ impl<'a> Parser<'a> {
         hint: &str,
     ) -> Result<(), ConfigError> {
         for (k, _) in t.iter() {
-            if !known.contains(&k.get_ref().as_ref()) {
-                let key = format!("{section}.{}", k.get_ref());
-                return Err(self.err(Some(k.span()), Some(&key), format!("unknown key{hint}")));
+            let name = k.get_ref().as_ref();
+            if !known.contains(&name) {
+                let key = format!("{section}.{name}");
+                // A misspelt key of hookq's own tables is read as absent: `databse` would put
+                // the queue in the SQLite file without a word.
+                let message = match known.iter().find(|known| near(name, known)) {
+                    Some(meant) => format!("unknown key, did you mean {section}.{meant}?"),
+                    None => format!("unknown key{hint}"),
+                };
+                return Err(self.err(Some(k.span()), Some(&key), message));
             }
         }
         Ok(())
@@ -636,7 +643,7 @@ mod tests {
     fn errors_name_file_line_and_key() {
         assert_eq!(
             err("[hooks]\nafter_merge = []\nafter_mrge = ['x']\n"),
-            "/ws/config.toml:3: hooks.after_mrge: unknown key (hook points: after_merge, after_fail, after_rework, after_awaiting_human, after_proposed)"
+            "/ws/config.toml:3: hooks.after_mrge: unknown key, did you mean hooks.after_merge?"
         );
         assert_eq!(
             err("[gate]\n\ncommand_timeout_secs = 0\n"),

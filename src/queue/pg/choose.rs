@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use crate::queue::config::Config;
+use crate::queue::config::parse::near;
 use crate::queue::error::Error;
 use crate::queue::pg::name::QueueName;
 use crate::queue::pg::target::Target;
@@ -96,9 +97,8 @@ fn asked(path: &Path) -> Result<Asked, Error> {
     let text = String::from_utf8_lossy(&bytes);
     let Ok(doc) = toml::from_str::<toml::Table>(&text) else {
         let sets_database = text.lines().any(|l| {
-            l.trim_start()
-                .strip_prefix("database")
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
+            l.split_once('=')
+                .is_some_and(|(key, _)| near(key.trim().trim_matches(['"', '\'']), "database"))
         });
         return if sets_database {
             Err(refused.into())
@@ -106,6 +106,9 @@ fn asked(path: &Path) -> Result<Asked, Error> {
             Ok(Asked::default())
         };
     };
+    if misnames_database(&doc) {
+        return Err(refused.into());
+    }
     let get = |table: &str, key: &str| {
         doc.get(table)
             .and_then(|t| t.get(key))
@@ -118,6 +121,19 @@ fn asked(path: &Path) -> Result<Asked, Error> {
         name: get("queue", "name"),
         remote: get("repository", "remote"),
     })
+}
+
+/// Whether `doc` names the database with a key or table a typo away from `[queue] database`
+/// (`databse`, `[queu]`): read as absent, the queue would move to the SQLite file without a
+/// word, where no other host drains it.
+fn misnames_database(doc: &toml::Table) -> bool {
+    doc.iter()
+        .filter(|(table, _)| near(table, "queue"))
+        .filter_map(|(table, value)| Some((table, value.as_table()?)))
+        .any(|(table, keys)| {
+            keys.keys()
+                .any(|k| near(k, "database") && (k != "database" || table != "queue"))
+        })
 }
 
 /// The queue's name when `[queue] name` is unset: the path of `remote`'s URL without its host
@@ -247,6 +263,22 @@ mod tests {
         std::fs::write(ws.config_path(), "[queue\ndatabase = 'x'\n").unwrap();
         assert!(matches!(choose(&ws, None), Err(Error::Config(_))));
         std::fs::write(ws.config_path(), "[hooks\n").unwrap();
+        assert!(choose(&ws, None).unwrap().is_none());
+        // A database key or table a typo away is an error, not the SQLite file.
+        for text in [
+            "[queue]\ndatabse = 'postgres://u@cfg.example/hq'\n",
+            "[queue]\nDatabase = 'postgres://u@cfg.example/hq'\n",
+            "[queu]\ndatabase = 'postgres://u@cfg.example/hq'\n",
+            "[Queue]\ndatabse = 'postgres://u@cfg.example/hq'\n",
+            "[queue]\ndatabase = 'postgres://u@cfg.example/hq'\ndatabse = 'x'\n",
+            "[queue\ndatabse = 'x'\n",
+        ] {
+            std::fs::write(ws.config_path(), text).unwrap();
+            let err = choose(&ws, None).unwrap_err().to_string();
+            assert!(err.contains("did you mean") || text.starts_with("[queue\n"), "{text}: {err}");
+        }
+        // A typo elsewhere in a config without a database leaves it on SQLite.
+        std::fs::write(ws.config_path(), "[queue]\nnam = 'x'\n").unwrap();
         assert!(choose(&ws, None).unwrap().is_none());
         // A bad queue name is refused, naming it.
         std::fs::write(

@@ -39,8 +39,13 @@ impl SslMode {
                 );
             }
             other => {
+                let other = if plain(other) {
+                    format!(" `{other}`")
+                } else {
+                    String::new()
+                };
                 return Err(format!(
-                    "unknown sslmode {other:?}; expected disable, prefer, require, verify-ca or verify-full"
+                    "unknown sslmode{other}; expected disable, prefer, require, verify-ca or verify-full"
                 ));
             }
         })
@@ -93,10 +98,15 @@ impl Target {
     pub fn parse(text: &str) -> Result<Self, PgError> {
         let masked = mask(text);
         let bad = |reason: String| PgError::BadTarget {
+            reason: unquote_hidden(&reason, &masked),
             target: masked.clone(),
-            reason,
         };
         let text = text.trim();
+        if !is_url(text) && !text.contains('=') {
+            return Err(bad(
+                "neither a URL (postgres://... or postgresql://...) nor key=value pairs".into(),
+            ));
+        }
         let (rest, tls) = if is_url(text) {
             split_url(text).map_err(bad)?
         } else {
@@ -122,8 +132,7 @@ impl Target {
         if rootcert_given && ssl_mode == SslMode::Require {
             ssl_mode = SslMode::VerifyCa;
         }
-        let mut config = postgres::Config::from_str(&rest)
-            .map_err(|e| bad(crate::queue::pg::error::error_chain(&e)))?;
+        let mut config = postgres::Config::from_str(&rest).map_err(|e| bad(client_reason(&e)))?;
         config.ssl_mode(match ssl_mode {
             SslMode::Disable => postgres::config::SslMode::Disable,
             SslMode::Prefer => postgres::config::SslMode::Prefer,
@@ -164,6 +173,28 @@ impl Target {
     /// The client's config (TLS mode set; hookq's own TLS keys taken out).
     pub fn config(&self) -> &postgres::Config {
         &self.config
+    }
+}
+
+/// What the client says of a string it cannot read, less what it quotes of the string unless
+/// that is a plain name: it names an unknown key as written (`unknown option \`passwrd\``), and
+/// a key may be a piece of a broken URL.
+fn client_reason(e: &postgres::Error) -> String {
+    let text = crate::queue::pg::error::error_chain(e);
+    const UNKNOWN: &str = "unknown option `";
+    match text.find(UNKNOWN) {
+        Some(at) => {
+            let key = text[at + UNKNOWN.len()..].trim_end_matches('`');
+            let shown = if !plain(key) {
+                String::new()
+            } else if password_like(key) && key != "password" {
+                format!(" `{key}` (did you mean password?)")
+            } else {
+                format!(" `{key}`")
+            };
+            format!("{}unknown option{shown}", &text[..at])
+        }
+        None => text,
     }
 }
 
@@ -217,38 +248,42 @@ fn percent_decode(s: &str) -> Result<String, String> {
     String::from_utf8(out).map_err(|_| "a parameter that is not UTF-8".into())
 }
 
-/// A key/value string's pairs, in order; values unquoted and unescaped.
+/// A key/value string's pairs, in order; values unquoted and unescaped. Its errors show a key
+/// only when it is a plain name, and never a value: the string may be a URL gone wrong, its
+/// password in what was read as a key.
 fn pairs(text: &str) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
-    let mut chars = text.chars().peekable();
+    let mut chars = text.chars().enumerate().peekable();
     loop {
-        while chars.next_if(|c| c.is_whitespace()).is_some() {}
-        if chars.peek().is_none() {
+        while chars.next_if(|(_, c)| c.is_whitespace()).is_some() {}
+        let Some(&(at, _)) = chars.peek() else {
             return Ok(out);
-        }
+        };
         let mut key = String::new();
-        while let Some(c) = chars.next_if(|c| *c != '=' && !c.is_whitespace()) {
+        while let Some((_, c)) = chars.next_if(|(_, c)| *c != '=' && !c.is_whitespace()) {
             key.push(c);
         }
-        while chars.next_if(|c| c.is_whitespace()).is_some() {}
-        if chars.next() != Some('=') {
-            return Err(format!("expected `=` after {key:?}"));
+        while chars.next_if(|(_, c)| c.is_whitespace()).is_some() {}
+        if chars.next().map(|(_, c)| c) != Some('=') {
+            return Err(format!("expected `=` after {}", shown(&key, at)));
         }
-        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        while chars.next_if(|(_, c)| c.is_whitespace()).is_some() {}
         let mut value = String::new();
-        if chars.next_if_eq(&'\'').is_some() {
+        if chars.next_if(|(_, c)| *c == '\'').is_some() {
             loop {
-                match chars.next() {
-                    None => return Err(format!("unterminated quoted value of {key:?}")),
+                match chars.next().map(|(_, c)| c) {
+                    None => {
+                        return Err(format!("unterminated quoted value of {}", shown(&key, at)));
+                    }
                     Some('\'') => break,
-                    Some('\\') => value.extend(chars.next()),
+                    Some('\\') => value.extend(chars.next().map(|(_, c)| c)),
                     Some(c) => value.push(c),
                 }
             }
         } else {
-            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+            while let Some((_, c)) = chars.next_if(|(_, c)| !c.is_whitespace()) {
                 if c == '\\' {
-                    value.extend(chars.next());
+                    value.extend(chars.next().map(|(_, c)| c));
                 } else {
                     value.push(c);
                 }
@@ -278,9 +313,12 @@ fn split_pairs(text: &str) -> Result<(String, Vec<(String, String)>), String> {
 /// What stands for a password in a masked string.
 pub const MASK: &str = "***";
 
-/// `text` with any password replaced by `***`: the one of a URL's user info, a `password`
-/// parameter of a URL or a `password=` pair. Works on strings too broken to parse: every
-/// message that shows a connection string shows it through this.
+/// `text` with anything that may be a password replaced by `***`, however broken `text` is:
+/// everything between a `:` and the last `@` after it (a URL's user info, or what was meant as
+/// one), the value of every key that looks like a password (`password`, `passwrd`, `pwd`,
+/// `secret`, in a URL's query or as a `key=value` pair), and, where such a key's value cannot be
+/// told apart, everything from that key on. Every message that shows a connection string shows
+/// it through this.
 pub fn mask(text: &str) -> String {
     masked(text).0
 }
@@ -291,88 +329,174 @@ pub fn has_password(text: &str) -> bool {
     masked(text).1
 }
 
+/// Whether a key names a password, or may have been meant to (`passwrd`, `pwd`, `secret`):
+/// its value is never shown.
+fn password_like(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["pas", "pw", "wor", "secret", "token", "cred"]
+        .iter()
+        .any(|p| key.contains(p))
+}
+
 /// The masked string, and whether it hid anything.
 fn masked(text: &str) -> (String, bool) {
     let trimmed = text.trim();
-    if is_url(trimmed) {
-        mask_url(trimmed)
+    let (text, mut hid) = mask_user_info(trimmed);
+    let (text, hid_form) = if is_url(trimmed) {
+        mask_query(&text)
     } else {
-        mask_pairs(trimmed)
-    }
+        mask_pairs(&text)
+    };
+    hid |= hid_form;
+    let (text, hid_rest) = mask_assignments(&text);
+    (text, hid || hid_rest)
 }
 
-fn mask_url(text: &str) -> (String, bool) {
-    let mut hid = false;
-    let scheme_end = text.find("://").map_or(0, |i| i + 3);
-    let (scheme, rest) = text.split_at(scheme_end);
-    // The user info ends at the last `@` before the path or query.
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rfind('@') {
-        Some(at) => {
-            let (info, host) = authority.split_at(at);
-            match info.split_once(':') {
-                Some((user, _)) => {
-                    hid = true;
-                    format!("{user}:{MASK}{host}")
-                }
-                None => authority.to_owned(),
-            }
-        }
-        None => authority.to_owned(),
+/// Hides everything between the first `:` (after a `postgres://` or `postgresql://` scheme)
+/// and the last `@`: the user info of a URL, wherever a broken one puts its `@` (a password
+/// may hold `/`, `?` or `@` of its own). A query that holds an `@` hides more than it needs to,
+/// never less.
+fn mask_user_info(text: &str) -> (String, bool) {
+    let start = ["postgres://", "postgresql://"]
+        .iter()
+        .find(|p| text.starts_with(*p))
+        .map_or(0, |p| p.len());
+    let Some(at) = text.rfind('@').filter(|at| *at >= start) else {
+        return (text.to_owned(), false);
     };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let params: Vec<String> = query
-                .split('&')
-                .map(|p| match p.split_once('=') {
-                    Some((k, _)) if percent_decode(k).is_ok_and(|k| k == "password") => {
-                        hid = true;
-                        format!("{k}={MASK}")
-                    }
-                    _ => p.to_owned(),
-                })
-                .collect();
-            format!("{path}?{}", params.join("&"))
-        }
-        None => tail.to_owned(),
+    let Some(colon) = text[start..at].find(':').map(|c| start + c) else {
+        return (text.to_owned(), false);
     };
-    (format!("{scheme}{authority}{tail}"), hid)
+    (
+        format!("{}{MASK}{}", &text[..=colon], &text[at..]),
+        true,
+    )
 }
 
-fn mask_pairs(text: &str) -> (String, bool) {
+/// Hides the value of each password-like parameter of a URL's query.
+fn mask_query(text: &str) -> (String, bool) {
+    let Some((path, query)) = text.split_once('?') else {
+        return (text.to_owned(), false);
+    };
     let mut hid = false;
-    let masked = match pairs(text) {
-        Ok(pairs) => pairs
-            .into_iter()
-            .map(|(k, v)| {
-                if k == "password" {
-                    hid = true;
-                    format!("{k}={MASK}")
-                } else if v.is_empty() || v.contains([' ', '\'', '\\']) {
-                    let quoted = v.replace('\\', "\\\\").replace('\'', "\\'");
-                    format!("{k}='{quoted}'")
-                } else {
-                    format!("{k}={v}")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" "),
-        // Unparseable: keep what stands before the first `password`, hide the rest.
-        Err(_) => match text.find("password") {
-            Some(at) => {
+    let params: Vec<String> = query
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((k, _)) if password_like(&percent_decode(k).unwrap_or_else(|_| k.into())) => {
                 hid = true;
-                format!("{}password={MASK} (rest hidden)", &text[..at])
+                format!("{k}={MASK}")
             }
-            None => text.to_owned(),
-        },
+            _ => p.to_owned(),
+        })
+        .collect();
+    (format!("{path}?{}", params.join("&")), hid)
+}
+
+/// Hides the value of each password-like key of a key/value string that can be read as one,
+/// every key a plain name; one that cannot is left to [`mask_assignments`].
+fn mask_pairs(text: &str) -> (String, bool) {
+    // Keys that are not plain names mean the string is not what it seems (a key lost to an
+    // escaped space, a URL read as a key): it is shown as written, for the last net to mask.
+    let Some(pairs) = pairs(text).ok().filter(|p| p.iter().all(|(k, _)| plain(k))) else {
+        return (text.to_owned(), false);
     };
-    (masked, hid)
+    let mut hid = false;
+    let shown = pairs
+        .into_iter()
+        .map(|(k, v)| {
+            if password_like(&k) {
+                hid = true;
+                format!("{k}={MASK}")
+            } else if v.is_empty() || v.contains([' ', '\'', '\\']) {
+                let quoted = v.replace('\\', "\\\\").replace('\'', "\\'");
+                format!("{k}='{quoted}'")
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    (shown, hid)
+}
+
+/// The last net: a password-like word followed by `=` and anything but the mask (a pair that
+/// could not be read, a pair quoted inside another value, a pair after a URL) hides everything
+/// from it on.
+fn mask_assignments(text: &str) -> (String, bool) {
+    let word = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '%');
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        let Some(c) = rest.chars().next() else { break };
+        if !word(c) {
+            i += c.len_utf8();
+            continue;
+        }
+        let len = rest.find(|c: char| !word(c)).unwrap_or(rest.len());
+        let key = &rest[..len];
+        let after = rest[len..].trim_start();
+        if password_like(key)
+            && let Some(value) = after.strip_prefix('=')
+        {
+            let value = value.trim_start();
+            let masked_already = value.strip_prefix(MASK).is_some_and(|v| {
+                v.chars()
+                    .next()
+                    .is_none_or(|c| c.is_whitespace() || c == '&')
+            });
+            if !masked_already {
+                return (
+                    format!("{}{key}={MASK} (rest hidden)", &text[..i]),
+                    true,
+                );
+            }
+        }
+        i += len;
+    }
+    (text.to_owned(), false)
+}
+
+/// Whether `word` is a plain name (ASCII letters, digits, `_`, `-`), safe to show whatever the
+/// string around it held.
+fn plain(word: &str) -> bool {
+    !word.is_empty()
+        && word.len() <= 64
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// `reason` with each word it quotes between backquotes that the masked string does not show
+/// replaced by `...`: a word read as a key may be a piece of a password (`'x password='pw`
+/// reads `pw` as a key).
+fn unquote_hidden(reason: &str, masked: &str) -> String {
+    let mut out = String::new();
+    let mut parts = reason.split('`');
+    out.extend(parts.next());
+    let mut quoted = true;
+    for part in parts {
+        out.push('`');
+        let hidden = quoted && part.chars().any(char::is_alphanumeric) && !masked.contains(part);
+        out.push_str(if hidden { "..." } else { part });
+        quoted = !quoted;
+    }
+    out
+}
+
+/// `word` between backquotes when it is a plain name (letters, digits, `_`, `-`), safe to
+/// show whatever the string around it held; otherwise where it starts.
+fn shown(word: &str, at: usize) -> String {
+    if plain(word) {
+        format!("`{word}`")
+    } else {
+        format!("the word at character {}", at + 1)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn masks_every_form_of_password() {
@@ -414,6 +538,117 @@ mod tests {
             "host='a b",
         ] {
             assert!(!has_password(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn masks_strings_too_broken_to_parse() {
+        for (text, want) in [
+            (
+                "postgres//hq:s3cret@127.0.0.1:5432/hq",
+                "postgres//hq:***@127.0.0.1:5432/hq",
+            ),
+            (
+                "postgres:/hq:s3cret@127.0.0.1:5432/hq",
+                "postgres:***@127.0.0.1:5432/hq",
+            ),
+            ("hq:s3cret@127.0.0.1:5432/hq", "hq:***@127.0.0.1:5432/hq"),
+            (
+                "postgres://hq:se/cr?et@db/hq?sslmode=disable",
+                "postgres://hq:***@db/hq?sslmode=disable",
+            ),
+            (
+                "host=127.0.0.1 passwrd=s3cret dbname=hq",
+                "host=127.0.0.1 passwrd=*** dbname=hq",
+            ),
+            ("host=h PWD = 's3 cret' x=1", "host=h PWD=*** x=1"),
+            (
+                "host=h options='-c password=s3cret'",
+                "host=h options='-c password=*** (rest hidden)",
+            ),
+            (
+                "postgres://db/hq password=s3cret",
+                "postgres://db/hq password=*** (rest hidden)",
+            ),
+            (
+                "postgres://db/hq?sslmode=disable&pwd=s3cret&x=1",
+                "postgres://db/hq?sslmode=disable&pwd=***&x=1",
+            ),
+            ("host=h secret=\"s3cret", "host=h secret=***"),
+        ] {
+            assert_eq!(mask(text), want, "{text}");
+            assert!(has_password(text), "{text}");
+            let shown = match Target::parse(text) {
+                Ok(t) => format!("{t} {t:?}"),
+                Err(e) => e.to_string(),
+            };
+            assert!(!shown.contains("s3cret") && !shown.contains("cr?et"), "{shown}");
+        }
+        let err = Target::parse("host=127.0.0.1 passwrd=s3cret dbname=hq")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.ends_with("unknown option `passwrd` (did you mean password?)"),
+            "{err}"
+        );
+        let err = Target::parse("postgres//hq:s3cret@127.0.0.1:5432/hq")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("neither a URL"), "{err}");
+    }
+
+    /// The password every generated string holds, in a place that holds one.
+    const MARKER: &str = "Zx9Qv7Lk";
+
+    /// Anything, with the characters that connection strings and their quoting are made of.
+    fn filler() -> impl Strategy<Value = String> {
+        "[a-z0-9 :@/?&=%'\"\\\\.#_-]{0,12}"
+    }
+
+    /// Connection strings, well-formed or not, holding [`MARKER`] as a password: in user
+    /// info, as the value of a password-like key, or as a password-like query parameter.
+    fn holding_the_marker() -> impl Strategy<Value = String> {
+        let prefix = prop::sample::select(vec![
+            "",
+            "postgres://",
+            "postgresql://",
+            "postgres//",
+            "postgres:/",
+            "postgres:",
+            "host=127.0.0.1 ",
+            "host=h user=",
+            " ",
+        ]);
+        let key = prop::sample::select(vec![
+            "password", "passwrd", "passwd", "pwd", "PASSWORD", "secret", "pass", "pasword",
+        ]);
+        let value = prop::sample::select(vec!["{}", "'{}'", "'a {}'", "\"{}\"", "'{}", "{} "]);
+        let ws = prop::sample::select(vec!["", " ", "  "]);
+        prop_oneof![
+            (prefix.clone(), filler(), filler(), filler())
+                .prop_map(|(p, a, b, c)| format!("{p}{a}:{MARKER}{b}@{c}")),
+            (prefix, filler(), key.clone(), ws.clone(), ws, value, filler()).prop_map(
+                |(p, a, k, w1, w2, v, b)| format!("{p}{a} {k}{w1}={w2}{}{b}", v.replace("{}", MARKER))
+            ),
+            (filler(), filler(), key, filler()).prop_map(|(a, c, k, d)| format!(
+                "postgres://{a}/db?{c}&{k}={MARKER}{d}"
+            )),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_password_is_never_shown_however_broken_the_string(text in holding_the_marker()) {
+            let masked = mask(&text);
+            prop_assert!(!masked.contains(MARKER), "{text:?} masked as {masked:?}");
+            prop_assert!(has_password(&text), "{text:?}");
+            match Target::parse(&text) {
+                Ok(t) => prop_assert!(!format!("{t} {t:?}").contains(MARKER), "{text:?}"),
+                Err(e) => {
+                    let shown = format!("{e} {:?}", crate::failure::Failure::hint(&e));
+                    prop_assert!(!shown.contains(MARKER), "{text:?}: {shown}");
+                }
+            }
         }
     }
 
