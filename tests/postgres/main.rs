@@ -678,11 +678,15 @@ fn opening_one_new_database_from_many_connections_at_once_migrates_it_once() {
     );
 }
 
-/// Four writer processes record 2,000 transitions each at once, one transaction each: every
-/// point is recorded once, with ids in one gapless sequence, each where its writer saw it.
+/// Eight writer processes record 2,000 transitions each at once, one transaction each, while a
+/// hub drains: every point is recorded once, each where its writer saw it, one task's with ids
+/// in the order they committed; every one runs, and none is left pending.
 #[test]
-fn four_writers_each_recording_two_thousand_transitions_record_every_point_once() {
-    const WRITERS: usize = 4;
+fn eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains() {
+    use hookq::exec::Stop;
+    use hookq::queue::Drainer;
+    use hookq::queue::hub::{self, HubOptions};
+    const WRITERS: usize = 8;
     const TRANSITIONS: usize = 2_000;
     const TASKS: usize = 16;
     let (db, mut s) = fresh("busy");
@@ -701,6 +705,30 @@ fn four_writers_each_recording_two_thousand_transitions_record_every_point_once(
         Ok(())
     })
     .unwrap();
+    let q = s.queue().clone();
+    // A hub drains the queue while they write, running each point's command.
+    let (_hooked, ws) = hooked_workspace("after_fail = ['true']");
+    let stop = std::sync::Arc::new(Stop::new());
+    let lock = s.lock(Wait::No).unwrap().expect("the queue's runner lock");
+    let mut drained = PgQueue::new(open(&db, "busy"), lock).unwrap();
+    let hub = std::thread::spawn({
+        let (stop, ws) = (std::sync::Arc::clone(&stop), ws.clone());
+        move || {
+            let mut drainer = Drainer::new(ws.clone(), &stop).jobs(2);
+            let mut errors = Vec::new();
+            hub::run(
+                &ws,
+                &mut drained,
+                &mut drainer,
+                &stop,
+                HubOptions::default(),
+                &mut |e| errors.push(e.to_string()),
+            )
+            .unwrap();
+            assert!(errors.is_empty(), "{errors:?}");
+            drained.release().unwrap();
+        }
+    });
     // Each writer is a process of its own: this test binary again, running `writer_process`
     // below, which connects, waits for the go on its stdin, records and writes what it
     // recorded to a file.
@@ -754,32 +782,41 @@ fn four_writers_each_recording_two_thousand_transitions_record_every_point_once(
     }
     let total = WRITERS * TRANSITIONS;
     assert_eq!(recorded.len(), total);
-    let rows = pending(&mut s);
-    assert_eq!(rows.len(), total, "every point recorded");
-    let ids: HashSet<i64> = rows.iter().map(|r| r.0).collect();
+    let ids: HashSet<i64> = recorded.iter().map(|r| r.0).collect();
     assert_eq!(ids.len(), total, "no id twice");
-    let by_id: BTreeMap<i64, (String, Option<String>)> = rows
-        .into_iter()
-        .map(|(id, t, point, state)| {
-            assert_eq!(point, "after_fail");
-            (id, (t, state))
-        })
-        .collect();
-    for (id, t, to) in &recorded {
-        assert_eq!(by_id[id], (t.clone(), Some(to.clone())), "occurrence {id}");
-    }
     // One task's points have increasing ids in the order its writer committed them.
     let mut last: HashMap<&str, i64> = HashMap::new();
     for (id, t, _) in &recorded {
         let before = last.insert(t, *id);
         assert!(before.is_none_or(|b| b < *id), "{t}: {before:?} then {id}");
     }
-    let q = s.queue().clone();
-    assert_eq!(store::stats(s.client(), &q).unwrap().pending, total as i64);
+    // The hub runs them all: a generous bound that only catches a hang.
+    let until = Instant::now() + Duration::from_secs(600);
+    while store::stats(s.client(), &q).unwrap().pending > 0 {
+        assert!(Instant::now() < until, "points left pending");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    stop.request();
+    hub.join().unwrap();
+    // Each point once in history, run with the state its writer moved its task into.
+    let history = store::history(s.client(), &q, None, None, total * 2).unwrap();
+    let by_id: BTreeMap<i64, (String, String, String)> = history
+        .into_iter()
+        .map(|h| (h.occurrence, (h.task, h.state, h.outcome)))
+        .collect();
+    assert_eq!(by_id.len(), total, "every point cleared once");
+    for (id, t, to) in &recorded {
+        assert_eq!(
+            by_id[id],
+            (t.clone(), to.clone(), "ok".to_owned()),
+            "occurrence {id}"
+        );
+    }
+    assert!(pending(&mut s).is_empty());
 }
 
 /// Names what a writer process of
-/// `four_writers_each_recording_two_thousand_transitions_record_every_point_once` does:
+/// `eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains` does:
 /// `<url>\t<writer>\t<tasks>\t<transitions>\t<out file>`.
 const WRITER_ENV: &str = "HOOKQ_TEST_PG_WRITER";
 

@@ -37,8 +37,7 @@ pub fn add_tasks(c: &mut Client, prefix: &str, phase: &str, tasks: usize) {
 }
 
 /// Records `points` pending `after_awaiting_human` points over the tasks `<prefix>0000000 ..
-/// <prefix>{tasks-1}`, round robin, with ids taken from the queue's counter as `record` takes
-/// them, in transactions of at most 100,000 points; then vacuums and analyzes the tables, as
+/// <prefix>{tasks-1}`, round robin, with ids taken from the sequence `record` takes them from, in transactions of at most 100,000 points; then vacuums and analyzes the tables, as
 /// autovacuum would after a load this size (left to autovacuum, that work would land in the
 /// middle of a measurement).
 pub fn add_points(c: &mut Client, prefix: &str, tasks: usize, points: usize) {
@@ -49,16 +48,20 @@ pub fn add_points(c: &mut Client, prefix: &str, tasks: usize, points: usize) {
         let mut tx = c.transaction().expect("begin");
         tx.execute("SET LOCAL synchronous_commit = off", &[])
             .expect("bulk setup");
-        let last: i64 = tx
+        tx.execute(
+            "INSERT INTO hookq_queues (queue, created_ms) VALUES ($1, 0) ON CONFLICT (queue) DO NOTHING",
+            &[&QUEUE],
+        )
+        .expect("queue row");
+        // A run of `n` ids from the sequence recording takes them from (the setup is the
+        // database's only writer).
+        let first: i64 = tx
             .query_one(
-                "INSERT INTO hookq_queues (queue, last_id, created_ms) VALUES ($1, $2, 0)
-                 ON CONFLICT (queue) DO UPDATE SET last_id = hookq_queues.last_id + EXCLUDED.last_id
-                 RETURNING last_id",
-                &[&QUEUE, &n],
+                "SELECT setval('hookq_occurrence_ids', nextval('hookq_occurrence_ids') + $1 - 1) - $1 + 1",
+                &[&n],
             )
             .expect("take ids")
             .get(0);
-        let first = last - n + 1;
         tx.execute(
             "INSERT INTO hookq_pending_hooks (queue, id, task, point, recorded_ms)
              SELECT $1, $2::bigint + i, $3 || lpad(((i + $5::bigint) % $4::bigint)::text, 7, '0'), 'after_awaiting_human', 0
