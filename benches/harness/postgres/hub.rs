@@ -1,6 +1,7 @@
 //! Figure P3: `hookq hub` (the built binary) on a PostgreSQL queue, timed from a commit in this
 //! process to the start of the hook it fires. The hub waits on `LISTEN`, woken by the `NOTIFY`
-//! the recording transaction sends as it commits.
+//! that `PgStore::write` sends after its commit (P3a, P3b); and for a host that commits without
+//! notifying, found by the hub's poll (P3c).
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -24,6 +25,10 @@ pub struct PgHub {
     pub latencies: Vec<f64>,
     /// Transitions whose hook never started within [`LOST`].
     pub lost: usize,
+    /// The same for transitions committed without a notification (P3c).
+    pub unnotified: Vec<f64>,
+    /// Of those, how many never started within [`LOST`].
+    pub unnotified_lost: usize,
 }
 
 /// A workspace at `dir/name` on queue [`fixture::QUEUE`] whose `after_awaiting_human` point
@@ -65,6 +70,19 @@ pub fn commit(store: &mut PgStore, prefix: &str, i: usize) -> i128 {
     now_ns()
 }
 
+/// [`commit`] as a host that never calls `notify_hubs` makes it: its own transaction, committed,
+/// and nothing after.
+pub fn commit_unnotified(store: &mut PgStore, prefix: &str, i: usize) -> i128 {
+    let task = TaskId::new(format!("{prefix}{i:07}")).expect("id");
+    let awaiting = Phase::new("review.awaiting_human").expect("phase");
+    let queue = store.queue().clone();
+    let mut tx = store.client().transaction().expect("begin");
+    move_task(&mut tx, &queue, &task, &awaiting, &MoveFacts::default())
+        .expect("record a transition");
+    tx.commit().expect("commit");
+    now_ns()
+}
+
 /// Starts the hub, commits `sizes.hub_transitions` transitions one at a time, each waited for,
 /// then a random 0-50 ms pause, as figure 4 does on SQLite.
 pub fn measure(server: &Server, dir: &Path, sizes: &Sizes) -> PgHub {
@@ -76,7 +94,12 @@ pub fn measure(server: &Server, dir: &Path, sizes: &Sizes) -> PgHub {
         r#"echo "$ARC_TASK $(date +%s%N)" >> seen.log"#,
     );
     let mut store = fixture::open(&url);
-    fixture::add_tasks(store.client(), "h", "running.gate", n + 1);
+    fixture::add_tasks(
+        store.client(),
+        "h",
+        "running.gate",
+        n + 1 + unnotified_count(n),
+    );
     let seen_path = ws.root().join("seen.log");
     std::fs::write(&seen_path, "").expect("create seen.log");
     let mut child = start_hub(&ws, &url, dir, "pg-hub");
@@ -86,21 +109,39 @@ pub fn measure(server: &Server, dir: &Path, sizes: &Sizes) -> PgHub {
     seen.wait_for(&format!("h{n:07}"), Duration::from_secs(60))
         .expect("the hub ran its first hook (see pg-hub.stderr in the bench dir)");
     let mut rng = Lcg(0x5eed);
-    let mut latencies = Vec::with_capacity(n);
-    let mut lost = 0;
-    for i in 0..n {
-        std::thread::sleep(Duration::from_millis(rng.below(50)));
-        let at = commit(&mut store, "h", i);
-        match seen.wait_for(&format!("h{i:07}"), LOST) {
-            Some(hook_ns) => latencies.push(latency_ms(hook_ns, at)),
-            None => {
-                lost += 1;
-                latencies.push(ms(LOST));
+    let mut timed_run = |commit: fn(&mut PgStore, &str, usize) -> i128,
+                         tasks: std::ops::Range<usize>| {
+        let mut latencies = Vec::with_capacity(tasks.len());
+        let mut lost = 0;
+        for i in tasks {
+            std::thread::sleep(Duration::from_millis(rng.below(50)));
+            let at = commit(&mut store, "h", i);
+            match seen.wait_for(&format!("h{i:07}"), LOST) {
+                Some(hook_ns) => latencies.push(latency_ms(hook_ns, at)),
+                None => {
+                    lost += 1;
+                    latencies.push(ms(LOST));
+                }
             }
         }
-    }
+        (latencies, lost)
+    };
+    let (latencies, lost) = timed_run(commit, 0..n);
+    // Each of these waits for the poll, up to a second: a tenth as many.
+    let (unnotified, unnotified_lost) =
+        timed_run(commit_unnotified, n + 1..n + 1 + unnotified_count(n));
     stop(&mut child);
-    PgHub { latencies, lost }
+    PgHub {
+        latencies,
+        lost,
+        unnotified,
+        unnotified_lost,
+    }
+}
+
+/// How many transitions P3c times when P3a times `n`.
+pub fn unnotified_count(n: usize) -> usize {
+    (n / 10).max(2)
 }
 
 /// SIGTERM, then reaps; the hub must exit 0.
@@ -111,22 +152,34 @@ pub fn stop(child: &mut Child) {
     assert!(status.success(), "hub exited with {status}");
 }
 
-/// Rows P3a and P3b.
+/// Rows P3a, P3b and P3c.
 pub fn rows(h: &PgHub) -> Vec<Row> {
     let n = h.latencies.len();
-    let lost = if h.lost > 0 {
-        format!("; {} LOST (counted as {} ms)", h.lost, ms(LOST))
-    } else {
-        String::new()
+    let lost = |lost: usize| {
+        if lost > 0 {
+            format!("; {lost} LOST (counted as {} ms)", ms(LOST))
+        } else {
+            String::new()
+        }
     };
+    let poll = hookq::queue::pg::queue::DEFAULT_POLL_INTERVAL.as_secs_f64() * 1000.0;
     vec![
-        Row::new("P3a", "PostgreSQL: hub latency p50, commit -> hook start (LISTEN/NOTIFY)", percentile(&h.latencies, 50.0), "ms")
+        Row::new("P3a", "PostgreSQL: hub latency p50, commit -> hook start (notified after the commit)", percentile(&h.latencies, 50.0), "ms")
             .target(Target::value_at_most(10.0))
             .note(format!(
-                "{n} transitions, each a durable txn from this process timed from its commit's return (the committing side's own time excluded), waited for, then 0-50 ms random pause; hook start = `date +%s%N` in the hook{lost}{}",
+                "{n} transitions, each a durable txn from this process by PgStore::write (commit, then notify_hubs) timed from its return (the committing side's own time excluded), waited for, then 0-50 ms random pause; hook start = `date +%s%N` in the hook{}{}",
+                lost(h.lost),
                 early_note(&h.latencies)
             )),
         Row::new("P3b", "PostgreSQL: hub latency p99", percentile(&h.latencies, 99.0), "ms")
             .target(Target::value_at_most(50.0)),
+        Row::new("P3c", "PostgreSQL: hub latency p99, a host that does not notify", percentile(&h.unnotified, 99.0), "ms")
+            .target(Target::value_at_most(poll + 50.0))
+            .note(format!(
+                "{} transitions committed in the host's own transaction with no notify_hubs after it, found by the hub's poll ({poll:.0} ms, hookq hub's default): bounded by the poll interval and one pass; p50 {:.0} ms{}",
+                h.unnotified.len(),
+                percentile(&h.unnotified, 50.0),
+                lost(h.unnotified_lost)
+            )),
     ]
 }

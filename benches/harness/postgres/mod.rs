@@ -15,6 +15,7 @@ pub mod hub;
 pub mod record;
 pub mod scale;
 pub mod takeover;
+pub mod writers;
 
 use std::path::Path;
 
@@ -73,6 +74,8 @@ pub struct PgFigures {
     pub takeover: takeover::Takeover,
     /// P5a, P5b.
     pub scale: scale::PgScale,
+    /// P6, P7.
+    pub writers: writers::Writers,
 }
 
 /// Measures every P figure on a server started in `dir`, `step` printing progress.
@@ -90,6 +93,8 @@ pub fn measure(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> PgFigures {
     let takeover = takeover::measure(&server, dir, sizes);
     step("P5: PostgreSQL at scale");
     let scale = scale::measure(&server, sizes);
+    step("P6, P7: many writers on one queue");
+    let writers = writers::measure(&server, sizes);
     PgFigures {
         version,
         record,
@@ -97,6 +102,7 @@ pub fn measure(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> PgFigures {
         hub,
         takeover,
         scale,
+        writers,
     }
 }
 
@@ -107,5 +113,6 @@ pub fn rows(p: &PgFigures, sizes: &Sizes) -> Vec<Row> {
     rows.extend(hub::rows(&p.hub));
     rows.extend(takeover::rows(&p.takeover));
     rows.extend(scale::rows(&p.scale, sizes));
+    rows.extend(writers::rows(&p.writers));
     rows
 }

