@@ -21,6 +21,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "V2__record_functions",
         include_str!("../../../migrations/postgres/V2__record_functions.sql"),
     ),
+    (
+        "V3__placeholder",
+        include_str!("../../../migrations/postgres/V3__placeholder.sql"),
+    ),
 ];
 
 /// The advisory lock (of [`ADVISORY_CLASS`]) that serialises migrations: queue locks use the

@@ -1,0 +1,1 @@
+-- Placeholder for V3, which another change brings; it changes nothing.
