@@ -312,7 +312,13 @@ fn the_environment_wins_over_the_config_and_check_names_the_server() {
         line.contains(&format!("/{db}?")) && line.contains("(from config.toml): PostgreSQL "),
         "{line}"
     );
-    assert!(line.contains("schema version 2"), "{line}");
+    let newest = hookq::queue::pg::schema::schema_version();
+    assert!(
+        line.contains(&format!(
+            "schema version {newest}; this hookq writes version {newest}"
+        )),
+        "{line}"
+    );
     let out = ws
         .hookq_env(&["check", "--json"], &[("HOOKQ_DATABASE_URL", &other)])
         .ok();
