@@ -50,12 +50,13 @@ pub enum HubEvent {
     /// A pass failed (an invalid config, a busy row); the hub goes on and drains again when
     /// something changes.
     PassFailed(Error),
-    /// The hub's first connection failed with an outage that may pass: it waits for the
-    /// database, connecting again with backoff. Said once, until it is connected.
+    /// The hub has not reached the database yet (its first connection failed) with an outage
+    /// that may pass: it waits for the database, connecting again with backoff. Said once,
+    /// until it is connected.
     CannotReachYet(Error),
-    /// The hub lost the connection it had (or its runner lock with it): it connects again
-    /// with backoff, and points it had not cleared run again once it is back. Said once per
-    /// outage.
+    /// The hub lost the database it had reached (a connection, or the runner lock with it):
+    /// it connects again with backoff, and points it had not cleared run again once it is
+    /// back. Said once per outage.
     Lost(Error),
     /// Connected again, holding the runner lock, after [`HubEvent::CannotReachYet`] or
     /// [`HubEvent::Lost`].
@@ -76,14 +77,17 @@ fn transient(e: &Error) -> bool {
 }
 
 /// Opens `queue` on `target`, its reads guarded with timeouts, and takes its runner lock
-/// (waiting until it is free or `stop` is requested: `Ok(None)`).
+/// (waiting until it is free or `stop` is requested: `Ok(None)`). Sets `reached` once the
+/// database answered.
 fn connect(
     target: &Target,
     queue: &QueueName,
     stop: &Stop,
     lease: Lease,
+    reached: &mut bool,
 ) -> Result<Option<PgQueue>, PgError> {
     let mut store = PgStore::open(target, queue.clone())?;
+    *reached = true;
     guard_session(store.client(), target)?;
     let Some(lock) =
         PgRunnerLock::acquire_with(target, queue, Wait::Forever, &|| !stop.graceful(), lease)?
@@ -115,13 +119,13 @@ pub fn run_postgres(
         if stop.graceful() {
             return Ok(());
         }
-        let failure = match connect(target, queue, stop, opts.lease) {
+        let failure = match connect(target, queue, stop, opts.lease, &mut connected_once) {
             Ok(None) => return Ok(()),
             Ok(Some(mut held)) => {
                 if down {
                     on_event(HubEvent::Connected);
                 }
-                (down, connected_once) = (false, true);
+                down = false;
                 backoff = opts.backoff_first;
                 let mut on_error = |e| on_event(HubEvent::PassFailed(e));
                 match hub::run(ws, &mut held, drainer, stop, opts.hub, &mut on_error) {
