@@ -6,6 +6,7 @@ mod cli;
 mod cluster;
 mod fault;
 mod parity;
+mod relay;
 mod takeover;
 // Each binary uses a different part of the shared helpers.
 #[allow(dead_code)]

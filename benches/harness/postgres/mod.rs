@@ -13,6 +13,9 @@ pub mod drain;
 pub mod fixture;
 pub mod hub;
 pub mod record;
+#[allow(dead_code)]
+#[path = "../../../tests/postgres/relay.rs"]
+mod relay;
 pub mod scale;
 pub mod takeover;
 
@@ -49,6 +52,11 @@ impl Server {
             .expect("checkpoint");
     }
 
+    /// The server's loopback TCP port.
+    pub fn port(&self) -> u16 {
+        self.cluster.port
+    }
+
     /// What `SHOW server_version` says.
     pub fn version(&self) -> String {
         self.cluster
@@ -57,6 +65,14 @@ impl Server {
             .expect("server version")
             .get(0)
     }
+}
+
+/// Measures P8a and P8b alone, on a server started in `dir`.
+pub fn measure_takeover(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> Vec<Row> {
+    step("P: a durable PostgreSQL of the bench's own");
+    let server = Server::start(dir);
+    step("P8: takeover after the holding hub freezes, or its connections go silent");
+    takeover::failed_rows(&takeover::measure_failed(&server, dir, sizes))
 }
 
 /// Every P figure.
@@ -71,6 +87,8 @@ pub struct PgFigures {
     pub hub: hub::PgHub,
     /// P4.
     pub takeover: takeover::Takeover,
+    /// P8a, P8b.
+    pub failed: takeover::Failed,
     /// P5a, P5b.
     pub scale: scale::PgScale,
 }
@@ -88,6 +106,8 @@ pub fn measure(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> PgFigures {
     let hub = hub::measure(&server, dir, sizes);
     step("P4: takeover after kill -9 of the holding hub");
     let takeover = takeover::measure(&server, dir, sizes);
+    step("P8: takeover after the holding hub freezes, or its connections go silent");
+    let failed = takeover::measure_failed(&server, dir, sizes);
     step("P5: PostgreSQL at scale");
     let scale = scale::measure(&server, sizes);
     PgFigures {
@@ -96,6 +116,7 @@ pub fn measure(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> PgFigures {
         drain,
         hub,
         takeover,
+        failed,
         scale,
     }
 }
@@ -106,6 +127,7 @@ pub fn rows(p: &PgFigures, sizes: &Sizes) -> Vec<Row> {
     rows.extend(drain::rows(&p.drain));
     rows.extend(hub::rows(&p.hub));
     rows.extend(takeover::rows(&p.takeover));
+    rows.extend(takeover::failed_rows(&p.failed));
     rows.extend(scale::rows(&p.scale, sizes));
     rows
 }
