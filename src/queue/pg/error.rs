@@ -250,3 +250,45 @@ impl Failure for PgError {
         Some(hint.to_owned())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use postgres::error::SqlState;
+
+    #[test]
+    fn outages_pass_and_settings_do_not() {
+        for code in [
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+            SqlState::CRASH_SHUTDOWN,
+            SqlState::QUERY_CANCELED,
+            SqlState::CONNECTION_FAILURE,
+            SqlState::TOO_MANY_CONNECTIONS,
+            SqlState::T_R_SERIALIZATION_FAILURE,
+            SqlState::LOCK_NOT_AVAILABLE,
+        ] {
+            assert!(transient_code(&code), "{code:?} passes");
+        }
+        for code in [
+            SqlState::INSUFFICIENT_PRIVILEGE,
+            SqlState::UNDEFINED_TABLE,
+            SqlState::UNDEFINED_FUNCTION,
+            SqlState::INVALID_PASSWORD,
+            SqlState::INVALID_CATALOG_NAME,
+            SqlState::UNIQUE_VIOLATION,
+        ] {
+            assert!(!transient_code(&code), "{code:?} does not pass");
+        }
+        let refused = |code| PgError::Connect {
+            target: "postgres://h/db".into(),
+            kind: ConnectFailure::Other,
+            reason: "refused".into(),
+            code,
+        };
+        assert!(refused(Some(SqlState::CANNOT_CONNECT_NOW)).is_transient());
+        assert!(!refused(Some(SqlState::INVALID_PASSWORD)).is_transient());
+        assert!(refused(None).is_transient());
+        assert!(!PgError::NewerSchema { found: 9, supported: 4 }.is_transient());
+    }
+}

@@ -51,12 +51,18 @@ impl SharedLock {
     /// statement on a connection gone silent holds it, and this then fails when the lease
     /// runs out rather than wait for that statement.
     fn get(&self) -> Result<MutexGuard<'_, PgRunnerLock>, PgError> {
+        let mut tries = 0u32;
         loop {
             lease_live(&self.clock, &self.queue)?;
             match self.lock.try_lock() {
                 Ok(guard) => return Ok(guard),
                 Err(TryLockError::Poisoned(p)) => return Ok(p.into_inner()),
-                Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_millis(2)),
+                // Another worker's statement, one round trip: wait closely for it first.
+                Err(TryLockError::WouldBlock) if tries < 1000 => {
+                    tries += 1;
+                    std::thread::yield_now();
+                }
+                Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_micros(200)),
             }
         }
     }
