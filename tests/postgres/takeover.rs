@@ -339,3 +339,40 @@ fn run_wait_bounds_both_locks_together() {
     release.join().unwrap();
     drop(file_lock);
 }
+
+/// The runner lock's session has the server's TCP keepalives set as the connection string
+/// says (hookq's defaults when it says nothing), and the statement and lock timeouts that
+/// keep a runner from waiting for ever; the client's side has the same keepalives.
+#[test]
+fn the_runners_session_has_keepalives_and_timeouts() {
+    let c = cluster();
+    let db = c.database();
+    drop(open(&c.url(&db, "")));
+    let q = QueueName::new("q").unwrap();
+    for (params, idle) in [("", "10"), ("keepalives_idle=7", "7")] {
+        let target = Target::parse(&c.url(&db, params)).unwrap();
+        let want = Duration::from_secs(idle.parse().unwrap());
+        assert_eq!(target.config().get_keepalives_idle(), want);
+        assert_eq!(
+            target.config().get_keepalives_interval(),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(target.config().get_keepalives_retries(), Some(3));
+        assert!(target.config().get_tcp_user_timeout().is_some());
+        let mut lock = PgRunnerLock::acquire(&target, &q, Wait::No)
+            .unwrap()
+            .unwrap();
+        let show = |lock: &mut PgRunnerLock, what: &str| -> String {
+            lock.client()
+                .query_one(&format!("SHOW {what}"), &[])
+                .unwrap()
+                .get(0)
+        };
+        assert_eq!(show(&mut lock, "tcp_keepalives_idle"), idle);
+        assert_eq!(show(&mut lock, "tcp_keepalives_interval"), "5");
+        assert_eq!(show(&mut lock, "tcp_keepalives_count"), "3");
+        assert_eq!(show(&mut lock, "statement_timeout"), "1min");
+        assert_eq!(show(&mut lock, "lock_timeout"), "30s");
+        lock.release().unwrap();
+    }
+}
