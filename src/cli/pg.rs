@@ -70,7 +70,7 @@ fn take_lock(store: &PgStore, wait: Wait, stop: &Stop) -> Result<Option<PgRunner
         store.queue(),
         wait,
         &|| !stop.graceful(),
-        Lease::from_env(),
+        Lease::from_env().map_err(Error::Usage)?,
     )
     .map_err(|e| placed(store.queue(), e))
 }
@@ -207,7 +207,7 @@ pub(super) fn hub(
 ) -> Result<(), Error> {
     let opts = hub::PgHubOptions {
         hub: opts,
-        lease: Lease::from_env(),
+        lease: Lease::from_env().map_err(Error::Usage)?,
         ..hub::PgHubOptions::default()
     };
     let target = &choice.target;

@@ -376,3 +376,26 @@ fn the_runners_session_has_keepalives_and_timeouts() {
         lock.release().unwrap();
     }
 }
+
+/// A lease that is not milliseconds from 1000 to 3600000 is refused in one line naming the
+/// variable, with the usage exit code, before anything runs.
+#[test]
+fn a_bad_lease_setting_is_refused() {
+    let c = cluster();
+    let db = c.database();
+    let ws = host(&c.url(&db, ""), "");
+    for bad in ["5", "soon", "3600001"] {
+        for cmd in [&["run"][..], &["hub"][..]] {
+            let out = ws
+                .spawn_env(cmd, &[("HOOKQ_LEASE_MS", bad)])
+                .wait_within(EVENTUALLY)
+                .expect_code(2);
+            assert_eq!(out.errors().len(), 1, "{}", out.describe());
+            assert!(
+                out.stderr().contains("HOOKQ_LEASE_MS") && out.stderr().contains("1000 to 3600000"),
+                "{}",
+                out.describe()
+            );
+        }
+    }
+}

@@ -56,14 +56,24 @@ impl Lease {
     /// The environment variable the `hookq` commands read it from, in ms.
     pub const ENV: &'static str = "HOOKQ_LEASE_MS";
 
-    /// The lease `HOOKQ_LEASE_MS` sets (at least 1 s), or the default.
-    pub fn from_env() -> Self {
-        let ms = std::env::var(Self::ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok());
-        Self {
-            duration: ms.map_or(Self::DEFAULT, |ms| Duration::from_millis(ms.max(1000))),
-        }
+    /// The lease `HOOKQ_LEASE_MS` sets, or the default when it is unset; an error naming the
+    /// variable for a value that is not milliseconds from 1000 to 3600000.
+    pub fn from_env() -> Result<Self, String> {
+        let Some(v) = std::env::var_os(Self::ENV) else {
+            return Ok(Self::default());
+        };
+        v.to_str()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .filter(|ms| (1000..=3_600_000).contains(ms))
+            .map(|ms| Self {
+                duration: Duration::from_millis(ms),
+            })
+            .ok_or_else(|| {
+                format!(
+                    "{}={v:?}: expected milliseconds from 1000 to 3600000",
+                    Self::ENV
+                )
+            })
     }
 
     /// How often the holder renews: a quarter of the lease.
