@@ -371,8 +371,9 @@ fn the_runners_session_has_keepalives_and_timeouts() {
         assert_eq!(show(&mut lock, "tcp_keepalives_idle"), idle);
         assert_eq!(show(&mut lock, "tcp_keepalives_interval"), "5");
         assert_eq!(show(&mut lock, "tcp_keepalives_count"), "3");
-        assert_eq!(show(&mut lock, "statement_timeout"), "1min");
-        assert_eq!(show(&mut lock, "lock_timeout"), "30s");
+        // Half and a quarter of the default lease of 20 s.
+        assert_eq!(show(&mut lock, "statement_timeout"), "10s");
+        assert_eq!(show(&mut lock, "lock_timeout"), "5s");
         lock.release().unwrap();
     }
 }

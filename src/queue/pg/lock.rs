@@ -20,7 +20,9 @@ use postgres::{Client, GenericClient};
 use serde::Serialize;
 
 use crate::queue::lock::Wait;
-use crate::queue::pg::connect::{Prepared, connect, guard_session};
+use crate::queue::pg::connect::{
+    LOCK_TIMEOUT, Prepared, STATEMENT_TIMEOUT, connect, guard_session,
+};
 use crate::queue::pg::error::PgError;
 use crate::queue::pg::name::QueueName;
 use crate::queue::pg::target::Target;
@@ -180,8 +182,10 @@ impl PgRunnerLock {
     /// in a warning. The lock taken keeps `lease`: renew it ([`PgRunnerLock::renew`]) at least
     /// every quarter of it, as [`crate::queue::pg::PgQueue`] does.
     ///
-    /// The lock's connection has TCP keepalives on both sides and statement and lock timeouts
-    /// ([`crate::queue::pg::connect::session_settings`]).
+    /// The lock's connection has TCP keepalives on both sides
+    /// ([`crate::queue::pg::connect::session_settings`]), a statement timeout of half the lease
+    /// and a lock timeout of a quarter of it (at most 60 s and 30 s), so that no statement
+    /// keeps the lease from being renewed in time.
     pub fn acquire_with(
         target: &Target,
         queue: &QueueName,
@@ -193,6 +197,13 @@ impl PgRunnerLock {
         let host = host_name();
         let mut client = connect(target, &format!("hookq runner pid {pid} on {host}"))?;
         guard_session(&mut client, target)?;
+        // A statement holds the connection, and so the lease's renewal, while it runs: none
+        // may run long enough to let the lease run out under a holder that is alive.
+        client.batch_execute(&format!(
+            "SET statement_timeout = {}; SET lock_timeout = {}",
+            (lease.duration / 2).min(STATEMENT_TIMEOUT).as_millis().max(1),
+            (lease.duration / 4).min(LOCK_TIMEOUT).as_millis().max(1),
+        ))?;
         let number = queue_number(&mut client, queue)?;
         let mut last_break_check = Instant::now();
         let mut may_break = true;
