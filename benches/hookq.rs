@@ -10,7 +10,8 @@
 //! waits after the last one ended (default 360, see [`AFTER_THE_LAST_RUN`]). `-- --agent` measures
 //! only the agent tool hook figures (7a-7c), which create few files and so do not wait;
 //! `-- --lifecycle` only the worktree lifecycle figures (L1, L2), also the last of a full run;
-//! `-- --postgres` only the queue on PostgreSQL (P0-P5b), on a server the bench starts.
+//! `-- --postgres` only the queue on PostgreSQL (P0-P5b, P8), on a server the bench starts;
+//! `-- --takeover` only P8a and P8b (takeover of a frozen or cut-off holder).
 
 mod harness;
 
@@ -55,6 +56,14 @@ fn main() {
     if args.iter().any(|a| a == "--lifecycle") {
         alone(sizes, |dir, sizes| {
             harness::lifecycle::rows(&harness::lifecycle::measure(dir, sizes))
+        });
+        return;
+    }
+    #[cfg(feature = "postgres")]
+    if args.iter().any(|a| a == "--takeover") {
+        alone(sizes, |dir, sizes| {
+            let step = |what: &str| eprintln!("hookq-bench {what}");
+            harness::postgres::measure_takeover(dir, sizes, &step)
         });
         return;
     }

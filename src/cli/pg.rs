@@ -3,19 +3,17 @@
 //! with the queue's advisory runner lock taken before the workspace's `runner.lock`.
 
 use std::os::unix::fs::PermissionsExt;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::cli::error::Error;
 use hookq::exec::Stop;
 use hookq::queue::Error as QueueError;
 use hookq::queue::RowError;
 use hookq::queue::drain::Drainer;
-use hookq::queue::hub::{self, HubOptions};
+use hookq::queue::hub::{self, HubEvent, HubOptions};
 use hookq::queue::ids::{PlanId, TaskId};
 use hookq::queue::lock::{self, RunnerLock, Wait};
-use hookq::queue::pg::{
-    self, ConnectFailure, PgChoice, PgError, PgQueue, PgRunnerLock, PgStore, QueueName,
-};
+use hookq::queue::pg::{self, Lease, PgChoice, PgError, PgQueue, PgRunnerLock, PgStore, QueueName};
 use hookq::queue::phase::Phase;
 use hookq::queue::record::{MoveFacts, Occurrence, Transition};
 use hookq::queue::store::{HistoryRow, PendingRow, Stats, TaskRow};
@@ -25,10 +23,6 @@ use super::app::stop_on_signals;
 use super::output;
 use super::queue::{LockHolder, QueueView};
 use super::task::Owner;
-
-/// The first and the longest wait before a hub connects again after losing its database.
-const BACKOFF_FIRST: Duration = Duration::from_millis(500);
-const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 /// The PostgreSQL queue `ws` asks for, `None` for its SQLite file.
 pub(super) fn choice(ws: &Workspace) -> Result<Option<PgChoice>, Error> {
@@ -77,11 +71,17 @@ pub(super) fn set_up(choice: &PgChoice) -> Result<i64, Error> {
         .map(|v| v.unwrap_or_else(pg::schema::schema_version))
 }
 
-/// Takes the queue's runner lock, waiting as `wait` says and ending the wait on a stop request.
+/// Takes the queue's runner lock, waiting as `wait` says and ending the wait on a stop request,
+/// with the lease `HOOKQ_LEASE_MS` sets.
 fn take_lock(store: &PgStore, wait: Wait, stop: &Stop) -> Result<Option<PgRunnerLock>, Error> {
-    store
-        .lock_while(wait, &|| !stop.graceful())
-        .map_err(|e| placed(store.queue(), e))
+    PgRunnerLock::acquire_with(
+        store.target(),
+        store.queue(),
+        wait,
+        &|| !stop.graceful(),
+        Lease::from_env().map_err(Error::Usage)?,
+    )
+    .map_err(|e| placed(store.queue(), e))
 }
 
 /// Why the queue's runner lock was not taken: a stop request, or its holder.
@@ -111,12 +111,21 @@ fn file_lock(ws: &Workspace, wait: Wait, stop: &Stop) -> Result<Option<RunnerLoc
 /// `hookq run`: one pass over the queue.
 pub(super) fn run(ws: &Workspace, choice: &PgChoice, jobs: usize, wait: Wait) -> Result<(), Error> {
     let stop = stop_on_signals();
+    // `--wait N` bounds the whole wait, for both locks together.
+    let deadline = match wait {
+        Wait::For(d) => Instant::now().checked_add(d),
+        _ => None,
+    };
+    let left = || match (wait, deadline) {
+        (Wait::For(_), Some(d)) => Wait::For(d.saturating_duration_since(Instant::now())),
+        (wait, _) => wait,
+    };
     let mut store = open(choice)?;
-    let Some(queue_lock) = take_lock(&store, wait, stop)? else {
+    let Some(queue_lock) = take_lock(&store, left(), stop)? else {
         return Err(not_taken(ws, &mut store, stop));
     };
     let path = ws.lock_path();
-    let Some(lock) = file_lock(ws, wait, stop)? else {
+    let Some(lock) = file_lock(ws, left(), stop)? else {
         if stop.graceful() {
             return Err(QueueError::Stopped { path }.into());
         }
@@ -197,90 +206,43 @@ fn write<T>(
     store.write(f).map_err(|e| placed(&queue, e))
 }
 
-/// Whether a failure of the database is an outage a hub waits out, not a setting to fix.
-fn passing(e: &QueueError) -> bool {
-    match e {
-        QueueError::Postgres { source, .. } => match source {
-            PgError::Connect { kind, .. } => {
-                matches!(kind, ConnectFailure::Unreachable | ConnectFailure::Other)
-            }
-            PgError::LockLost { .. } | PgError::Postgres(_) => true,
-            _ => false,
-        },
-        _ => false,
-    }
-}
-
-/// `hookq hub`: holds the queue's runner lock for as long as it runs, drains on every
-/// notification of a commit, and outlives outages of the database: it connects again with
-/// a growing backoff, saying so in one `warning:` line per outage.
+/// `hookq hub`: the library's hub on PostgreSQL ([`hub::run_postgres`]), which holds the
+/// queue's runner lock for as long as it runs, drains on every commit, and outlives outages of
+/// the database, saying so in one `warning:` line per outage.
 pub(super) fn hub(
     ws: &Workspace,
     choice: &PgChoice,
     drainer: &mut Drainer<'_>,
     stop: &Stop,
     opts: HubOptions,
-    poll_interval: Duration,
+    poll_interval: std::time::Duration,
 ) -> Result<(), Error> {
-    let mut backoff = BACKOFF_FIRST;
-    let mut down = false;
-    // A hub that never connected to the database has not lost it: it says so differently.
-    let mut reached = false;
-    loop {
-        if stop.graceful() {
-            return Ok(());
-        }
-        let held = open(choice).and_then(|store| {
-            reached = true;
-            let Some(l) = take_lock(&store, Wait::Forever, stop)? else {
-                return Ok(None);
-            };
-            PgQueue::new(store, l)
-                .map(|q| Some(q.poll_interval(poll_interval)))
-                .map_err(|e| placed(&choice.queue, e))
-        });
-        let failure = match held {
-            Ok(None) => return Ok(()),
-            Ok(Some(mut queue)) => {
-                if down {
-                    tracing::info!("the hub is connected again to {}", choice.target);
-                }
-                down = false;
-                backoff = BACKOFF_FIRST;
-                let mut on_error = |e| errln!("error: {e}");
-                match hub::run(ws, &mut queue, drainer, stop, opts, &mut on_error) {
-                    Ok(()) => {
-                        // Closing the connection releases the lock whatever this says.
-                        let _ = queue.release();
-                        return Ok(());
-                    }
-                    Err(e) if passing(&e) => e,
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            Err(Error::Queue(e)) if passing(&e) => e,
-            Err(e) => return Err(e),
-        };
-        if !down {
-            if reached {
-                errln!(
-                    "warning: hub lost the queue's database {}; connecting again with backoff: {failure}",
-                    choice.target
-                );
-            } else {
-                errln!(
-                    "warning: hub cannot reach the queue's database {} yet; trying again with backoff: {failure}",
-                    choice.target
-                );
-            }
-            down = true;
-        }
-        let until = Instant::now() + backoff;
-        while Instant::now() < until && !stop.graceful() {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        backoff = (backoff * 2).min(BACKOFF_MAX);
-    }
+    let opts = hub::PgHubOptions {
+        hub: opts,
+        lease: Lease::from_env().map_err(Error::Usage)?,
+        poll_interval,
+        ..hub::PgHubOptions::default()
+    };
+    let target = &choice.target;
+    let mut on_event = |event| match event {
+        HubEvent::PassFailed(e) => errln!("error: {e}"),
+        HubEvent::CannotReachYet(e) => errln!(
+            "warning: hub cannot reach the queue's database {target} yet; trying again with backoff: {e}"
+        ),
+        HubEvent::Lost(e) => errln!(
+            "warning: hub lost the queue's database {target}; connecting again with backoff: {e}"
+        ),
+        HubEvent::Connected => tracing::info!("the hub is connected again to {target}"),
+    };
+    Ok(hub::run_postgres(
+        ws,
+        target,
+        &choice.queue,
+        drainer,
+        stop,
+        opts,
+        &mut on_event,
+    )?)
 }
 
 /// What `hookq check` says of the queue's database.

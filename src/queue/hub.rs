@@ -10,6 +10,10 @@ use crate::queue::error::Error;
 use crate::queue::lock::{RunnerLock, Wait};
 use crate::queue::workspace::Workspace;
 
+/// The hub of a queue on PostgreSQL, which rides out outages of its database.
+#[cfg(feature = "postgres")]
+pub use crate::queue::pg::hub::{HubEvent, PgHubOptions, run_postgres};
+
 /// Hub settings.
 #[derive(Debug, Clone, Copy)]
 pub struct HubOptions {

@@ -11,7 +11,7 @@ use crate::cluster::cluster;
 use crate::support::queue::{Config, EVENTUALLY, Running, Ws};
 
 /// A workspace after `hookq init` whose queue is `q` in `url`'s database, with `hooks`.
-fn host(url: &str, hooks: &str) -> Ws {
+pub(crate) fn host(url: &str, hooks: &str) -> Ws {
     let ws = Ws::init();
     let text = Config::hooks(hooks).text().replacen(
         "[queue]\n",
@@ -31,11 +31,11 @@ fn timed_hook(times: &Path, sleep: &str) -> String {
     )
 }
 
-fn open(url: &str) -> PgStore {
+pub(crate) fn open(url: &str) -> PgStore {
     PgStore::open(&Target::parse(url).unwrap(), QueueName::new("q").unwrap()).unwrap()
 }
 
-fn pending_count(s: &mut PgStore) -> usize {
+pub(crate) fn pending_count(s: &mut PgStore) -> usize {
     let q = s.queue().clone();
     store::pending(s.client(), &q, 0, 100_000, None)
         .unwrap()
@@ -79,7 +79,7 @@ fn hub(ws: &Ws) -> Running {
 }
 
 /// Waits until `f` holds, failing with the hubs' stderr.
-fn until(what: &str, hubs: &[&Running], mut f: impl FnMut() -> bool) {
+pub(crate) fn until(what: &str, hubs: &[&Running], mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + EVENTUALLY;
     while !f() {
         if Instant::now() > deadline {

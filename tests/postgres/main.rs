@@ -6,6 +6,8 @@ mod cli;
 mod cluster;
 mod fault;
 mod parity;
+mod relay;
+mod takeover;
 mod writers;
 // Each binary uses a different part of the shared helpers.
 #[allow(dead_code)]

@@ -13,6 +13,9 @@ pub mod drain;
 pub mod fixture;
 pub mod hub;
 pub mod record;
+#[allow(dead_code)]
+#[path = "../../../tests/postgres/relay.rs"]
+mod relay;
 pub mod scale;
 pub mod takeover;
 pub mod writers;
@@ -50,6 +53,11 @@ impl Server {
             .expect("checkpoint");
     }
 
+    /// The server's loopback TCP port.
+    pub fn port(&self) -> u16 {
+        self.cluster.port
+    }
+
     /// What `SHOW server_version` says.
     pub fn version(&self) -> String {
         self.cluster
@@ -58,6 +66,16 @@ impl Server {
             .expect("server version")
             .get(0)
     }
+}
+
+/// Measures P8a and P8b alone, on a server started in `dir`.
+// The bench's `--takeover` calls it; the smoke test of the harness runs every figure instead.
+#[allow(dead_code)]
+pub fn measure_takeover(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> Vec<Row> {
+    step("P: a durable PostgreSQL of the bench's own");
+    let server = Server::start(dir);
+    step("P8: takeover after the holding hub freezes, or its connections go silent");
+    takeover::failed_rows(&takeover::measure_failed(&server, dir, sizes))
 }
 
 /// Every P figure.
@@ -72,6 +90,8 @@ pub struct PgFigures {
     pub hub: hub::PgHub,
     /// P4.
     pub takeover: takeover::Takeover,
+    /// P8a, P8b.
+    pub failed: takeover::Failed,
     /// P5a, P5b.
     pub scale: scale::PgScale,
     /// P6, P7.
@@ -91,6 +111,8 @@ pub fn measure(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> PgFigures {
     let hub = hub::measure(&server, dir, sizes);
     step("P4: takeover after kill -9 of the holding hub");
     let takeover = takeover::measure(&server, dir, sizes);
+    step("P8: takeover after the holding hub freezes, or its connections go silent");
+    let failed = takeover::measure_failed(&server, dir, sizes);
     step("P5: PostgreSQL at scale");
     let scale = scale::measure(&server, sizes);
     step("P6, P7: many writers on one queue");
@@ -101,6 +123,7 @@ pub fn measure(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> PgFigures {
         drain,
         hub,
         takeover,
+        failed,
         scale,
         writers,
     }
@@ -112,6 +135,7 @@ pub fn rows(p: &PgFigures, sizes: &Sizes) -> Vec<Row> {
     rows.extend(drain::rows(&p.drain));
     rows.extend(hub::rows(&p.hub));
     rows.extend(takeover::rows(&p.takeover));
+    rows.extend(takeover::failed_rows(&p.failed));
     rows.extend(scale::rows(&p.scale, sizes));
     rows.extend(writers::rows(&p.writers));
     rows

@@ -34,6 +34,7 @@ pub fn connect(target: &Target, application_name: &str) -> Result<Client, PgErro
         target: target.masked().to_owned(),
         kind,
         reason,
+        code: None,
     };
     let connected = match target.ssl_mode() {
         SslMode::Disable => config.connect(NoTls),
@@ -45,8 +46,53 @@ pub fn connect(target: &Target, application_name: &str) -> Result<Client, PgErro
     };
     connected.map_err(|e| {
         let (kind, reason) = classify(&e);
-        failed(kind, reason)
+        PgError::Connect {
+            target: target.masked().to_owned(),
+            kind,
+            reason,
+            code: e.code().cloned(),
+        }
     })
+}
+
+/// How long one statement of a runner's or a hub's may run before the server cancels it:
+/// none of theirs takes longer on a healthy server, so one that does is waiting on something
+/// that is not coming (SQLSTATE `57014`, which a hub waits out).
+pub const STATEMENT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long a runner's or hub's statement waits for a row lock another transaction holds (a
+/// host's transaction left open on a task, a `queue drop`) before it gives up (`55P03`).
+pub const LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The settings of the server's side of a runner's or a hub's connection to `target`: its TCP keepalives
+/// (`tcp_keepalives_idle`, `_interval`, `_count`, from the connection string's `keepalives_*`
+/// or hookq's defaults), so that the server ends the session of a host that vanished, and its
+/// statement and lock timeouts, so that nothing waits on the server for ever. A host's own
+/// connections get none of them: its transactions keep the server's settings.
+pub fn session_settings(target: &Target) -> String {
+    let config = target.config();
+    let idle = config.get_keepalives_idle().as_secs().max(1);
+    let interval = config
+        .get_keepalives_interval()
+        .map_or(crate::queue::pg::target::KEEPALIVES_INTERVAL, |d| d)
+        .as_secs()
+        .max(1);
+    let count = config
+        .get_keepalives_retries()
+        .unwrap_or(crate::queue::pg::target::KEEPALIVES_RETRIES)
+        .max(1);
+    format!(
+        "SET tcp_keepalives_idle = {idle}; SET tcp_keepalives_interval = {interval}; \
+         SET tcp_keepalives_count = {count}; SET statement_timeout = {}; SET lock_timeout = {}",
+        STATEMENT_TIMEOUT.as_millis(),
+        LOCK_TIMEOUT.as_millis()
+    )
+}
+
+/// Sets up the server's side of a runner's or hub's connection `client` to `target`
+/// ([`session_settings`]), in one round trip.
+pub fn guard_session(client: &mut Client, target: &Target) -> Result<(), PgError> {
+    client.batch_execute(&session_settings(target))?;
+    Ok(())
 }
 
 /// What kind of failure `e` is, and its text (the server's message, or the chain of causes).

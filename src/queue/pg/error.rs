@@ -39,6 +39,9 @@ pub enum PgError {
         kind: ConnectFailure,
         /// What the server or the network said.
         reason: String,
+        /// The server's SQLSTATE, when the server refused the connection (`57P03` while it
+        /// starts or shuts down, `28P01` for a wrong password).
+        code: Option<postgres::error::SqlState>,
     },
     /// The database has no hookq schema.
     #[error("database has no hookq queue schema (table {table} is missing)")]
@@ -80,40 +83,89 @@ pub enum PgError {
         /// What the client said.
         reason: String,
     },
+    /// The runner lock's lease ran out before this runner renewed it: another runner may
+    /// have broken it and taken the queue over, so this one starts nothing more.
+    #[error(
+        "gave up the runner lock of queue {queue}: its lease ran out ({reason}); this runner starts nothing more"
+    )]
+    LeaseExpired {
+        /// The queue.
+        queue: String,
+        /// Why it was not renewed in time.
+        reason: String,
+    },
     /// Another runner held the queue's runner lock throughout the wait.
     #[error("runner lock is held{}", holder.as_ref().map(|h| format!(" by {h}")).unwrap_or_default())]
     Locked {
         /// Who holds it, as [`crate::queue::pg::PgHolder`] shows it.
         holder: Option<String>,
     },
-    /// Any other error from the server or the connection.
-    #[error("postgres: {0}")]
-    Postgres(String),
+    /// Any other error from the server or the connection: the client's own error, so that
+    /// the server's SQLSTATE ([`PgError::code`]) and the cause travel with it.
+    #[error("postgres: {}", server_text(.0))]
+    Postgres(#[source] postgres::Error),
     /// A row that is not there or a value refused, as on SQLite.
     #[error(transparent)]
     Row(#[from] RowError),
 }
 
 impl PgError {
-    /// Wraps an error of the client or the server, telling a missing schema apart. Its text
-    /// holds no connection string, so no password.
-    pub fn from_client(e: &postgres::Error) -> Self {
-        if let Some(db) = e.as_db_error() {
-            // undefined_table: a database without the schema (or with part of it dropped).
-            if db.code() == &postgres::error::SqlState::UNDEFINED_TABLE
-                && let Some(table) = missing_hookq_table(db.message())
-            {
-                return PgError::NoSchema { table };
-            }
-            return PgError::Postgres(format!("{}: {}", db.severity(), db.message()));
+    /// The server's SQLSTATE, when the server sent this error.
+    pub fn code(&self) -> Option<&postgres::error::SqlState> {
+        match self {
+            PgError::Postgres(e) => e.code(),
+            PgError::Connect { code, .. } => code.as_ref(),
+            _ => None,
         }
-        PgError::Postgres(error_chain(e))
+    }
+
+    /// Whether this failure passes by itself, so that a hub waits it out and connects again:
+    /// a connection lost, refused or timed out, a server shutting down, starting or restarting
+    /// (SQLSTATE class 08, 57: `57P01` admin shutdown, `57P03` cannot connect now), out of
+    /// resources (class 53), a statement cancelled by a timeout, a lock lost with its
+    /// connection. A setting to fix does not: a refused password, a missing database or
+    /// table, permission denied (`42501`), a schema from another hookq, a bad value.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            PgError::Connect { kind, code, .. } => match code {
+                Some(code) => transient_code(code),
+                None => matches!(kind, ConnectFailure::Unreachable | ConnectFailure::Other),
+            },
+            PgError::LockLost { .. } | PgError::LeaseExpired { .. } => true,
+            // No SQLSTATE: the connection itself failed (closed, reset, timed out).
+            PgError::Postgres(e) => e.code().is_none_or(transient_code),
+            _ => false,
+        }
     }
 }
 
+/// Whether `code` names a condition that passes: classes 08 (connection), 40 (a transaction
+/// to retry), 53 (resources), 57 (operator intervention: shutdown, restart, a cancelled
+/// statement), and a lock not available in time.
+fn transient_code(code: &postgres::error::SqlState) -> bool {
+    let class = &code.code()[..2];
+    matches!(class, "08" | "40" | "53" | "57") || code == &postgres::error::SqlState::LOCK_NOT_AVAILABLE
+}
+
+/// The server's `severity: message`, or the client's chain of causes.
+fn server_text(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => error_chain(e),
+    }
+}
+
+/// An error of the client or the server, a missing schema told apart. Its text holds no
+/// connection string, so no password.
 impl From<postgres::Error> for PgError {
     fn from(e: postgres::Error) -> Self {
-        PgError::from_client(&e)
+        if let Some(db) = e.as_db_error()
+            && db.code() == &postgres::error::SqlState::UNDEFINED_TABLE
+            && let Some(table) = missing_hookq_table(db.message())
+        {
+            return PgError::NoSchema { table };
+        }
+        PgError::Postgres(e)
     }
 }
 
@@ -151,6 +203,7 @@ impl Failure for PgError {
             | PgError::OlderSchema { .. }
             | PgError::Migrate(_)
             | PgError::LockLost { .. }
+            | PgError::LeaseExpired { .. }
             | PgError::Postgres(_) => code::DATABASE,
         }
     }
@@ -188,12 +241,54 @@ impl Failure for PgError {
             PgError::Locked { .. } => {
                 "a hub or another pass is draining this queue; pending points stay queued for it"
             }
-            PgError::LockLost { .. } => {
+            PgError::LockLost { .. } | PgError::LeaseExpired { .. } => {
                 "another runner may have taken the queue over; points this runner had not cleared run again there"
             }
             PgError::Row(e) => return e.hint(),
             _ => return None,
         };
         Some(hint.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use postgres::error::SqlState;
+
+    #[test]
+    fn outages_pass_and_settings_do_not() {
+        for code in [
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+            SqlState::CRASH_SHUTDOWN,
+            SqlState::QUERY_CANCELED,
+            SqlState::CONNECTION_FAILURE,
+            SqlState::TOO_MANY_CONNECTIONS,
+            SqlState::T_R_SERIALIZATION_FAILURE,
+            SqlState::LOCK_NOT_AVAILABLE,
+        ] {
+            assert!(transient_code(&code), "{code:?} passes");
+        }
+        for code in [
+            SqlState::INSUFFICIENT_PRIVILEGE,
+            SqlState::UNDEFINED_TABLE,
+            SqlState::UNDEFINED_FUNCTION,
+            SqlState::INVALID_PASSWORD,
+            SqlState::INVALID_CATALOG_NAME,
+            SqlState::UNIQUE_VIOLATION,
+        ] {
+            assert!(!transient_code(&code), "{code:?} does not pass");
+        }
+        let refused = |code| PgError::Connect {
+            target: "postgres://h/db".into(),
+            kind: ConnectFailure::Other,
+            reason: "refused".into(),
+            code,
+        };
+        assert!(refused(Some(SqlState::CANNOT_CONNECT_NOW)).is_transient());
+        assert!(!refused(Some(SqlState::INVALID_PASSWORD)).is_transient());
+        assert!(refused(None).is_transient());
+        assert!(!PgError::NewerSchema { found: 9, supported: 4 }.is_transient());
     }
 }

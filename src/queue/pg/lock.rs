@@ -2,17 +2,27 @@
 //! the connection of the pass or hub that runs hooks. It goes with its connection: a holder
 //! that dies, or whose connection is closed or terminated, lets the next runner take over.
 //!
+//! A session can outlive its holder's usefulness: a host that vanished without closing its
+//! connection keeps it until the server's TCP keepalives notice, and a frozen holder (SIGSTOP,
+//! a stuck VM), whose kernel still answers, keeps it for ever. So the holder also keeps a
+//! [`Lease`] in its `hookq_runners` row, renewed on the lock's own connection, and a waiter
+//! that finds it run out ends the holder's session (`pg_terminate_backend`), which frees the
+//! lock. A holder that could not renew in time starts nothing more ([`PgRunnerLock::live`]).
+//!
 //! The holder names itself twice: in its connection's `application_name` (`pg_stat_activity`)
 //! and in a `hookq_runners` row (host, pid, since when) tied to its backend, so that
 //! [`holder`] tells the live holder from a past one.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use postgres::{Client, GenericClient};
 use serde::Serialize;
 
 use crate::queue::lock::Wait;
-use crate::queue::pg::connect::{Prepared, connect};
+use crate::queue::pg::connect::{
+    LOCK_TIMEOUT, Prepared, STATEMENT_TIMEOUT, connect, guard_session,
+};
 use crate::queue::pg::error::PgError;
 use crate::queue::pg::name::QueueName;
 use crate::queue::pg::target::Target;
@@ -24,6 +34,79 @@ pub const ADVISORY_CLASS: i32 = 0x686b_7100;
 
 /// How often a waiting [`PgRunnerLock::acquire`] tries again.
 const RETRY: Duration = Duration::from_millis(50);
+
+/// How often a waiter looks for a holder whose lease ran out.
+const BREAK_CHECK: Duration = Duration::from_secs(1);
+
+/// The server's clock in unix ms, in SQL: leases are written and compared on the server's
+/// clock alone, so the hosts' clocks never matter.
+const SERVER_NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+
+/// The runner lock's lease: how long a holder that stopped renewing keeps the queue. A waiter
+/// ends the holder's session once its lease has run out, so a frozen holder, or one cut off
+/// from the server without its connection closing, is taken over within
+/// `duration` plus one second (the waiter's check) plus one drain's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    /// How long a renewal holds. The holder renews every quarter of it.
+    pub duration: Duration,
+}
+
+impl Lease {
+    /// 20 s: with the renewals every 5 s, a holder may miss three before another breaks it.
+    pub const DEFAULT: Duration = Duration::from_secs(20);
+    /// The environment variable the `hookq` commands read it from, in ms.
+    pub const ENV: &'static str = "HOOKQ_LEASE_MS";
+
+    /// The lease `HOOKQ_LEASE_MS` sets, or the default when it is unset; an error naming the
+    /// variable for a value that is not milliseconds from 1000 to 3600000.
+    pub fn from_env() -> Result<Self, String> {
+        let Some(v) = std::env::var_os(Self::ENV) else {
+            return Ok(Self::default());
+        };
+        v.to_str()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .filter(|ms| (1000..=3_600_000).contains(ms))
+            .map(|ms| Self {
+                duration: Duration::from_millis(ms),
+            })
+            .ok_or_else(|| {
+                format!(
+                    "{}={v:?}: expected milliseconds from 1000 to 3600000",
+                    Self::ENV
+                )
+            })
+    }
+
+    /// How often the holder renews: a quarter of the lease.
+    pub fn renew_every(&self) -> Duration {
+        self.duration / 4
+    }
+}
+
+impl Default for Lease {
+    fn default() -> Self {
+        Self {
+            duration: Self::DEFAULT,
+        }
+    }
+}
+
+/// Until when this process may start points under the lock: the time its last renewal was
+/// sent plus the lease (the server counts from later, when it wrote it), or why it may not.
+/// Kept apart from the connection so that it can be read while the connection is busy.
+#[derive(Debug)]
+pub(crate) struct LeaseClock(Mutex<Result<Instant, String>>);
+
+impl LeaseClock {
+    fn get(&self) -> Result<Instant, String> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn set(&self, until: Result<Instant, String>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = until;
+    }
+}
 
 /// This machine's name, as `hostname` prints it.
 pub fn host_name() -> String {
@@ -55,6 +138,8 @@ pub struct PgRunnerLock {
     since_ms: i64,
     /// Statements the drain sends on this connection for every point.
     prepared: Prepared,
+    lease: Lease,
+    clock: Arc<LeaseClock>,
 }
 
 impl std::fmt::Debug for PgRunnerLock {
@@ -78,20 +163,50 @@ impl PgRunnerLock {
         Self::acquire_while(target, queue, wait, &|| true)
     }
 
-    /// [`PgRunnerLock::acquire`], giving up early (`Ok(None)`) as soon as `keep_waiting`
-    /// returns false: it is asked every try, every 50 ms. A waiter keeps the one connection it
-    /// opened for as long as it waits, so a hub waiting for another to die costs the server one
-    /// idle connection, and takes the lock within 50 ms of its release.
+    /// [`PgRunnerLock::acquire_with`] with the default [`Lease`].
     pub fn acquire_while(
         target: &Target,
         queue: &QueueName,
         wait: Wait,
         keep_waiting: &dyn Fn() -> bool,
     ) -> Result<Option<Self>, PgError> {
+        Self::acquire_with(target, queue, wait, keep_waiting, Lease::default())
+    }
+
+    /// [`PgRunnerLock::acquire`], giving up early (`Ok(None)`) as soon as `keep_waiting`
+    /// returns false: it is asked every try, every 50 ms. A waiter keeps the one connection it
+    /// opened for as long as it waits, so a hub waiting for another to die costs the server one
+    /// idle connection, and takes the lock within 50 ms of its release. Every second it also
+    /// looks for a holder whose lease ran out, and ends that holder's session
+    /// (`pg_terminate_backend`, which needs the holder's role or `pg_signal_backend`), saying so
+    /// in a warning. The lock taken keeps `lease`: renew it ([`PgRunnerLock::renew`]) at least
+    /// every quarter of it, as [`crate::queue::pg::PgQueue`] does.
+    ///
+    /// The lock's connection has TCP keepalives on both sides
+    /// ([`crate::queue::pg::connect::session_settings`]), a statement timeout of half the lease
+    /// and a lock timeout of a quarter of it (at most 60 s and 30 s), so that no statement
+    /// keeps the lease from being renewed in time.
+    pub fn acquire_with(
+        target: &Target,
+        queue: &QueueName,
+        wait: Wait,
+        keep_waiting: &dyn Fn() -> bool,
+        lease: Lease,
+    ) -> Result<Option<Self>, PgError> {
         let pid = std::process::id();
         let host = host_name();
         let mut client = connect(target, &format!("hookq runner pid {pid} on {host}"))?;
+        guard_session(&mut client, target)?;
+        // A statement holds the connection, and so the lease's renewal, while it runs: none
+        // may run long enough to let the lease run out under a holder that is alive.
+        client.batch_execute(&format!(
+            "SET statement_timeout = {}; SET lock_timeout = {}",
+            (lease.duration / 2).min(STATEMENT_TIMEOUT).as_millis().max(1),
+            (lease.duration / 4).min(LOCK_TIMEOUT).as_millis().max(1),
+        ))?;
         let number = queue_number(&mut client, queue)?;
+        let mut last_break_check = Instant::now();
+        let mut may_break = true;
         let deadline = match wait {
             Wait::No => Some(Instant::now()),
             Wait::For(d) => Instant::now().checked_add(d),
@@ -111,15 +226,25 @@ impl PgRunnerLock {
             if left.is_some_and(|l| l.is_zero()) || !keep_waiting() {
                 return Ok(None);
             }
+            if may_break && last_break_check.elapsed() >= BREAK_CHECK {
+                last_break_check = Instant::now();
+                may_break = break_expired(&mut client, queue, number)?;
+                continue;
+            }
             std::thread::sleep(left.map_or(RETRY, |l| l.min(RETRY)));
         }
         let since_ms = now_ms();
+        let lease_ms = i64::try_from(lease.duration.as_millis()).unwrap_or(i64::MAX);
+        let sent = Instant::now();
         client.execute(
-            "INSERT INTO hookq_runners (queue, host, pid, since_ms, backend_pid)
-             VALUES ($1, $2, $3, $4, pg_backend_pid())
-             ON CONFLICT (queue) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid,
-                 since_ms = EXCLUDED.since_ms, backend_pid = EXCLUDED.backend_pid",
-            &[&queue.as_str(), &host, &i64::from(pid), &since_ms],
+            &format!(
+                "INSERT INTO hookq_runners (queue, host, pid, since_ms, backend_pid, lease_until_ms)
+                 VALUES ($1, $2, $3, $4, pg_backend_pid(), {SERVER_NOW_MS} + $5)
+                 ON CONFLICT (queue) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid,
+                     since_ms = EXCLUDED.since_ms, backend_pid = EXCLUDED.backend_pid,
+                     lease_until_ms = EXCLUDED.lease_until_ms"
+            ),
+            &[&queue.as_str(), &host, &i64::from(pid), &since_ms, &lease_ms],
         )?;
         Ok(Some(Self {
             client,
@@ -127,7 +252,81 @@ impl PgRunnerLock {
             number,
             since_ms,
             prepared: Prepared::default(),
+            lease,
+            clock: Arc::new(LeaseClock(Mutex::new(Ok(sent + lease.duration)))),
         }))
+    }
+
+    /// The lease this lock keeps.
+    pub fn lease(&self) -> Lease {
+        self.lease
+    }
+
+    /// Renews the lease on the lock's connection. The connection is first asked to answer
+    /// within a quarter of the lease, so that a connection that went silent (a network cut
+    /// with no reset) fails here rather than hang. Fails, and makes [`PgRunnerLock::live`]
+    /// fail from then on, when it does not answer, when the lease's row is no longer this
+    /// connection's, or when the lease ran out meanwhile.
+    pub fn renew(&mut self) -> Result<(), PgError> {
+        let renewed = self.try_renew();
+        if let Err(e) = &renewed {
+            self.clock.set(Err(e.to_string()));
+        }
+        renewed
+    }
+
+    fn try_renew(&mut self) -> Result<(), PgError> {
+        self.live()?;
+        let sent = Instant::now();
+        let lost = |reason: String| PgError::LockLost {
+            queue: self.queue.to_string(),
+            reason,
+        };
+        self.client
+            .is_valid(self.lease.renew_every().max(Duration::from_millis(250)))
+            .map_err(|e| {
+                lost(format!(
+                    "the server did not answer: {}",
+                    crate::queue::pg::error::error_chain(&e)
+                ))
+            })?;
+        let lease_ms = i64::try_from(self.lease.duration.as_millis()).unwrap_or(i64::MAX);
+        let renewed = self
+            .client
+            .execute(
+                &format!(
+                    "UPDATE hookq_runners SET lease_until_ms = {SERVER_NOW_MS} + $2
+                     WHERE queue = $1 AND backend_pid = pg_backend_pid()
+                         AND lease_until_ms > {SERVER_NOW_MS}"
+                ),
+                &[&self.queue.as_str(), &lease_ms],
+            )
+            .map_err(|e| lost(crate::queue::pg::error::error_chain(&e)))?;
+        if renewed == 0 {
+            return Err(lost(
+                "its lease had run out, or its row names another runner".into(),
+            ));
+        }
+        // The lease counted from now could have been renewed meanwhile: keep the later end.
+        let until = sent + self.lease.duration;
+        match self.clock.get() {
+            Ok(old) if old > until => {}
+            Ok(_) => self.clock.set(Ok(until)),
+            Err(why) => return Err(lost(why)),
+        }
+        Ok(())
+    }
+
+    /// Whether this process may still start points under the lock: its last renewal is not
+    /// older than the lease, and none failed. Reads no connection, so it answers while a
+    /// statement holds the connection.
+    pub fn live(&self) -> Result<(), PgError> {
+        lease_live(&self.clock, &self.queue)
+    }
+
+    /// The lease's clock, read by [`lease_live`] without the lock's connection.
+    pub(crate) fn clock(&self) -> Arc<LeaseClock> {
+        Arc::clone(&self.clock)
     }
 
     /// The connection that holds the lock. A statement failing on it because the connection
@@ -154,28 +353,46 @@ impl PgRunnerLock {
         self.since_ms
     }
 
-    /// Whether the lock is still held: its connection answers and the server still lists the
-    /// lock as this backend's.
+    /// Whether the lock is still held: its lease is live, its connection answers and the
+    /// server still lists the lock as this backend's. Answers within a quarter of the lease
+    /// or fails.
     pub fn check(&mut self) -> Result<(), PgError> {
+        self.live()?;
         let lost = |reason: String| PgError::LockLost {
             queue: self.queue.to_string(),
             reason,
         };
-        let held: bool = self
+        self.client
+            .is_valid(self.lease.renew_every().max(Duration::from_millis(250)))
+            .map_err(|e| lost(crate::queue::pg::error::error_chain(&e)))?;
+        let row = self
             .client
             .query_one(
-                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
-                     AND pid = pg_backend_pid() AND classid = $1::bigint::oid
-                     AND objid = $2::bigint::oid AND objsubid = 2)",
-                &[&i64::from(ADVISORY_CLASS), &i64::from(self.number)],
+                &format!(
+                    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+                         AND pid = pg_backend_pid() AND classid = $1::bigint::oid
+                         AND objid = $2::bigint::oid AND objsubid = 2),
+                     EXISTS (SELECT 1 FROM hookq_runners WHERE queue = $3
+                         AND backend_pid = pg_backend_pid() AND lease_until_ms > {SERVER_NOW_MS})"
+                ),
+                &[
+                    &i64::from(ADVISORY_CLASS),
+                    &i64::from(self.number),
+                    &self.queue.as_str(),
+                ],
             )
-            .map_err(|e| lost(crate::queue::pg::error::error_chain(&e)))?
-            .get(0);
-        if held {
-            Ok(())
-        } else {
-            Err(lost("the server no longer lists it".into()))
+            .map_err(|e| lost(crate::queue::pg::error::error_chain(&e)))?;
+        let (held, leased): (bool, bool) = (row.get(0), row.get(1));
+        if !held {
+            return Err(lost("the server no longer lists it".into()));
         }
+        if !leased {
+            return Err(PgError::LeaseExpired {
+                queue: self.queue.to_string(),
+                reason: "the server's clock passed its end before it was renewed".into(),
+            });
+        }
+        Ok(())
     }
 
     /// Releases the lock and closes its connection. Dropping the lock does the same, by
@@ -188,6 +405,61 @@ impl PgRunnerLock {
         self.client.close()?;
         Ok(())
     }
+}
+
+/// [`PgRunnerLock::live`] from the lease's clock alone.
+pub(crate) fn lease_live(clock: &LeaseClock, queue: &QueueName) -> Result<(), PgError> {
+    match clock.get() {
+        Ok(until) if Instant::now() < until => Ok(()),
+        Ok(until) => Err(PgError::LeaseExpired {
+            queue: queue.to_string(),
+            reason: format!(
+                "not renewed for {} ms past its end: this process was stopped, or could not reach the server",
+                Instant::now().saturating_duration_since(until).as_millis()
+            ),
+        }),
+        Err(why) => Err(PgError::LockLost {
+            queue: queue.to_string(),
+            reason: why,
+        }),
+    }
+}
+
+/// Ends the session of `queue`'s holder when its lease has run out, which frees the lock.
+/// Returns whether to look again later: false once the server refused to end it (this role
+/// may not signal the holder's), after one warning.
+fn break_expired(client: &mut Client, queue: &QueueName, number: i32) -> Result<bool, PgError> {
+    let ended = client.query(
+        &format!(
+            "SELECT r.backend_pid, r.host, r.pid, {SERVER_NOW_MS} - r.lease_until_ms,
+                    pg_terminate_backend(r.backend_pid)
+             FROM hookq_runners r
+             JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.pid = r.backend_pid
+                 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                 AND l.classid = $2::bigint::oid AND l.objid = $3::bigint::oid AND l.objsubid = 2
+             WHERE r.queue = $1 AND r.lease_until_ms < {SERVER_NOW_MS}"
+        ),
+        &[&queue.as_str(), &i64::from(ADVISORY_CLASS), &i64::from(number)],
+    );
+    let rows = match ended {
+        Ok(rows) => rows,
+        Err(e) if e.code() == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) => {
+            tracing::warn!(
+                "queue {queue}: the runner lock's holder let its lease run out, but this role may not end its session ({}); waiting for the server's keepalives to end it",
+                crate::queue::pg::error::error_chain(&e)
+            );
+            return Ok(false);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for r in rows {
+        let (backend, host, pid, late): (i32, String, i64, i64) =
+            (r.get(0), r.get(1), r.get(2), r.get(3));
+        tracing::warn!(
+            "queue {queue}: ended the session of the runner lock's holder, pid {pid} on {host} (backend {backend}): its lease ran out {late} ms ago (it is stopped, or cut off from the server); taking the queue over"
+        );
+    }
+    Ok(true)
 }
 
 /// Who holds a queue's runner lock.

@@ -10,6 +10,7 @@
 pub mod choose;
 pub mod connect;
 pub mod error;
+pub mod hub;
 pub mod lock;
 pub mod name;
 pub mod queue;
@@ -26,7 +27,8 @@ pub use postgres;
 pub use choose::{ChosenBy, DATABASE_ENV, PgChoice, choose};
 pub use connect::connect;
 pub use error::{ConnectFailure, PgError};
-pub use lock::{PgHolder, PgRunnerLock, holder};
+pub use hub::{HubEvent, PgHubOptions, run_postgres};
+pub use lock::{Lease, PgHolder, PgRunnerLock, holder};
 pub use name::QueueName;
 pub use queue::PgQueue;
 pub use record::{CHANNEL, notify_hubs};

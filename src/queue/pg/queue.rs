@@ -6,7 +6,8 @@
 //! lock can make one, and a runner whose lock connection was lost clears nothing: its points run
 //! again under the next holder.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 use std::time::{Duration, Instant};
 
 use postgres::fallible_iterator::FallibleIterator;
@@ -15,7 +16,8 @@ use crate::queue::backend::{ChangeMark, MarkStarts, QueueStore};
 use crate::queue::error::Error;
 use crate::queue::lock::RunnerLock;
 use crate::queue::pg::error::PgError;
-use crate::queue::pg::lock::PgRunnerLock;
+use crate::queue::pg::lock::{LeaseClock, PgRunnerLock, lease_live};
+use crate::queue::pg::name::QueueName;
 use crate::queue::pg::record::CHANNEL;
 use crate::queue::pg::store::{self, PgStore};
 use crate::queue::row_error::RowError;
@@ -31,13 +33,69 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// A queue on PostgreSQL, drained by the holder of its runner lock.
 pub struct PgQueue {
     store: PgStore,
-    lock: Arc<Mutex<PgRunnerLock>>,
+    lock: SharedLock,
     listening: bool,
     polled: Instant,
     poll_interval: Duration,
     /// The mark the last wait was given: a wait given another one is the first after a pass,
     /// and compares at once.
     waited_for: Option<ChangeMark>,
+    /// Tells the lease's renewing thread to stop.
+    renewing: Arc<AtomicBool>,
+}
+
+/// The runner lock, shared by the drain, its workers and the thread that renews its lease,
+/// with the lease's clock beside it, readable while a statement holds the lock.
+#[derive(Clone)]
+struct SharedLock {
+    lock: Arc<Mutex<PgRunnerLock>>,
+    clock: Arc<LeaseClock>,
+    queue: QueueName,
+}
+
+impl SharedLock {
+    /// The lock, once no other thread uses it, while its lease is live: a thread stuck in a
+    /// statement on a connection gone silent holds it, and this then fails when the lease
+    /// runs out rather than wait for that statement.
+    fn get(&self) -> Result<MutexGuard<'_, PgRunnerLock>, PgError> {
+        let mut tries = 0u32;
+        loop {
+            lease_live(&self.clock, &self.queue)?;
+            match self.lock.try_lock() {
+                Ok(guard) => return Ok(guard),
+                Err(TryLockError::Poisoned(p)) => return Ok(p.into_inner()),
+                // Another worker's statement, one round trip: wait closely for it first.
+                Err(TryLockError::WouldBlock) if tries < 1000 => {
+                    tries += 1;
+                    std::thread::yield_now();
+                }
+                Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_micros(200)),
+            }
+        }
+    }
+}
+
+/// Renews the lease of `lock` every quarter of it until `stop` is set or the lock is gone;
+/// a renewal that fails marks the lease lost (the lock's clock says why) and ends the thread.
+fn renew_lease(lock: Weak<Mutex<PgRunnerLock>>, stop: Arc<AtomicBool>, every: Duration) {
+    let mut next = Instant::now() + every;
+    loop {
+        while Instant::now() < next {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50).min(every));
+        }
+        let Some(lock) = lock.upgrade() else { return };
+        next = Instant::now() + every;
+        let renewed = lock.lock().unwrap_or_else(PoisonError::into_inner).renew();
+        if let Err(e) = renewed {
+            if !stop.load(Ordering::Relaxed) {
+                tracing::warn!("{e}");
+            }
+            return;
+        }
+    }
 }
 
 impl std::fmt::Debug for PgQueue {
@@ -68,15 +126,34 @@ impl PgQueue {
                 store.queue()
             )).into());
         }
+        lock.renew()?;
         lock.client()
             .batch_execute("SET synchronous_commit = off")?;
+        let every = lock.lease().renew_every();
+        let shared = SharedLock {
+            clock: lock.clock(),
+            queue: lock.queue().clone(),
+            lock: Arc::new(Mutex::new(lock)),
+        };
+        let renewing = Arc::new(AtomicBool::new(false));
+        let (weak, stop) = (Arc::downgrade(&shared.lock), Arc::clone(&renewing));
+        std::thread::Builder::new()
+            .name("hookq-lease".into())
+            .spawn(move || renew_lease(weak, stop, every))
+            .map_err(|e| {
+                PgError::LockLost {
+                    queue: shared.queue.to_string(),
+                    reason: format!("cannot start the thread that renews its lease: {e}"),
+                }
+            })?;
         Ok(Self {
             store,
-            lock: Arc::new(Mutex::new(lock)),
+            lock: shared,
             listening: false,
             polled: Instant::now(),
             poll_interval: DEFAULT_POLL_INTERVAL,
             waited_for: None,
+            renewing,
         })
     }
 
@@ -97,16 +174,28 @@ impl PgQueue {
     /// Releases the runner lock and hands the store back. A start marker still alive (none is
     /// once a pass returned) keeps the lock until it is dropped.
     pub fn release(self) -> Result<PgStore, PgError> {
-        if let Ok(lock) = Arc::try_unwrap(self.lock) {
-            lock.into_inner()
-                .unwrap_or_else(PoisonError::into_inner)
-                .release()?;
+        self.renewing.store(true, Ordering::Relaxed);
+        // The renewing thread holds the lock for a moment at most, unless it is stuck on a
+        // silent connection: then the lock goes with that connection.
+        let deadline = Instant::now() + Duration::from_millis(500);
+        let mut lock = self.lock.lock;
+        while Instant::now() < deadline {
+            match Arc::try_unwrap(lock) {
+                Ok(l) => {
+                    l.into_inner()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .release()?;
+                    return Ok(self.store);
+                }
+                Err(back) => lock = back,
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
         Ok(self.store)
     }
 
-    fn lock(&self) -> MutexGuard<'_, PgRunnerLock> {
-        self.lock.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> Result<MutexGuard<'_, PgRunnerLock>, PgError> {
+        self.lock.get()
     }
 
     fn placed(&self, source: PgError) -> Error {
@@ -154,7 +243,7 @@ fn placed(queue: &str, source: PgError) -> Error {
 
 /// Marks starts from a worker thread of a parallel pass, on the runner lock's connection.
 pub struct PgStartMarker {
-    lock: Arc<Mutex<PgRunnerLock>>,
+    lock: SharedLock,
 }
 
 impl std::fmt::Debug for PgStartMarker {
@@ -165,9 +254,9 @@ impl std::fmt::Debug for PgStartMarker {
 
 impl MarkStarts for PgStartMarker {
     fn mark_started(&mut self, entry: &PendingRow) -> Result<bool, Error> {
-        let mut lock = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let queue = lock.queue().as_str().to_owned();
-        store::mark_started(&mut lock, entry).map_err(|e| placed(&queue, e))
+        let queue = self.lock.queue.as_str().to_owned();
+        let marked = self.lock.get().and_then(|mut lock| store::mark_started(&mut lock, entry));
+        marked.map_err(|e| placed(&queue, e))
     }
 }
 
@@ -191,33 +280,37 @@ impl QueueStore for PgQueue {
     }
 
     fn mark_started(&mut self, entry: &PendingRow, _lock: &RunnerLock) -> Result<bool, Error> {
-        let marked = store::mark_started(&mut self.lock(), entry);
+        let marked = self.lock().and_then(|mut l| store::mark_started(&mut l, entry));
         marked.map_err(|e| self.placed(e))
     }
 
     fn start_marker(&mut self, _lock: &RunnerLock) -> PgStartMarker {
         PgStartMarker {
-            lock: Arc::clone(&self.lock),
+            lock: self.lock.clone(),
         }
     }
 
     fn fold_starts(&mut self, _lock: &RunnerLock) -> Result<usize, Error> {
-        let held = self.lock().check();
+        let held = self.lock().and_then(|mut l| l.check());
         held.map(|()| 0).map_err(|e| self.placed(e))
     }
 
     fn clear_all(&mut self, points: &[Cleared]) -> Result<(), Error> {
-        let cleared = store::clear_all(&mut self.lock(), points);
+        let cleared = self.lock().and_then(|mut l| store::clear_all(&mut l, points));
         cleared.map_err(|e| self.placed(e))
     }
 
     fn try_clear_all(&mut self, points: &[Cleared]) -> Result<bool, Error> {
-        let cleared = store::try_clear_all(&mut self.lock(), points);
+        let cleared = self
+            .lock()
+            .and_then(|mut l| store::try_clear_all(&mut l, points));
         cleared.map_err(|e| self.placed(e))
     }
 
     fn prune_history(&mut self, cutoff_ms: i64, limit: usize) -> Result<usize, Error> {
-        let pruned = store::prune_history(&mut self.lock(), cutoff_ms, limit);
+        let pruned = self
+            .lock()
+            .and_then(|mut l| store::prune_history(&mut l, cutoff_ms, limit));
         pruned.map_err(|e| self.placed(e))
     }
 
@@ -259,7 +352,7 @@ impl QueueStore for PgQueue {
         if !woken {
             // Nothing else uses the lock's connection while a hub waits: a lock lost with it
             // is found here, so that the hub connects again rather than wait on without it.
-            let held = self.lock().check();
+            let held = self.lock().and_then(|mut l| l.check());
             held.map_err(|e| self.placed(e))?;
         }
         Ok(self.change_mark()? != seen)

@@ -25,6 +25,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "V3__occurrence_sequence",
         include_str!("../../../migrations/postgres/V3__occurrence_sequence.sql"),
     ),
+    (
+        "V4__runner_lease",
+        include_str!("../../../migrations/postgres/V4__runner_lease.sql"),
+    ),
 ];
 
 /// The advisory lock (of [`ADVISORY_CLASS`]) that serialises migrations: queue locks use the

@@ -397,19 +397,30 @@ pub fn stats(client: &mut Client, queue: &QueueName) -> Result<Stats, PgError> {
 }
 
 /// The statement [`mark_started`] sends.
+/// Only while this connection's lease on the queue is live by the server's clock: a waiter
+/// ends a holder's session only once its lease ran out, so no start commits after that, and
+/// the next holder, which takes the lock once that session is gone, never runs a point beside
+/// one this holder started late.
 const MARK_STARTED: &str = "UPDATE hookq_pending_hooks
     SET passes = passes + 1, last_started_ms = GREATEST($3, COALESCE(last_started_ms, 0) + 1)
-    WHERE queue = $1 AND id = $2";
+    WHERE queue = $1 AND id = $2
+        AND EXISTS (SELECT 1 FROM hookq_runners WHERE queue = $1 AND backend_pid = pg_backend_pid()
+            AND lease_until_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint)";
 
 /// Counts that this pass starts `entry` now: one more pass, started later than any counted
 /// before. Returns false when the point is no longer pending (dropped since it was read).
 pub fn mark_started(lock: &mut PgRunnerLock, entry: &PendingRow) -> Result<bool, PgError> {
+    lock.live()?;
     let queue = lock.queue().clone();
     // Prepared once per connection: a start is marked before every command.
     let mark = lock.prepared(MARK_STARTED)?;
     let n = lock
         .client()
         .execute(&mark, &[&queue.as_str(), &entry.id, &now_ms()])?;
+    if n == 0 {
+        // Dropped since it was read, or the lease is gone: the second is an error.
+        lock.check()?;
+    }
     Ok(n == 1)
 }
 

@@ -147,6 +147,7 @@ impl Target {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(std::time::Duration::from_secs(10));
         }
+        keepalive_defaults(&mut config);
         Ok(Self {
             config,
             ssl_mode,
@@ -197,6 +198,36 @@ fn client_reason(e: &postgres::Error) -> String {
         None => text,
     }
 }
+
+/// TCP keepalives after 10 s idle, every 5 s, 3 unanswered probes (so a peer that vanished is
+/// noticed within 25 s), and at most 25 s for data sent to go unacknowledged
+/// (`tcp_user_timeout`), unless the connection string says otherwise. The client's own
+/// defaults (probes after 2 hours, as the kernel's) would leave a connection to a server that
+/// vanished, and a runner lock held from a host that did, in place for hours.
+fn keepalive_defaults(config: &mut postgres::Config) {
+    use std::time::Duration;
+    // The client's default idle time: a connection string that sets none left it there.
+    if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+        config.keepalives_idle(KEEPALIVES_IDLE);
+    }
+    if config.get_keepalives_interval().is_none() {
+        config.keepalives_interval(KEEPALIVES_INTERVAL);
+    }
+    if config.get_keepalives_retries().is_none() {
+        config.keepalives_retries(KEEPALIVES_RETRIES);
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(KEEPALIVES_IDLE + KEEPALIVES_INTERVAL * KEEPALIVES_RETRIES);
+    }
+}
+
+/// The keepalive settings a connection string leaves unset (`keepalives_idle`,
+/// `keepalives_interval`, `keepalives_retries`, in seconds and probes).
+pub const KEEPALIVES_IDLE: std::time::Duration = std::time::Duration::from_secs(10);
+/// See [`KEEPALIVES_IDLE`].
+pub const KEEPALIVES_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+/// See [`KEEPALIVES_IDLE`].
+pub const KEEPALIVES_RETRIES: u32 = 3;
 
 fn is_url(text: &str) -> bool {
     text.starts_with("postgres://") || text.starts_with("postgresql://")

@@ -1,0 +1,170 @@
+//! The hub on PostgreSQL: [`crate::queue::hub::run`] on a [`PgQueue`], riding out outages of
+//! the database. It connects, takes the queue's runner lock and keeps it while it drains; when
+//! the database goes away (a restart, a network drop, its session ended, a lease that ran
+//! out) it connects again with a growing backoff, and it stops with one error on a failure
+//! that waiting does not mend (see [`PgError::is_transient`]).
+
+use std::time::{Duration, Instant};
+
+use crate::exec::Stop;
+use crate::queue::drain::Drainer;
+use crate::queue::error::Error;
+use crate::queue::hub::{self, HubOptions};
+use crate::queue::lock::Wait;
+use crate::queue::pg::connect::guard_session;
+use crate::queue::pg::error::PgError;
+use crate::queue::pg::lock::{Lease, PgRunnerLock};
+use crate::queue::pg::name::QueueName;
+use crate::queue::pg::queue::PgQueue;
+use crate::queue::pg::store::PgStore;
+use crate::queue::pg::target::Target;
+use crate::queue::workspace::Workspace;
+
+/// Settings of [`run_postgres`].
+#[derive(Debug, Clone, Copy)]
+pub struct PgHubOptions {
+    /// The hub's own settings, as on SQLite.
+    pub hub: HubOptions,
+    /// The runner lock's lease: how long a frozen or cut-off hub keeps the queue.
+    pub lease: Lease,
+    /// The first wait before connecting again; each next one is twice as long.
+    pub backoff_first: Duration,
+    /// The longest wait before connecting again.
+    pub backoff_max: Duration,
+    /// How often the queue is read when no notification came
+    /// ([`PgQueue::poll_interval`]).
+    pub poll_interval: Duration,
+}
+
+impl Default for PgHubOptions {
+    fn default() -> Self {
+        Self {
+            hub: HubOptions::default(),
+            lease: Lease::default(),
+            backoff_first: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(30),
+            poll_interval: crate::queue::pg::queue::DEFAULT_POLL_INTERVAL,
+        }
+    }
+}
+
+/// What a hub on PostgreSQL reports while it runs, for its host to show.
+#[derive(Debug)]
+pub enum HubEvent {
+    /// A pass failed (an invalid config, a busy row); the hub goes on and drains again when
+    /// something changes.
+    PassFailed(Error),
+    /// The hub has not reached the database yet (its first connection failed) with an outage
+    /// that may pass: it waits for the database, connecting again with backoff. Said once,
+    /// until it is connected.
+    CannotReachYet(Error),
+    /// The hub lost the database it had reached (a connection, or the runner lock with it):
+    /// it connects again with backoff, and points it had not cleared run again once it is
+    /// back. Said once per outage.
+    Lost(Error),
+    /// Connected again, holding the runner lock, after [`HubEvent::CannotReachYet`] or
+    /// [`HubEvent::Lost`].
+    Connected,
+}
+
+/// `source`, a failure of `queue`'s database.
+fn placed(queue: &QueueName, source: PgError) -> Error {
+    Error::Postgres {
+        queue: queue.to_string(),
+        source,
+    }
+}
+
+/// Whether `e` is an outage that a hub waits out.
+fn transient(e: &Error) -> bool {
+    matches!(e, Error::Postgres { source, .. } if source.is_transient())
+}
+
+/// Opens `queue` on `target`, its reads guarded with timeouts, and takes its runner lock
+/// (waiting until it is free or `stop` is requested: `Ok(None)`). Sets `reached` once the
+/// database answered.
+fn connect(
+    target: &Target,
+    queue: &QueueName,
+    stop: &Stop,
+    lease: Lease,
+    poll_interval: Duration,
+    reached: &mut bool,
+) -> Result<Option<PgQueue>, PgError> {
+    let mut store = PgStore::open(target, queue.clone())?;
+    *reached = true;
+    guard_session(store.client(), target)?;
+    let Some(lock) =
+        PgRunnerLock::acquire_with(target, queue, Wait::Forever, &|| !stop.graceful(), lease)?
+    else {
+        return Ok(None);
+    };
+    PgQueue::new(store, lock).map(|q| Some(q.poll_interval(poll_interval)))
+}
+
+/// Runs the hub of `queue` on `target` until `stop` is requested: takes the queue's runner
+/// lock, keeps it while it drains on every commit ([`crate::queue::hub::run`]), and outlives
+/// outages of the database. An outage (connection lost or refused, the server shutting down
+/// or restarting, the lock's lease lost) is reported once through `on_event` and waited out,
+/// connecting again after `backoff_first`, then twice as long each time up to `backoff_max`.
+/// A failure that waiting does not mend ends the hub with that one error: a refused password,
+/// a missing database or table, permission denied, a schema from a newer hookq.
+pub fn run_postgres(
+    ws: &Workspace,
+    target: &Target,
+    queue: &QueueName,
+    drainer: &mut Drainer<'_>,
+    stop: &Stop,
+    opts: PgHubOptions,
+    on_event: &mut dyn FnMut(HubEvent),
+) -> Result<(), Error> {
+    let mut backoff = opts.backoff_first;
+    let (mut down, mut connected_once) = (false, false);
+    loop {
+        if stop.graceful() {
+            return Ok(());
+        }
+        let failure = match connect(
+            target,
+            queue,
+            stop,
+            opts.lease,
+            opts.poll_interval,
+            &mut connected_once,
+        ) {
+            Ok(None) => return Ok(()),
+            Ok(Some(mut held)) => {
+                if down {
+                    on_event(HubEvent::Connected);
+                }
+                down = false;
+                backoff = opts.backoff_first;
+                let mut on_error = |e| on_event(HubEvent::PassFailed(e));
+                match hub::run(ws, &mut held, drainer, stop, opts.hub, &mut on_error) {
+                    Ok(()) => {
+                        // Closing the connection releases the lock whatever this says.
+                        let _ = held.release();
+                        return Ok(());
+                    }
+                    Err(e) if transient(&e) => e,
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) if e.is_transient() => placed(queue, e),
+            Err(e) => return Err(placed(queue, e)),
+        };
+        if !down {
+            on_event(if connected_once {
+                HubEvent::Lost(failure)
+            } else {
+                HubEvent::CannotReachYet(failure)
+            });
+            down = true;
+        }
+        let until = Instant::now() + backoff;
+        while Instant::now() < until && !stop.graceful() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        backoff = (backoff * 2).min(opts.backoff_max);
+    }
+}
