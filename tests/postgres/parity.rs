@@ -482,3 +482,52 @@ fn a_pass_during_a_slow_rewrite_never_clears_the_point_unrun() {
     let outcomes: Vec<String> = history(&mut s).into_iter().map(|h| h.outcome).collect();
     assert_eq!(outcomes, ["ok"], "nothing cleared as empty");
 }
+
+/// `queue drop` of a point the runner holding the queue's lock has started says so, as on
+/// SQLite, and that only the drop is kept in history: the runner's clear finds the point gone
+/// and writes no row for it (a clear writes history only for points it removed, so that a
+/// holder whose lease ran out cannot account for a point twice). A point no runner started is
+/// dropped quietly.
+#[test]
+fn dropping_a_started_point_says_its_commands_may_still_run() {
+    let cfg =
+        Config::hooks("after_fail = ['touch started; while [ ! -e go ]; do sleep 0.02; done']");
+    let (ws, _db, url) = pg_workspace_with(&cfg, "");
+    let mut s = open(&url, "q");
+    ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
+    ws.hookq(&["task", "add", "t2", "--plan", "p"]).ok();
+    for t in ["t1", "t2"] {
+        ws.hookq(&["task", "move", t, "failed.x", "--no-run"]).ok();
+    }
+    let ids: Vec<i64> = pending(&mut s).iter().map(|p| p.id).collect();
+    let run = ws.spawn(&["run"]);
+    ws.eventually("t1's command to start", || {
+        ws.root().join("started").exists()
+    });
+    let out = ws.hookq(&["queue", "drop", &ids[0].to_string()]).ok();
+    no_password(&out);
+    assert!(
+        out.stdout().contains(&format!(
+            "note: the runner holding the lock (pid {} on ",
+            run.pid()
+        )) && out.stdout().contains("only the drop is kept in history"),
+        "{}",
+        out.describe()
+    );
+    let out = ws.hookq(&["queue", "drop", &ids[1].to_string()]).ok();
+    assert!(!out.stdout().contains("note:"), "{}", out.describe());
+    std::fs::write(ws.root().join("go"), "").unwrap();
+    run.wait_within(Duration::from_secs(60)).ok();
+    let outcomes: Vec<(i64, String)> = history(&mut s)
+        .into_iter()
+        .map(|h| (h.occurrence, h.outcome))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            (ids[0], "dropped".to_owned()),
+            (ids[1], "dropped".to_owned())
+        ]
+    );
+    assert!(pending(&mut s).is_empty());
+}
