@@ -11,7 +11,8 @@
 //! only the agent tool hook figures (7a-7c), which create few files and so do not wait;
 //! `-- --lifecycle` only the worktree lifecycle figures (L1, L2), also the last of a full run;
 //! `-- --postgres` only the queue on PostgreSQL (P0-P5b, P8), on a server the bench starts;
-//! `-- --takeover` only P8a and P8b (takeover of a frozen or cut-off holder).
+//! `-- --takeover` only P8a and P8b (takeover of a frozen or cut-off holder); `-- --writers`
+//! only P6 and P7 (many writers on one queue).
 
 mod harness;
 
@@ -64,6 +65,14 @@ fn main() {
         alone(sizes, |dir, sizes| {
             let step = |what: &str| eprintln!("hookq-bench {what}");
             harness::postgres::measure_takeover(dir, sizes, &step)
+        });
+        return;
+    }
+    #[cfg(feature = "postgres")]
+    if args.iter().any(|a| a == "--writers") {
+        alone(sizes, |dir, sizes| {
+            let step = |what: &str| eprintln!("hookq-bench {what}");
+            harness::postgres::measure_writers(dir, sizes, &step)
         });
         return;
     }

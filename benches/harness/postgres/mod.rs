@@ -78,6 +78,14 @@ pub fn measure_takeover(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> Vec<R
     takeover::failed_rows(&takeover::measure_failed(&server, dir, sizes))
 }
 
+/// Only P6 and P7, many writers on one queue, on a server started in `dir`.
+pub fn measure_writers(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> Vec<Row> {
+    step("P: a durable PostgreSQL of the bench's own");
+    let server = Server::start(dir);
+    step("P6, P7: many writers on one queue");
+    writers::rows(&writers::measure(&server, sizes))
+}
+
 /// Every P figure.
 pub struct PgFigures {
     /// The server's version.
