@@ -78,7 +78,9 @@ pub fn measure_takeover(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> Vec<R
     takeover::failed_rows(&takeover::measure_failed(&server, dir, sizes))
 }
 
-/// Only P6 and P7, many writers on one queue, on a server started in `dir`.
+/// Only P6 and P7, many writers on one queue, on a server started in `dir`. (The bench's
+/// `--writers`; the smoke test runs them with the rest.)
+#[allow(dead_code)]
 pub fn measure_writers(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> Vec<Row> {
     step("P: a durable PostgreSQL of the bench's own");
     let server = Server::start(dir);
