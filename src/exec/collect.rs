@@ -348,6 +348,7 @@ impl Drop for Terminal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::testing::ready_in_time;
 
     fn path_env() -> Environ {
         [("PATH", std::env::var_os("PATH").unwrap_or_default())]
@@ -380,21 +381,6 @@ mod tests {
             assert!(Instant::now() < deadline, "{} never came", path.display());
             std::thread::sleep(Duration::from_millis(10));
         }
-    }
-
-    /// Calls `attempt` with a timeout of 300 ms, then 3 s, then 30 s, until its command made
-    /// `ready` (which it does once its traps are set) before its timeout came, and returns that
-    /// attempt's result. A timeout starts with the spawn: on a loaded machine a shell may not
-    /// have set its traps by a short one, and the test would prove nothing.
-    fn ready_in_time<T>(ready: &Path, mut attempt: impl FnMut(Duration) -> T) -> T {
-        for ms in [300, 3_000, 30_000] {
-            let _ = std::fs::remove_file(ready);
-            let got = attempt(Duration::from_millis(ms));
-            if ready.exists() {
-                return got;
-            }
-        }
-        panic!("the command never set its traps before a 30 s timeout");
     }
 
     /// A first stop ends a command run with [`FirstStop::Ends`] as its timeout would: SIGTERM

@@ -10,6 +10,8 @@ pub mod signal;
 pub(crate) mod spawn;
 mod supervise;
 pub(crate) mod sys;
+#[cfg(test)]
+mod testing;
 mod types;
 
 pub use collect::{Collected, FirstStop, Input, Job, Program, collect, collect_with};

@@ -384,6 +384,7 @@ impl Copier<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::testing::ready_in_time;
 
     fn spec<'a>(line: &'a str, log: &'a Path, env: &'a Environ) -> Spec<'a> {
         Spec {
@@ -404,21 +405,6 @@ mod tests {
         [("PATH", std::env::var_os("PATH").unwrap_or_default())]
             .into_iter()
             .collect()
-    }
-
-    /// Calls `attempt` with a timeout of 300 ms, then 3 s, then 30 s, until its command made
-    /// `ready` (which it does once its traps are set) before its timeout came, and returns that
-    /// attempt's result. A timeout starts with the spawn: on a loaded machine a shell may not
-    /// have set its traps by a short one, and the test would prove nothing.
-    fn ready_in_time<T>(ready: &Path, mut attempt: impl FnMut(Duration) -> T) -> T {
-        for ms in [300, 3_000, 30_000] {
-            let _ = std::fs::remove_file(ready);
-            let got = attempt(Duration::from_millis(ms));
-            if ready.exists() {
-                return got;
-            }
-        }
-        panic!("the command never set its traps before a 30 s timeout");
     }
 
     #[test]

@@ -14,7 +14,12 @@ const STOP: Duration = Duration::from_secs(60);
 /// Starts a hub and waits until it says it is draining, which it does after installing its
 /// signal handlers: a SIGTERM sent before then would kill it with the default action.
 fn start_hub(ws: &Ws) -> Running {
-    let mut hub = ws.spawn_env(&["hub"], &[("HOOKQ_LOG", "info")]);
+    start_hub_with(ws, &["hub"])
+}
+
+/// [`start_hub`] with the command line `args` (`["hub", "--jobs", "2"]`).
+pub(crate) fn start_hub_with(ws: &Ws, args: &[&str]) -> Running {
+    let mut hub = ws.spawn_env(args, &[("HOOKQ_LOG", "info")]);
     ws.eventually("the hub to start", || {
         assert!(!hub.exited(), "the hub exited: {}", hub.stderr_so_far());
         hub.stderr_so_far().contains("hub draining")
@@ -23,7 +28,7 @@ fn start_hub(ws: &Ws) -> Running {
 }
 
 /// SIGTERM, then the hub must exit 0 with no `error:`/`warning:` lines.
-fn stop_cleanly(hub: Running) {
+pub(crate) fn stop_cleanly(hub: Running) {
     hub.signal(Signal::TERM);
     let out = hub.wait_within(STOP);
     assert_eq!(out.code(), Some(0), "{}", out.describe());

@@ -7,8 +7,8 @@ use crate::support::queue as common;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use common::{Config, Running, Ws};
-use rustix::process::Signal;
+use crate::cli_hub::{start_hub_with, stop_cleanly};
+use common::{Config, Ws};
 
 /// Generous: only there to catch a process that does not end.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -102,28 +102,6 @@ fn a_pass_during_a_slow_rewrite_never_clears_the_point_unrun() {
     }
 }
 
-/// Starts a hub with `args` and waits until it says it is draining.
-fn start_hub(ws: &Ws, args: &[&str]) -> Running {
-    let mut hub = ws.spawn_env(args, &[("HOOKQ_LOG", "info")]);
-    ws.eventually("the hub to start", || {
-        assert!(!hub.exited(), "the hub exited: {}", hub.stderr_so_far());
-        hub.stderr_so_far().contains("hub draining")
-    });
-    hub
-}
-
-/// SIGTERM, then the hub must exit 0 with no `error:`/`warning:` lines.
-fn stop_cleanly(hub: Running) {
-    hub.signal(Signal::TERM);
-    let out = hub.wait_within(LIMIT);
-    assert_eq!(out.code(), Some(0), "{}", out.describe());
-    assert!(
-        out.errors().is_empty() && out.warnings().is_empty(),
-        "{}",
-        out.describe()
-    );
-}
-
 #[test]
 fn a_hub_draining_during_a_slow_rewrite_runs_the_point_once_it_is_written() {
     // The point is recorded while the file holds `[repository]` to `[hooks]` and nothing
@@ -133,7 +111,7 @@ fn a_hub_draining_during_a_slow_rewrite_runs_the_point_once_it_is_written() {
     let ws = Ws::init();
     ws.write_config_text(text.as_bytes());
     ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
-    let hub = start_hub(&ws, &["hub", "--jobs", "2"]);
+    let hub = start_hub_with(&ws, &["hub", "--jobs", "2"]);
     let writer = slow_writer(&ws, &text, cut);
     ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
         .ok();
@@ -153,7 +131,7 @@ fn a_hub_clears_a_point_without_commands_once_the_config_settled() {
     let ws = Ws::init();
     ws.write_config("after_merge = ['true']");
     ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
-    let hub = start_hub(&ws, &["hub"]);
+    let hub = start_hub_with(&ws, &["hub"]);
     ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
         .ok();
     // Well short of the hub's 60 s rescan, which would clear it without a pass of its own.
