@@ -140,3 +140,67 @@ fn a_hub_paused_mid_point_finishes_it_and_starts_no_other_until_resumed() {
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     assert!(out.errors().is_empty(), "{}", out.describe());
 }
+
+#[test]
+fn the_pause_is_the_queues_and_the_start_mark_reads_it() {
+    use hookq::queue::pg::record;
+    use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
+
+    let db = crate::cluster::cluster().database();
+    let url = crate::cluster::cluster().url(&db, "");
+    let (mut s, mut other) = (open(&url, "q"), open(&url, "other"));
+    for store in [&mut s, &mut other] {
+        store
+            .write(|tx, q| {
+                let t = TaskId::new("t1").unwrap();
+                let p = PlanId::new("p").unwrap();
+                record::add_task(tx, q, &t, &p, &Phase::new("failed.x").unwrap())?;
+                record::move_task(
+                    tx,
+                    q,
+                    &t,
+                    &Phase::new("review.rework_pending").unwrap(),
+                    &MoveFacts::default(),
+                )
+            })
+            .unwrap();
+    }
+    let q = s.queue().clone();
+    let seen = store::change_mark(s.client(), &q).unwrap();
+    let paused = s.write(store::pause).unwrap();
+    assert!(paused.changed);
+    let again = s.write(store::pause).unwrap();
+    assert_eq!((again.changed, again.since_ms), (false, paused.since_ms));
+    assert_ne!(store::change_mark(s.client(), &q).unwrap(), seen);
+    assert_eq!(
+        store::stats(s.client(), &q).unwrap().paused_since_ms,
+        Some(paused.since_ms)
+    );
+
+    // The runner's mark refuses to start a point of the paused queue, and counts nothing.
+    let rows = store::pending(s.client(), &q, 0, 10, None).unwrap();
+    let mut lock = s.lock(Wait::No).unwrap().unwrap();
+    assert_eq!(
+        store::mark_started(&mut lock, &rows[0]).unwrap(),
+        Mark::Paused
+    );
+    assert_eq!(pending(&mut s), [("t1".into(), 0), ("t1".into(), 0)]);
+    // Another queue of the database runs on.
+    let o = other.queue().clone();
+    assert_eq!(store::paused(other.client(), &o).unwrap(), None);
+    let others = store::pending(other.client(), &o, 0, 10, None).unwrap();
+    let mut other_lock = other.lock(Wait::No).unwrap().unwrap();
+    assert_eq!(
+        store::mark_started(&mut other_lock, &others[0]).unwrap(),
+        Mark::Started
+    );
+
+    let resumed = s.write(store::resume).unwrap().unwrap();
+    assert_eq!(resumed.since_ms, paused.since_ms);
+    assert_eq!(s.write(store::resume).unwrap(), None);
+    assert_eq!(
+        store::mark_started(&mut lock, &rows[0]).unwrap(),
+        Mark::Started
+    );
+    assert_eq!(pending(&mut s), [("t1".into(), 1), ("t1".into(), 0)]);
+}

@@ -721,3 +721,51 @@ fn a_pause_mid_pass_lets_the_running_point_finish_and_starts_no_other() {
     let b = TaskId::new("b").unwrap();
     assert!(!ws.hook_log_path(&b, Point::AfterFail, 1).exists());
 }
+
+#[test]
+fn a_pause_mid_parallel_pass_lets_the_running_points_finish_and_starts_no_other() {
+    let (_dir, ws, mut store) = workspace(
+        "after_fail = ['echo \"$ARC_TASK\" >> ran; while [ ! -e go ]; do sleep 0.02; done']",
+    );
+    walk(&mut store, &["c"], true, &["failed.x"]);
+    let stop = Stop::new();
+    let root = ws.root().to_path_buf();
+    let db = ws.db_path();
+    // a and b run at once; c waits, prepared, behind one of them.
+    let pauser = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::fs::read_to_string(root.join("ran"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+            < 2
+        {
+            assert!(Instant::now() < deadline, "a and b never started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Store::open(&db).unwrap().pause().unwrap();
+        std::fs::write(root.join("go"), "").unwrap();
+    });
+    let report = Drainer::new(ws.clone(), &stop)
+        .jobs(2)
+        .drain(&mut store, &runner_lock(&ws))
+        .unwrap();
+    pauser.join().unwrap();
+    assert!(report.paused);
+    assert_eq!((report.cleared, report.commands), (2, 2));
+    let mut ran: Vec<String> = std::fs::read_to_string(ws.root().join("ran"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    ran.sort();
+    assert_eq!(ran, ["a", "b"]);
+    let pending = store.pending(0, 10, None).unwrap();
+    assert_eq!(
+        pending
+            .iter()
+            .map(|p| (p.task.as_str(), p.passes))
+            .collect::<Vec<_>>(),
+        [("c", 0)]
+    );
+}
