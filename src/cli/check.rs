@@ -5,6 +5,8 @@ use serde::Serialize;
 use crate::cli::error::Error;
 use hookq::queue::config::Config;
 use hookq::queue::phase::Point;
+use hookq::queue::store::Store;
+use hookq::queue::workspace::Workspace;
 
 use super::app::{Ctx, warn_config};
 use super::output;
@@ -29,6 +31,8 @@ struct Checked<'a> {
     max_log_bytes: u64,
     max_interrupted_runs: u32,
     keep_history_days: u32,
+    /// When the queue was paused (unix ms, `hookq queue pause`); null while it runs.
+    paused_since_ms: Option<i64>,
     /// The queue's PostgreSQL database, connected to; absent for the workspace's SQLite file.
     #[cfg(feature = "postgres")]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -55,6 +59,13 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         }
         None => (None, None),
     };
+    #[cfg(feature = "postgres")]
+    let paused_since_ms = match &database {
+        Some(db) => db.paused_since_ms,
+        None => sqlite_paused(&ws),
+    };
+    #[cfg(not(feature = "postgres"))]
+    let paused_since_ms = sqlite_paused(&ws);
     let checked = Checked {
         config: path.display().to_string(),
         warnings: cfg.warnings().iter().map(ToString::to_string).collect(),
@@ -65,6 +76,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         max_log_bytes: cfg.gate.max_log_bytes,
         max_interrupted_runs: cfg.queue.max_interrupted_runs,
         keep_history_days: cfg.queue.keep_history_days,
+        paused_since_ms,
         #[cfg(feature = "postgres")]
         database,
     };
@@ -102,6 +114,9 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
             db.supported_schema_version
         );
     }
+    if let Some(since) = checked.paused_since_ms {
+        outln!("{}", super::queue::paused_line(since));
+    }
     for (point, lines) in &checked.hooks {
         outln!("{point}: {} command(s)", lines.len());
         for (i, l) in lines.iter().enumerate() {
@@ -109,4 +124,23 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         }
     }
     failed.map_or(Ok(()), Err)
+}
+
+/// When the workspace's SQLite queue was paused, if its file exists (`check` creates none and
+/// writes nothing); a file that cannot be read is a warning, and reads as running.
+fn sqlite_paused(ws: &Workspace) -> Option<i64> {
+    let path = ws.db_path();
+    if !path.exists() {
+        return None;
+    }
+    match Store::paused_in(&path) {
+        Ok(p) => p,
+        Err(e) => {
+            errln!(
+                "warning: cannot read whether the queue in {} is paused: {e}",
+                path.display()
+            );
+            None
+        }
+    }
 }

@@ -83,6 +83,16 @@ pub(super) fn held(r: &hookq::queue::drain::PassReport) {
     }
 }
 
+/// Says that a pass found the queue paused, on stdout: `queue paused; 3 point(s) left
+/// pending`, counted by `left` (`None`: the count could not be read). Nothing when it was not.
+pub(super) fn paused(r: &hookq::queue::drain::PassReport, left: impl FnOnce() -> Option<i64>) {
+    if !r.paused {
+        return;
+    }
+    let left = left().map_or_else(|| "its".to_owned(), |n| n.to_string());
+    outln!("queue paused; {left} point(s) left pending until `hookq queue resume`");
+}
+
 /// Prints rows under a header, each column as wide as its widest cell.
 pub(super) fn table(header: &[&str], rows: &[Vec<String>]) {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();

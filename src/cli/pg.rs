@@ -16,7 +16,7 @@ use hookq::queue::lock::{self, RunnerLock, Wait};
 use hookq::queue::pg::{self, Lease, PgChoice, PgError, PgQueue, PgRunnerLock, PgStore, QueueName};
 use hookq::queue::phase::Phase;
 use hookq::queue::record::{MoveFacts, Occurrence, Transition};
-use hookq::queue::store::{HistoryRow, PendingRow, Stats, TaskRow};
+use hookq::queue::store::{HistoryRow, Paused, PendingRow, Stats, TaskRow};
 use hookq::queue::workspace::Workspace;
 
 use super::app::stop_on_signals;
@@ -138,11 +138,12 @@ pub(super) fn run(ws: &Workspace, choice: &PgChoice, jobs: usize, wait: Wait) ->
         super::app::warn_config(&cfg);
     }
     let report = drainer.drain_and_release(&mut queue, lock)?;
-    queue.release().map_err(|e| placed(&choice.queue, e))?;
+    let mut store = queue.release().map_err(|e| placed(&choice.queue, e))?;
     if let Some(line) = output::ran(&report) {
         outln!("{line}");
     }
     output::held(&report);
+    output::paused(&report, || pending_count(&mut store));
     Ok(())
 }
 
@@ -190,11 +191,20 @@ fn drain_if_free(ws: &Workspace, store: PgStore) {
                 outln!("{line}");
             }
             output::held(&r);
+            output::paused(&r, || pending_count(queue.store()));
         }
         Err(e) => errln!("warning: hooks left pending: {e}"),
     }
     // Failing, the lock's connection still closes as it drops, which releases it as well.
     let _ = queue.release();
+}
+
+/// How many points the queue of `store` holds pending; `None` when that cannot be read.
+fn pending_count(store: &mut PgStore) -> Option<i64> {
+    let queue = store.queue().clone();
+    pg::store::stats(store.client(), &queue)
+        .ok()
+        .map(|s| s.pending)
 }
 
 /// Records in one transaction of the queue's database.
@@ -265,6 +275,9 @@ pub(super) struct Checked {
     /// Why the server could not be asked (the `error:` line the command ends with).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) error: Option<String>,
+    /// When the queue was paused (unix ms); `check` shows it beside the SQLite queue's.
+    #[serde(skip)]
+    pub(super) paused_since_ms: Option<i64>,
 }
 
 /// Connects to the queue's database and reads its versions, changing nothing. A failure is
@@ -282,6 +295,7 @@ pub(super) fn check(choice: &PgChoice) -> (Checked, Option<Error>) {
         schema_version: None,
         supported_schema_version: pg::schema::schema_version(),
         error: None,
+        paused_since_ms: None,
     };
     let asked = (|| {
         let mut client = pg::connect(
@@ -289,12 +303,20 @@ pub(super) fn check(choice: &PgChoice) -> (Checked, Option<Error>) {
             &format!("hookq check pid {}", std::process::id()),
         )?;
         let version: String = client.query_one("SHOW server_version", &[])?.get(0);
-        Ok::<_, PgError>((version, pg::schema::applied_version(&mut client)?))
+        let schema = pg::schema::applied_version(&mut client)?;
+        // A schema older than this hookq's has no pause; a newer one is not read.
+        let paused = if schema == Some(pg::schema::schema_version()) {
+            pg::store::paused(&mut client, &choice.queue)?
+        } else {
+            None
+        };
+        Ok::<_, PgError>((version, schema, paused))
     })();
     match asked {
-        Ok((version, schema)) => {
+        Ok((version, schema, paused)) => {
             checked.server_version = Some(version);
             checked.schema_version = schema;
+            checked.paused_since_ms = paused;
             (checked, None)
         }
         Err(e) => {
@@ -413,6 +435,19 @@ impl QueueView for PgView {
 
     fn stats(&mut self) -> Result<Stats, Error> {
         self.read(pg::store::stats)
+    }
+
+    fn paused(&mut self) -> Result<Option<i64>, Error> {
+        self.read(pg::store::paused)
+    }
+
+    fn pause(&mut self) -> Result<Paused, Error> {
+        write(&mut self.store, pg::store::pause)
+    }
+
+    fn resume(&mut self) -> Result<Option<Paused>, Error> {
+        // `write` wakes the queue's hubs once the resume commits.
+        write(&mut self.store, pg::store::resume)
     }
 }
 

@@ -9,7 +9,9 @@ use hookq::queue::ids::TaskId;
 use hookq::queue::lock::{self, Holder};
 use hookq::queue::phase::Point;
 use hookq::queue::record::{self, Occurrence};
-use hookq::queue::store::{HistoryRow, PendingRow, Stats, Store, StoreError, TaskRow, now_ms};
+use hookq::queue::store::{
+    HistoryRow, Paused, PendingRow, Stats, Store, StoreError, TaskRow, now_ms,
+};
 use hookq::queue::workspace::Workspace;
 
 use super::app::Ctx;
@@ -79,7 +81,13 @@ enum Sub {
         /// History row id (from `queue history`).
         history_id: i64,
     },
-    /// Counts: pending by point, interrupted, oldest, history by outcome.
+    /// Pause the queue: transitions are still recorded, but no runner (`run`, `hub`, the drain
+    /// after `task move`) starts a point until `queue resume`; a point already running
+    /// finishes. Kept in the database, so it outlives restarts (on PostgreSQL, for every host).
+    Pause,
+    /// Resume a paused queue: the next pass runs what is pending (a hub drains at once).
+    Resume,
+    /// Counts: pending by point, interrupted, oldest, history by outcome, paused or not.
     Stats {
         /// Print JSON.
         #[arg(long)]
@@ -138,6 +146,12 @@ pub(super) trait QueueView {
     fn requeue(&mut self, history_id: i64) -> Result<Occurrence, Error>;
     /// The queue's counts.
     fn stats(&mut self) -> Result<Stats, Error>;
+    /// When the queue was paused (unix ms), or `None` while it runs.
+    fn paused(&mut self) -> Result<Option<i64>, Error>;
+    /// Pauses the queue; what it found and did.
+    fn pause(&mut self) -> Result<Paused, Error>;
+    /// Resumes the queue, waking its hubs; `None` when it was not paused.
+    fn resume(&mut self) -> Result<Option<Paused>, Error>;
 }
 
 /// The queue in the workspace's SQLite file.
@@ -226,11 +240,27 @@ impl QueueView for SqliteView {
     fn stats(&mut self) -> Result<Stats, Error> {
         self.store.stats().map_err(self.err())
     }
+
+    fn paused(&mut self) -> Result<Option<i64>, Error> {
+        self.store.paused().map_err(self.err())
+    }
+
+    fn pause(&mut self) -> Result<Paused, Error> {
+        self.store.pause().map_err(self.err())
+    }
+
+    fn resume(&mut self) -> Result<Option<Paused>, Error> {
+        // A hub sees the commit as it sees a recording (the file's data version changes).
+        self.store.resume().map_err(self.err())
+    }
 }
 
 #[derive(Serialize)]
 struct Listing {
     lock: Option<LockHolder>,
+    /// Whether the queue is paused, and since when (unix ms).
+    paused: bool,
+    paused_since_ms: Option<i64>,
     pending: Vec<PendingRow>,
     more: bool,
 }
@@ -271,12 +301,18 @@ fn on(ws: &Workspace, q: &mut dyn QueueView, args: Args) -> Result<(), Error> {
             let more = pending.len() > limit;
             pending.truncate(limit);
             let (holder, line) = q.lock()?;
+            let paused = q.paused()?;
             if args.json {
                 return output::json(&Listing {
                     lock: holder,
+                    paused: paused.is_some(),
+                    paused_since_ms: paused,
                     pending,
                     more,
                 });
+            }
+            if let Some(since) = paused {
+                outln!("{}", paused_line(since));
             }
             outln!("{line}");
             if pending.is_empty() {
@@ -336,6 +372,33 @@ fn on(ws: &Workspace, q: &mut dyn QueueView, args: Args) -> Result<(), Error> {
         Some(Sub::Retry { history_id }) => {
             let o = q.requeue(history_id)?;
             outln!("queued {} again as occurrence {}", o.point, o.id);
+            Ok(())
+        }
+        Some(Sub::Pause) => {
+            let p = q.pause()?;
+            if p.changed {
+                outln!(
+                    "queue paused: {}; transitions are still recorded, and no runner starts a point until `hookq queue resume` (a point running now finishes)",
+                    q.place()
+                );
+            } else {
+                outln!(
+                    "queue already paused since {}: {}; nothing changed",
+                    output::time(p.since_ms),
+                    q.place()
+                );
+            }
+            Ok(())
+        }
+        Some(Sub::Resume) => {
+            match q.resume()? {
+                Some(p) => outln!(
+                    "queue resumed: {} (paused since {}); the next pass runs what is pending",
+                    q.place(),
+                    output::time(p.since_ms)
+                ),
+                None => outln!("queue not paused: {}; nothing changed", q.place()),
+            }
             Ok(())
         }
         Some(Sub::Stats { json }) => {
@@ -489,7 +552,20 @@ fn print_history(rows: &[HistoryRow]) {
     );
 }
 
+/// The listing's line for a queue paused since `since` (unix ms).
+pub(super) fn paused_line(since: i64) -> String {
+    format!(
+        "queue: paused since {}; no runner starts a point until `hookq queue resume`",
+        output::time(since)
+    )
+}
+
 fn print_stats(s: &Stats, now: i64) {
+    outln!(
+        "paused       {}",
+        s.paused_since_ms
+            .map_or_else(|| "no".to_owned(), |t| format!("since {}", output::time(t)))
+    );
     outln!("tasks        {}", s.tasks);
     outln!("pending      {}", s.pending);
     for (p, n) in &s.pending_by_point {

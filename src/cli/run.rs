@@ -53,5 +53,6 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         outln!("{line}");
     }
     super::output::held(&report);
+    super::output::paused(&report, || store.stats().ok().map(|s| s.pending));
     Ok(())
 }

@@ -238,6 +238,7 @@ fn drain_if_free(ws: &Workspace, store: &mut Store) {
                 outln!("{line}");
             }
             output::held(&r);
+            output::paused(&r, || store.stats().ok().map(|s| s.pending));
         }
         Err(e) => errln!("warning: hooks left pending: {e}"),
     }

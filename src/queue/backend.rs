@@ -20,6 +20,18 @@ use crate::queue::store::{Cleared, PendingRow, StartMarker, Store, StoreError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ChangeMark(pub i64);
 
+/// What marking a point started found ([`QueueStore::mark_started`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// Marked: the point's first command runs.
+    Started,
+    /// The point is no longer pending (dropped since it was read): nothing marked, nothing run.
+    Gone,
+    /// The queue is paused (`hookq queue pause`): nothing marked, the point stays pending, and
+    /// the pass starts no other point.
+    Paused,
+}
+
 /// The database side of draining a queue.
 ///
 /// Every method that writes is called only by the holder of the runner lock, and the ones that
@@ -37,6 +49,10 @@ pub struct ChangeMark(pub i64);
 ///   [`fold_starts`](QueueStore::fold_starts) in the next pass at the latest. The drain parks a
 ///   point that as many passes as `queue.max_interrupted_runs` started: a clear whose one history
 ///   row is [`Outcome::Abandoned`](crate::queue::store::Outcome::Abandoned).
+/// - **Pause.** A paused queue starts no point: [`paused`](QueueStore::paused) says so before
+///   a pass starts any, and the start mark reads it again in the same statement or read that
+///   marks the point ([`Mark::Paused`]), so a pause that lands mid-pass costs no read of its
+///   own per point and stops the pass before its next point.
 /// - **Errors** are the queue's [`Error`], naming where the store lives.
 ///
 /// Every method takes the store mutably, reads too: a client whose queries need `&mut` (as a
@@ -49,9 +65,13 @@ pub trait QueueStore {
     /// `limit`. Starts marked and not folded yet are counted in each row's `passes`.
     fn next_batch(&mut self, after: i64, limit: usize) -> Result<Vec<PendingRow>, Error>;
 
-    /// Marks `entry` started by this pass now. Returns `false`, and marks nothing, when the point
-    /// is no longer pending (dropped since it was read).
-    fn mark_started(&mut self, entry: &PendingRow, lock: &RunnerLock) -> Result<bool, Error>;
+    /// Marks `entry` started by this pass now, unless the point is no longer pending
+    /// ([`Mark::Gone`]) or the queue is paused ([`Mark::Paused`]): then it marks nothing.
+    fn mark_started(&mut self, entry: &PendingRow, lock: &RunnerLock) -> Result<Mark, Error>;
+
+    /// Whether the queue is paused (`hookq queue pause`): a pass reads it once before it starts
+    /// any point, and starts none while it is.
+    fn paused(&mut self) -> Result<bool, Error>;
 
     /// A marker for one worker thread of a parallel pass, marking starts as
     /// [`mark_started`](QueueStore::mark_started) does, counted with this store's.
@@ -108,7 +128,7 @@ pub trait QueueStore {
 /// [`QueueStore::start_marker`]).
 pub trait MarkStarts {
     /// As [`QueueStore::mark_started`].
-    fn mark_started(&mut self, entry: &PendingRow) -> Result<bool, Error>;
+    fn mark_started(&mut self, entry: &PendingRow) -> Result<Mark, Error>;
 }
 
 /// The SQLite store. A pass ([`QueueStore::pass`]) commits its clears and folds at
@@ -124,8 +144,14 @@ impl QueueStore for Store {
             .map_err(|e| self.located(e))
     }
 
-    fn mark_started(&mut self, entry: &PendingRow, lock: &RunnerLock) -> Result<bool, Error> {
+    fn mark_started(&mut self, entry: &PendingRow, lock: &RunnerLock) -> Result<Mark, Error> {
         Store::mark_started(self, entry, lock).map_err(|e| self.located(e))
+    }
+
+    fn paused(&mut self) -> Result<bool, Error> {
+        Store::paused(self)
+            .map(|p| p.is_some())
+            .map_err(|e| self.located(e))
     }
 
     fn start_marker(&mut self, lock: &RunnerLock) -> StartMarker {
@@ -169,7 +195,7 @@ impl QueueStore for Store {
 }
 
 impl MarkStarts for StartMarker {
-    fn mark_started(&mut self, entry: &PendingRow) -> Result<bool, Error> {
+    fn mark_started(&mut self, entry: &PendingRow) -> Result<Mark, Error> {
         StartMarker::mark_started(self, entry).map_err(|e| Error::store(self.db_path(), e))
     }
 }
@@ -202,8 +228,12 @@ mod tests {
             self.inner.next_batch(after, limit)
         }
 
-        fn mark_started(&mut self, entry: &PendingRow, lock: &RunnerLock) -> Result<bool, Error> {
+        fn mark_started(&mut self, entry: &PendingRow, lock: &RunnerLock) -> Result<Mark, Error> {
             QueueStore::mark_started(&mut self.inner, entry, lock)
+        }
+
+        fn paused(&mut self) -> Result<bool, Error> {
+            QueueStore::paused(&mut self.inner)
         }
 
         fn start_marker(&mut self, lock: &RunnerLock) -> StartMarker {

@@ -64,6 +64,10 @@ pub fn run<S: QueueStore>(
                         QUIET
                     );
                 }
+                if report.paused {
+                    // Resuming is a commit, which ends the wait below.
+                    tracing::info!("the queue is paused; waiting for `hookq queue resume`");
+                }
                 (report.stopped, report.retry_in)
             }
             Err(e) => {

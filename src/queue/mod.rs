@@ -27,7 +27,7 @@ pub(crate) mod starts;
 pub mod store;
 pub mod workspace;
 
-pub use backend::{ChangeMark, MarkStarts, QueueStore};
+pub use backend::{ChangeMark, Mark, MarkStarts, QueueStore};
 pub use config::Config;
 pub use drain::{Drainer, PassReport};
 pub use error::Error;

@@ -6,6 +6,7 @@ mod cli;
 mod cluster;
 mod fault;
 mod parity;
+mod pause;
 mod relay;
 mod takeover;
 mod writers;
@@ -24,7 +25,7 @@ use hookq::queue::pg::{
     self, ConnectFailure, PgError, PgQueue, PgRunnerLock, PgStore, QueueName, Target, record, store,
 };
 use hookq::queue::store::{Cleared, NewHistory, Outcome};
-use hookq::queue::{MoveFacts, Phase, PlanId, TaskId, Wait};
+use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
 use postgres::fallible_iterator::FallibleIterator;
 
 fn ph(s: &str) -> Phase {
@@ -953,8 +954,14 @@ fn the_drains_reads_and_writes() {
 
     let mut lock = s.lock(Wait::No).unwrap().unwrap();
     // Starts are counted, each later than the last.
-    assert!(store::mark_started(&mut lock, &first[0]).unwrap());
-    assert!(store::mark_started(&mut lock, &first[0]).unwrap());
+    assert_eq!(
+        store::mark_started(&mut lock, &first[0]).unwrap(),
+        Mark::Started
+    );
+    assert_eq!(
+        store::mark_started(&mut lock, &first[0]).unwrap(),
+        Mark::Started
+    );
     let e1 = store::pending_entry(s.client(), &q, 1).unwrap().unwrap();
     assert_eq!(e1.passes, 2);
     assert!(e1.last_started_ms.is_some());
@@ -1009,7 +1016,10 @@ fn the_drains_reads_and_writes() {
     assert_eq!(dropped.task, "t1");
     let err = store::drop_entry(s.client(), &q, 3).unwrap_err();
     assert!(matches!(err, PgError::Row(RowError::NoEntry(3))), "{err}");
-    assert!(!store::mark_started(&mut lock, &dropped).unwrap());
+    assert_eq!(
+        store::mark_started(&mut lock, &dropped).unwrap(),
+        Mark::Gone
+    );
     assert!(pending(&mut s).is_empty());
     assert_eq!(
         store::change_mark(s.client(), &q).unwrap(),

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::exec::Environ;
 use crate::exec::{self, Stop};
-use crate::queue::backend::{ChangeMark, QueueStore};
+use crate::queue::backend::{ChangeMark, Mark, QueueStore};
 use crate::queue::config::{Config, ConfigError, ConfigSource};
 use crate::queue::env::{HookVars, base_env, hook_env};
 use crate::queue::error::Error;
@@ -47,6 +47,9 @@ pub struct PassReport {
     /// [`QUIET`](crate::queue::config::source::QUIET) unmodified, when a pass can decide them.
     #[serde(skip)]
     pub retry_in: Option<Duration>,
+    /// Whether the queue was paused (`hookq queue pause`), before the pass started a point or
+    /// while it ran: it started no point after it saw the pause, and left the rest pending.
+    pub paused: bool,
 }
 
 impl PassReport {
@@ -57,6 +60,7 @@ impl PassReport {
         self.failed += later.failed;
         self.parked += later.parked;
         self.stopped |= later.stopped;
+        self.paused |= later.paused;
         // A later pass looks at every point an earlier one held again.
         self.held = later.held;
         self.retry_in = later.retry_in;
@@ -172,7 +176,8 @@ impl<'a> Drainer<'a> {
         let seen = store.change_mark()?;
         let report = self.drain(store, &lock)?;
         drop(lock);
-        let more = !report.stopped && self.committed_since(store, seen);
+        // A paused queue runs nothing more however much is recorded meanwhile.
+        let more = !report.stopped && !report.paused && self.committed_since(store, seen);
         Ok((report, more))
     }
 
@@ -219,8 +224,14 @@ impl<'a> Drainer<'a> {
         store.pass(lock, |store| {
             // Count what a runner killed before it folded its starts had started.
             store.fold_starts(lock)?;
-            let mut report = PassReport::default();
-            let passed = if self.jobs == 1 {
+            // Read once per pass; a pause that lands later is seen by the start marks.
+            let mut report = PassReport {
+                paused: store.paused()?,
+                ..PassReport::default()
+            };
+            let passed = if report.paused {
+                Ok(())
+            } else if self.jobs == 1 {
                 self.pass(store, lock, &mut report, None)
             } else {
                 self.pass_parallel(store, lock, &mut report)
@@ -261,7 +272,7 @@ impl<'a> Drainer<'a> {
         let mut running = 0usize;
         let mut failure: Option<Error> = None;
         loop {
-            if !self.stop.graceful() && failure.is_none() {
+            if !self.stop.graceful() && failure.is_none() && !report.paused {
                 // An error here ends the pass once the jobs running meanwhile have finished and
                 // been cleared, as a failing job does.
                 let started: Result<(), Error> = 'start: {
@@ -279,7 +290,7 @@ impl<'a> Drainer<'a> {
                     // waiting behind one) keeps its later points waiting too.
                     let mut blocked: HashSet<String> = HashSet::new();
                     let mut i = 0;
-                    while running < in_flight && !self.stop.graceful() {
+                    while running < in_flight && !self.stop.graceful() && !report.paused {
                         let Some(at) = next(&window, i, &busy, &mut blocked) else {
                             break;
                         };
@@ -333,6 +344,9 @@ impl<'a> Drainer<'a> {
             if running == 0 {
                 if let Some(e) = failure {
                     return Err(e);
+                }
+                if report.paused {
+                    return Ok(());
                 }
                 if self.stop.graceful() {
                     report.stopped |=
@@ -528,6 +542,10 @@ impl<'a> Drainer<'a> {
                 Ok(())
             }
             Ran::Dropped => Ok(()),
+            Ran::Paused => {
+                report.paused = true;
+                Ok(())
+            }
             Ran::Stale => unreachable!("the pass prepares a stale job again"),
             Ran::Failed(e) => Err(e),
         }
@@ -555,7 +573,7 @@ struct Serial<'s, S> {
 }
 
 impl<S: QueueStore> Around for Serial<'_, S> {
-    fn mark(&mut self, entry: &PendingRow) -> Result<bool, Error> {
+    fn mark(&mut self, entry: &PendingRow) -> Result<Mark, Error> {
         self.store.mark_started(entry, self.lock)
     }
 

@@ -4,6 +4,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use crate::exec::{self, Ending, Environ, Stop};
+use crate::queue::backend::Mark;
 use crate::queue::config::Config;
 use crate::queue::ids::TaskId;
 use crate::queue::lock::RunnerLock;
@@ -35,6 +36,9 @@ pub(super) enum Ran {
     Stopped,
     /// It was dropped from the queue since it was read: not run, nothing to clear.
     Dropped,
+    /// The queue was paused since the pass began: not started, it stays pending, and the pass
+    /// starts no other point.
+    Paused,
     /// The config changed (or broke) while it waited for a worker: not started, to be prepared
     /// again with the config as it is now.
     Stale,
@@ -70,9 +74,10 @@ impl Done {
 pub(super) trait Around {
     /// Counts the start of `entry` by this pass: called once the shell of its first command
     /// has started and its process group is named in the lock file, before any of the command
-    /// runs (see [`exec::run_gated`]), so the shell's own start overlaps it. `false`: the point
-    /// was dropped since it was read, and the command does not run.
-    fn mark(&mut self, entry: &PendingRow) -> Result<bool, Error>;
+    /// runs (see [`exec::run_gated`]), so the shell's own start overlaps it. Anything but
+    /// [`Mark::Started`]: the point was dropped since it was read, or the queue paused, and the
+    /// command does not run.
+    fn mark(&mut self, entry: &PendingRow) -> Result<Mark, Error>;
 
     /// Work done while a command runs (see [`exec::run_while`]).
     fn meanwhile(&mut self) {}
@@ -136,7 +141,7 @@ pub(super) fn execute(
         // Both callbacks use `around`, one after the other, never at once.
         let around = RefCell::new(&mut *around);
         // What the first command's mark gave, once its shell started.
-        let mut marked: Option<Result<bool, Error>> = None;
+        let mut marked: Option<Result<Mark, Error>> = None;
         let done = exec::run_gated(
             &spec,
             stop,
@@ -145,7 +150,7 @@ pub(super) fn execute(
                     return true;
                 }
                 let m = around.borrow_mut().mark(entry);
-                let go = matches!(m, Ok(true));
+                let go = matches!(m, Ok(Mark::Started));
                 marked = Some(m);
                 go
             },
@@ -169,13 +174,17 @@ pub(super) fn execute(
                 ran = Some(Ran::Failed(e));
                 break;
             }
+            (Ok(None), Some(Ok(Mark::Paused))) => {
+                ran = Some(Ran::Paused);
+                break;
+            }
             (Ok(None), _) => {
                 ran = Some(Ran::Dropped);
                 break;
             }
             (Ok(Some(d)), marked) => {
                 // A shell that could not start was not counted: its pass did not start it.
-                if let Some(Ok(true)) = marked {
+                if let Some(Ok(Mark::Started)) = marked {
                     entry.passes += 1;
                 }
                 d

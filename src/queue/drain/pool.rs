@@ -4,7 +4,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, mpsc};
 
 use crate::exec::Stop;
-use crate::queue::backend::{MarkStarts, QueueStore};
+use crate::queue::backend::{Mark, MarkStarts, QueueStore};
 use crate::queue::config::ConfigSource;
 use crate::queue::error::Error;
 use crate::queue::lock::RunnerLock;
@@ -108,7 +108,7 @@ fn panicked(entry: PendingRow, payload: &(dyn std::any::Any + Send)) -> Done {
 struct Worker<'m, M>(&'m mut M);
 
 impl<M: MarkStarts> Around for Worker<'_, M> {
-    fn mark(&mut self, entry: &PendingRow) -> Result<bool, Error> {
+    fn mark(&mut self, entry: &PendingRow) -> Result<Mark, Error> {
         self.0.mark_started(entry)
     }
 }

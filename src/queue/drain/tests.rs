@@ -546,7 +546,10 @@ struct PanicsOnB(Store);
 struct PanickingMarker(crate::queue::store::StartMarker);
 
 impl crate::queue::MarkStarts for PanickingMarker {
-    fn mark_started(&mut self, entry: &crate::queue::store::PendingRow) -> Result<bool, Error> {
+    fn mark_started(
+        &mut self,
+        entry: &crate::queue::store::PendingRow,
+    ) -> Result<crate::queue::Mark, Error> {
         assert!(entry.task != "b", "injected panic marking b");
         crate::queue::MarkStarts::mark_started(&mut self.0, entry)
     }
@@ -566,8 +569,11 @@ impl crate::queue::QueueStore for PanicsOnB {
         &mut self,
         entry: &crate::queue::store::PendingRow,
         lock: &RunnerLock,
-    ) -> Result<bool, Error> {
+    ) -> Result<crate::queue::Mark, Error> {
         crate::queue::QueueStore::mark_started(&mut self.0, entry, lock)
+    }
+    fn paused(&mut self) -> Result<bool, Error> {
+        crate::queue::QueueStore::paused(&mut self.0)
     }
     fn start_marker(&mut self, lock: &RunnerLock) -> PanickingMarker {
         PanickingMarker(crate::queue::QueueStore::start_marker(&mut self.0, lock))
@@ -656,4 +662,110 @@ fn a_worker_that_panics_fails_the_pass_and_leaves_its_point_pending() {
         .collect();
     ran.sort();
     assert_eq!(ran, ["a", "c"], "b's command never ran");
+}
+
+#[test]
+fn a_paused_queue_starts_nothing_until_resumed() {
+    let (_dir, ws, mut store) = workspace("after_fail = ['echo \"$ARC_TASK\" >> ran']");
+    let stop = Stop::new();
+    assert!(store.pause().unwrap().changed);
+    let report = Drainer::new(ws.clone(), &stop)
+        .drain(&mut store, &runner_lock(&ws))
+        .unwrap();
+    assert!(report.paused);
+    assert_eq!((report.cleared, report.commands), (0, 0));
+    assert!(!ws.root().join("ran").exists());
+    let pending = store.pending(0, 10, None).unwrap();
+    assert_eq!(pending.iter().map(|p| p.passes).collect::<Vec<_>>(), [0, 0]);
+
+    store.resume().unwrap().unwrap();
+    let report = Drainer::new(ws.clone(), &stop)
+        .drain(&mut store, &runner_lock(&ws))
+        .unwrap();
+    assert!(!report.paused);
+    assert_eq!(report.cleared, 2);
+    assert_eq!(std::fs::read_to_string(ws.root().join("ran")).unwrap(), "a\nb\n");
+}
+
+#[test]
+fn a_pause_mid_pass_lets_the_running_point_finish_and_starts_no_other() {
+    // a's command runs until the test has paused the queue from another connection.
+    let (_dir, ws, mut store) = workspace(
+        "after_fail = ['echo \"$ARC_TASK\" >> ran; while [ ! -e go ]; do sleep 0.02; done']",
+    );
+    let stop = Stop::new();
+    let root = ws.root().to_path_buf();
+    let db = ws.db_path();
+    let pauser = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::fs::read_to_string(root.join("ran")).unwrap_or_default() != "a\n" {
+            assert!(Instant::now() < deadline, "a never started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Store::open(&db).unwrap().pause().unwrap();
+        std::fs::write(root.join("go"), "").unwrap();
+    });
+    let report = Drainer::new(ws.clone(), &stop)
+        .drain(&mut store, &runner_lock(&ws))
+        .unwrap();
+    pauser.join().unwrap();
+    assert!(report.paused);
+    assert_eq!((report.cleared, report.commands), (1, 1));
+    assert_eq!(std::fs::read_to_string(ws.root().join("ran")).unwrap(), "a\n");
+    // b stays pending, not counted as started, and its log was not left behind.
+    let pending = store.pending(0, 10, None).unwrap();
+    assert_eq!(
+        pending.iter().map(|p| (p.task.as_str(), p.passes)).collect::<Vec<_>>(),
+        [("b", 0)]
+    );
+    let b = TaskId::new("b").unwrap();
+    assert!(!ws.hook_log_path(&b, Point::AfterFail, 1).exists());
+}
+
+#[test]
+fn a_pause_mid_parallel_pass_lets_the_running_points_finish_and_starts_no_other() {
+    let (_dir, ws, mut store) = workspace(
+        "after_fail = ['echo \"$ARC_TASK\" >> ran; while [ ! -e go ]; do sleep 0.02; done']",
+    );
+    walk(&mut store, &["c"], true, &["failed.x"]);
+    let stop = Stop::new();
+    let root = ws.root().to_path_buf();
+    let db = ws.db_path();
+    // a and b run at once; c waits, prepared, behind one of them.
+    let pauser = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::fs::read_to_string(root.join("ran"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+            < 2
+        {
+            assert!(Instant::now() < deadline, "a and b never started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Store::open(&db).unwrap().pause().unwrap();
+        std::fs::write(root.join("go"), "").unwrap();
+    });
+    let report = Drainer::new(ws.clone(), &stop)
+        .jobs(2)
+        .drain(&mut store, &runner_lock(&ws))
+        .unwrap();
+    pauser.join().unwrap();
+    assert!(report.paused);
+    assert_eq!((report.cleared, report.commands), (2, 2));
+    let mut ran: Vec<String> = std::fs::read_to_string(ws.root().join("ran"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    ran.sort();
+    assert_eq!(ran, ["a", "b"]);
+    let pending = store.pending(0, 10, None).unwrap();
+    assert_eq!(
+        pending
+            .iter()
+            .map(|p| (p.task.as_str(), p.passes))
+            .collect::<Vec<_>>(),
+        [("c", 0)]
+    );
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use postgres::fallible_iterator::FallibleIterator;
 
-use crate::queue::backend::{ChangeMark, MarkStarts, QueueStore};
+use crate::queue::backend::{ChangeMark, Mark, MarkStarts, QueueStore};
 use crate::queue::error::Error;
 use crate::queue::lock::RunnerLock;
 use crate::queue::pg::error::PgError;
@@ -253,7 +253,7 @@ impl std::fmt::Debug for PgStartMarker {
 }
 
 impl MarkStarts for PgStartMarker {
-    fn mark_started(&mut self, entry: &PendingRow) -> Result<bool, Error> {
+    fn mark_started(&mut self, entry: &PendingRow) -> Result<Mark, Error> {
         let queue = self.lock.queue.as_str().to_owned();
         let marked = self.lock.get().and_then(|mut lock| store::mark_started(&mut lock, entry));
         marked.map_err(|e| placed(&queue, e))
@@ -279,9 +279,16 @@ impl QueueStore for PgQueue {
             .map_err(|e| self.placed(e.into()))
     }
 
-    fn mark_started(&mut self, entry: &PendingRow, _lock: &RunnerLock) -> Result<bool, Error> {
+    fn mark_started(&mut self, entry: &PendingRow, _lock: &RunnerLock) -> Result<Mark, Error> {
         let marked = self.lock().and_then(|mut l| store::mark_started(&mut l, entry));
         marked.map_err(|e| self.placed(e))
+    }
+
+    fn paused(&mut self) -> Result<bool, Error> {
+        let queue = self.store.queue().clone();
+        store::paused(self.store.client(), &queue)
+            .map(|p| p.is_some())
+            .map_err(|e| self.placed(e))
     }
 
     fn start_marker(&mut self, _lock: &RunnerLock) -> PgStartMarker {

@@ -29,6 +29,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "V4__runner_lease",
         include_str!("../../../migrations/postgres/V4__runner_lease.sql"),
     ),
+    (
+        "V5__pause",
+        include_str!("../../../migrations/postgres/V5__pause.sql"),
+    ),
 ];
 
 /// The advisory lock (of [`ADVISORY_CLASS`]) that serialises migrations: queue locks use the

@@ -7,6 +7,7 @@
 use postgres::types::Type;
 use postgres::{Client, GenericClient, Row, Transaction};
 
+use crate::queue::backend::Mark;
 use crate::queue::lock::Wait;
 use crate::queue::pg::connect::{Prepared, connect};
 use crate::queue::pg::error::PgError;
@@ -16,7 +17,7 @@ use crate::queue::pg::schema;
 use crate::queue::pg::target::Target;
 use crate::queue::row_error::RowError;
 use crate::queue::store::{
-    Cleared, HistoryRow, NewHistory, Outcome, PendingRow, Stats, TaskRow, now_ms,
+    Cleared, HistoryRow, NewHistory, Outcome, PendingRow, Paused, Stats, TaskRow, now_ms,
 };
 
 /// A connection to one queue in a PostgreSQL database.
@@ -132,7 +133,8 @@ const CHANGE_MARK: &str = "SELECT GREATEST(
         (SELECT string_agg(l.virtualtransaction, ',' ORDER BY l.virtualtransaction)
          FROM pg_locks l
          WHERE l.locktype = 'relation' AND l.relation = 'hookq_pending_hooks'::regclass
-           AND l.mode = 'RowExclusiveLock' AND l.pid IS DISTINCT FROM pg_backend_pid())";
+           AND l.mode = 'RowExclusiveLock' AND l.pid IS DISTINCT FROM pg_backend_pid()),
+        (SELECT paused_ms FROM hookq_queues WHERE queue = $1)";
 
 /// A mark of `queue` that differs from one read earlier when a point may have been committed
 /// since: a hub compares two to know whether to drain, a pass whether to look again. Only
@@ -145,14 +147,16 @@ const CHANGE_MARK: &str = "SELECT GREATEST(
 /// nothing. Such a transaction holds its lock on the outbox table from before it takes its id
 /// until it has committed, so the mark also names the transactions holding one: one that
 /// commits leaves the set, and the mark changes. (Writers of other queues are in that set too,
-/// so their commits can change the mark, which costs a pass that finds nothing.) Two index
-/// probes and a read of the lock table: nothing that grows with the queue.
+/// so their commits can change the mark, which costs a pass that finds nothing.) A pause or a
+/// resume changes it too, so that a hub that waits on a paused queue drains once it is resumed.
+/// Three index probes and a read of the lock table: nothing that grows with the queue.
 pub fn change_mark(client: &mut impl GenericClient, queue: &QueueName) -> Result<i64, PgError> {
     use std::hash::{Hash, Hasher};
     let row = client.query_one(CHANGE_MARK, &[&queue.as_str()])?;
     let mut h = std::hash::DefaultHasher::new();
     row.get::<_, Option<i64>>(0).hash(&mut h);
     row.get::<_, Option<String>>(1).hash(&mut h);
+    row.get::<_, Option<i64>>(2).hash(&mut h);
     Ok(h.finish() as i64)
 }
 
@@ -382,7 +386,8 @@ pub fn stats(client: &mut Client, queue: &QueueName) -> Result<Stats, PgError> {
     let row = tx.query_one(
         "SELECT (SELECT COUNT(*) FROM hookq_pending_hooks WHERE queue = $1 AND passes > 0),
                 (SELECT recorded_ms FROM hookq_pending_hooks WHERE queue = $1 ORDER BY id LIMIT 1),
-                (SELECT COUNT(*) FROM hookq_tasks WHERE queue = $1)",
+                (SELECT COUNT(*) FROM hookq_tasks WHERE queue = $1),
+                (SELECT paused_ms FROM hookq_queues WHERE queue = $1)",
         &[&q],
     )?;
     tx.commit()?;
@@ -393,6 +398,7 @@ pub fn stats(client: &mut Client, queue: &QueueName) -> Result<Stats, PgError> {
         oldest_recorded_ms: row.get(1),
         history_by_outcome,
         tasks: row.get(2),
+        paused_since_ms: row.get(3),
     })
 }
 
@@ -405,11 +411,14 @@ const MARK_STARTED: &str = "UPDATE hookq_pending_hooks
     SET passes = passes + 1, last_started_ms = GREATEST($3, COALESCE(last_started_ms, 0) + 1)
     WHERE queue = $1 AND id = $2
         AND EXISTS (SELECT 1 FROM hookq_runners WHERE queue = $1 AND backend_pid = pg_backend_pid()
-            AND lease_until_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint)";
+            AND lease_until_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint)
+        AND NOT EXISTS (SELECT 1 FROM hookq_queues WHERE queue = $1 AND paused_ms IS NOT NULL)";
 
 /// Counts that this pass starts `entry` now: one more pass, started later than any counted
-/// before. Returns false when the point is no longer pending (dropped since it was read).
-pub fn mark_started(lock: &mut PgRunnerLock, entry: &PendingRow) -> Result<bool, PgError> {
+/// before. Marks nothing when the point is no longer pending (dropped since it was read:
+/// [`Mark::Gone`]) or the queue is paused, by any host ([`Mark::Paused`]): the pause is read
+/// in the statement that marks, so a start costs no round trip more for it.
+pub fn mark_started(lock: &mut PgRunnerLock, entry: &PendingRow) -> Result<Mark, PgError> {
     lock.live()?;
     let queue = lock.queue().clone();
     // Prepared once per connection: a start is marked before every command.
@@ -417,11 +426,74 @@ pub fn mark_started(lock: &mut PgRunnerLock, entry: &PendingRow) -> Result<bool,
     let n = lock
         .client()
         .execute(&mark, &[&queue.as_str(), &entry.id, &now_ms()])?;
-    if n == 0 {
-        // Dropped since it was read, or the lease is gone: the second is an error.
-        lock.check()?;
+    if n == 1 {
+        return Ok(Mark::Started);
     }
-    Ok(n == 1)
+    // Dropped since it was read, paused, or the lease is gone: the last is an error.
+    lock.check()?;
+    let client = lock.client();
+    Ok(if paused(client, &queue)?.is_some() {
+        Mark::Paused
+    } else {
+        Mark::Gone
+    })
+}
+
+/// When `queue` was paused (unix ms), or `None` while it runs (or before it has a row).
+pub fn paused(client: &mut impl GenericClient, queue: &QueueName) -> Result<Option<i64>, PgError> {
+    Ok(client
+        .query_opt(
+            "SELECT paused_ms FROM hookq_queues WHERE queue = $1",
+            &[&queue.as_str()],
+        )?
+        .and_then(|r| r.get::<_, Option<i64>>(0)))
+}
+
+/// Pauses `queue` for every host that drains it: from the commit on, no runner starts a point
+/// of it (a point already running finishes) until [`resume`]; transitions are recorded as
+/// usual. Pausing a paused queue changes nothing and says since when it is. Call it in a
+/// transaction, as [`PgStore::write`] runs one.
+pub fn pause(tx: &mut Transaction<'_>, queue: &QueueName) -> Result<Paused, PgError> {
+    queue_number(tx, queue)?;
+    let changed = tx.execute(
+        "UPDATE hookq_queues SET paused_ms = $2 WHERE queue = $1 AND paused_ms IS NULL",
+        &[&queue.as_str(), &now_ms()],
+    )? == 1;
+    let since: i64 = tx
+        .query_one(
+            "SELECT paused_ms FROM hookq_queues WHERE queue = $1",
+            &[&queue.as_str()],
+        )?
+        .get(0);
+    Ok(Paused {
+        since_ms: since,
+        changed,
+    })
+}
+
+/// Resumes `queue`: the next pass of any host starts its points. `None` when it was not
+/// paused. Call it in a transaction, as [`PgStore::write`] runs one, which then wakes the
+/// queue's hubs ([`notify_hubs`](crate::queue::pg::notify_hubs)); a hub nobody notifies finds
+/// the resume at its next poll, since it changes the queue's [`change_mark`].
+pub fn resume(tx: &mut Transaction<'_>, queue: &QueueName) -> Result<Option<Paused>, PgError> {
+    // Locked, so that of two resumes at once only one says it resumed the queue.
+    let since: Option<i64> = tx
+        .query_opt(
+            "SELECT paused_ms FROM hookq_queues WHERE queue = $1 FOR UPDATE",
+            &[&queue.as_str()],
+        )?
+        .and_then(|r| r.get(0));
+    let Some(since_ms) = since else {
+        return Ok(None);
+    };
+    tx.execute(
+        "UPDATE hookq_queues SET paused_ms = NULL WHERE queue = $1",
+        &[&queue.as_str()],
+    )?;
+    Ok(Some(Paused {
+        since_ms,
+        changed: true,
+    }))
 }
 
 /// Clears points, each with its history rows, in one transaction on the lock's connection.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
+use crate::queue::backend::Mark;
 use crate::queue::lock::RunnerLock;
 use crate::queue::row_error::RowError;
 use crate::queue::starts::{Start, StartLog};
@@ -16,13 +17,14 @@ use super::{Cleared, NewHistory, Outcome, PendingRow, Store, StoreError, StoreOp
 
 impl Store {
     /// Records that this pass starts `entry` now, in the start log (see [`crate::queue::starts`]):
-    /// one `write`, no commit. Returns false when the point is no longer pending (dropped since
-    /// it was read), and then records nothing.
+    /// one `write`, no commit. Records nothing when the point is no longer pending (dropped since
+    /// it was read: [`Mark::Gone`]) or the queue is paused ([`Mark::Paused`]), which the same
+    /// read tells.
     pub(crate) fn mark_started(
         &mut self,
         entry: &PendingRow,
         _lock: &RunnerLock,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Mark, StoreError> {
         mark_started_on(&self.conn, &self.starts, entry)
     }
 
@@ -161,7 +163,7 @@ impl StartMarker {
     }
 
     /// As [`Store::mark_started`].
-    pub(crate) fn mark_started(&mut self, entry: &PendingRow) -> Result<bool, StoreError> {
+    pub(crate) fn mark_started(&mut self, entry: &PendingRow) -> Result<Mark, StoreError> {
         let conn = match &mut self.conn {
             Some(c) => c,
             None => {
@@ -179,20 +181,27 @@ fn mark_started_on(
     conn: &Connection,
     starts: &Mutex<StartLog>,
     entry: &PendingRow,
-) -> Result<bool, StoreError> {
-    let last: Option<Option<i64>> = conn
-        .prepare_cached("SELECT last_started_ms FROM pending_hooks WHERE id = ?1")?
-        .query_row([entry.id], |r| r.get(0))
+) -> Result<Mark, StoreError> {
+    // The pause is read with the point, in one statement: no read of its own per start.
+    let read: Option<(Option<i64>, Option<i64>)> = conn
+        .prepare_cached(
+            "SELECT p.last_started_ms, (SELECT paused_ms FROM queue_state WHERE id = 1)
+             FROM pending_hooks p WHERE p.id = ?1",
+        )?
+        .query_row([entry.id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
-    let Some(last) = last else {
-        return Ok(false);
+    let Some((last, paused)) = read else {
+        return Ok(Mark::Gone);
     };
+    if paused.is_some() {
+        return Ok(Mark::Paused);
+    }
     // Later than any start counted before, so that folding it counts it exactly once.
     let ms = now_ms().max(last.unwrap_or(0) + 1);
     let mut log = lock_log(starts);
     log.append(Start { id: entry.id, ms })
         .map_err(|e| start_log_error(log.path(), "write", e))?;
-    Ok(true)
+    Ok(Mark::Started)
 }
 
 /// The start log, whoever panicked holding it: each of its operations leaves it whole.

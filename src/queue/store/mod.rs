@@ -8,6 +8,7 @@ mod clears;
 pub(crate) mod counters;
 mod error;
 mod open;
+mod pause;
 mod reads;
 mod rows;
 #[cfg(test)]
@@ -18,5 +19,6 @@ pub(crate) use counters::{
     COUNT_EVERY, IdMarks, count_pending, count_up_to, id_mark_columns, set_counted_mark,
 };
 pub use error::StoreError;
+pub use pause::Paused;
 pub use open::{DEFAULT_BUSY_TIMEOUT, PAGE_SIZE, Store, StoreOptions, Synchronous, schema_version};
 pub use rows::{Cleared, HistoryRow, NewHistory, Outcome, PendingRow, Stats, TaskRow, now_ms};

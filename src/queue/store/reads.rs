@@ -168,6 +168,7 @@ impl Store {
             .prepare_cached("SELECT COUNT(*) FROM pending_hooks WHERE passes > 0")?
             .query_row([], |r| r.get::<_, i64>(0))?
             + self.newly_started(&starts)?;
+        let paused_since_ms = self.paused()?;
         snapshot.commit()?;
         Ok(Stats {
             pending: pending_by_point.iter().map(|(_, n)| n).sum(),
@@ -176,6 +177,7 @@ impl Store {
             oldest_recorded_ms: oldest,
             history_by_outcome: of("history"),
             tasks: of("tasks").first().map_or(0, |(_, n)| *n),
+            paused_since_ms,
         })
     }
 

@@ -280,4 +280,6 @@ pub struct Stats {
     pub history_by_outcome: Vec<(String, i64)>,
     /// Tasks.
     pub tasks: i64,
+    /// When the queue was paused (unix ms, `hookq queue pause`), or `None` while it runs.
+    pub paused_since_ms: Option<i64>,
 }

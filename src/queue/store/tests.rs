@@ -4,6 +4,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use super::*;
+use crate::queue::backend::Mark;
 use crate::queue::lock::RunnerLock;
 use crate::queue::row_error::RowError;
 use crate::queue::starts;
@@ -316,7 +317,7 @@ fn starts_are_counted_once_whether_folded_or_not() {
     assert_eq!(passes(&store), [0, 0]);
 
     // Started: counted by every reader before it is folded, in another store too.
-    assert!(store.mark_started(&rows[0], &lock).unwrap());
+    assert_eq!(store.mark_started(&rows[0], &lock).unwrap(), Mark::Started);
     let reader = Store::open(&path).unwrap();
     assert_eq!(passes(&reader), [1, 0]);
     assert_eq!(reader.pending_entry(rows[0].id).unwrap().unwrap().passes, 1);
@@ -349,7 +350,7 @@ fn starts_are_counted_once_whether_folded_or_not() {
     // Started again by the next pass, later than the last counted start even within the
     // same millisecond; folded with a clear of the other point.
     let rows = store.pending(0, 10, None).unwrap();
-    assert!(store.mark_started(&rows[0], &lock).unwrap());
+    assert_eq!(store.mark_started(&rows[0], &lock).unwrap(), Mark::Started);
     assert_eq!(passes(&store), [2, 0]);
     store
         .clear_all(&[Cleared {
@@ -363,7 +364,7 @@ fn starts_are_counted_once_whether_folded_or_not() {
     // A point dropped since it was read is not started.
     let entry = store.pending(0, 10, None).unwrap().remove(0);
     store.drop_entry(entry.id).unwrap();
-    assert!(!store.mark_started(&entry, &lock).unwrap());
+    assert_eq!(store.mark_started(&entry, &lock).unwrap(), Mark::Gone);
     assert_eq!(std::fs::metadata(&log).unwrap().len(), 0);
 }
 
@@ -387,7 +388,7 @@ fn a_fold_while_a_worker_marks_starts_loses_none_and_keeps_no_folded_line() {
     std::thread::scope(|scope| {
         let worker = scope.spawn(|| {
             for r in &rows {
-                assert!(marker.mark_started(r).unwrap());
+                assert_eq!(marker.mark_started(r).unwrap(), Mark::Started);
             }
         });
         // Folds commit while the worker appends: none may leave a folded line in the file
