@@ -18,7 +18,7 @@
 //! commit instead, and hubs poll as well.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use postgres::types::Type;
 use postgres::{Client, Transaction};
@@ -41,45 +41,72 @@ pub const CHANNEL: &str = "hookq";
 ///
 /// It costs one round trip, a transaction of its own committed without waiting for the disk (a
 /// lost notification costs only the wait for the next poll). Calls for one queue from many
-/// threads of a process at once are folded: while one is sending, the others only ask it to
-/// send once more when done, so a burst of commits sends a few notifications, and every commit
-/// is still followed by one sent after it.
+/// threads of a process at once are folded: a call returns at once when a notification that
+/// began after it was called is on its way; otherwise it waits for the one on its way (begun
+/// earlier, it may not cover this commit) and then sends one itself, unless another caller did
+/// meanwhile. So a burst of commits sends about one notification a round trip, every commit is
+/// followed by one begun after it, and no call waits for more than one other.
 pub fn notify_hubs(client: &mut Client, queue: &QueueName) -> Result<(), PgError> {
-    static SENDING: Mutex<Option<HashMap<QueueName, Sending>>> = Mutex::new(None);
-    let state = || SENDING.lock().unwrap_or_else(PoisonError::into_inner);
-    {
-        let mut map = state();
-        let s = map.get_or_insert_with(HashMap::new).entry(queue.clone()).or_default();
-        if s.active {
-            s.again = true;
+    type Folds = Mutex<Option<HashMap<QueueName, Arc<Fold>>>>;
+    static FOLDS: Folds = Mutex::new(None);
+    let fold = {
+        let mut map = FOLDS.lock().unwrap_or_else(PoisonError::into_inner);
+        let map = map.get_or_insert_with(HashMap::new);
+        Arc::clone(map.entry(queue.clone()).or_default())
+    };
+    let mut st = fold.state.lock().unwrap_or_else(PoisonError::into_inner);
+    st.called += 1;
+    let me = st.called;
+    loop {
+        if st.sending {
+            if st.in_flight_covers >= me {
+                return Ok(());
+            }
+            st = fold.done.wait(st).unwrap_or_else(PoisonError::into_inner);
+            continue;
+        }
+        if st.sent_covers >= me {
             return Ok(());
         }
-        s.active = true;
+        st.sending = true;
+        st.in_flight_covers = st.called;
+        break;
     }
+    drop(st);
     // The queue's name is of letters, digits and `._-/:@+` (no quote), so it is a literal as is.
-    let sql = format!(
+    let sent = client.batch_execute(&format!(
         "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_notify('{CHANNEL}', '{}'); COMMIT",
         queue.as_str()
-    );
-    loop {
-        let sent = client.batch_execute(&sql);
-        let mut map = state();
-        let s = map.get_or_insert_with(HashMap::new).entry(queue.clone()).or_default();
-        if sent.is_err() || !s.again {
-            s.active = false;
-            s.again = false;
-            return Ok(sent?);
-        }
-        s.again = false;
+    ));
+    let mut st = fold.state.lock().unwrap_or_else(PoisonError::into_inner);
+    st.sending = false;
+    if sent.is_ok() {
+        st.sent_covers = st.sent_covers.max(st.in_flight_covers);
     }
+    drop(st);
+    fold.done.notify_all();
+    Ok(sent?)
 }
 
-/// Whether a thread of this process is sending a queue's notification, and whether another
-/// asked for one more after it.
+/// The notifications of one queue from this process: calls are numbered as they come, and a
+/// notification covers every call numbered before it began.
 #[derive(Default)]
-struct Sending {
-    active: bool,
-    again: bool,
+struct Fold {
+    state: Mutex<FoldState>,
+    /// Signalled when a notification has been sent (or failed).
+    done: Condvar,
+}
+
+#[derive(Default)]
+struct FoldState {
+    /// Calls so far.
+    called: u64,
+    /// Whether a notification is on its way.
+    sending: bool,
+    /// The calls the one on its way covers (those numbered up to this).
+    in_flight_covers: u64,
+    /// The calls the notifications sent so far cover.
+    sent_covers: u64,
 }
 
 /// Takes `n` new occurrence ids, in increasing order.
