@@ -451,17 +451,7 @@ fn a_pass_during_a_slow_rewrite_never_clears_the_point_unrun() {
     ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
     ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
         .ok();
-    let mut writer = std::process::Command::new("/bin/sh")
-        .arg("-c")
-        .arg(r#"{ printf '%s' "$HEAD"; sleep 2; printf '%s' "$REST"; } > config.toml"#)
-        .current_dir(ws.state_dir())
-        .env("HEAD", &text[..cut])
-        .env("REST", &text[cut..])
-        .spawn()
-        .unwrap();
-    ws.eventually("the writer to truncate config.toml", || {
-        std::fs::read(ws.config_path()).is_ok_and(|b| b == text.as_bytes()[..cut])
-    });
+    let mut writer = ws.slow_config_writer(&text, cut);
     let out = ws.hookq(&["run", "--jobs", "2"]).expect_code(0);
     // Checked when the pass read the first part alone, as it did unless the machine held it up
     // for the writer's whole pause.

@@ -4,7 +4,7 @@
 
 use crate::support::queue as common;
 
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use crate::cli_hub::{start_hub_with, stop_cleanly};
@@ -16,24 +16,6 @@ const LIMIT: Duration = Duration::from_secs(60);
 /// The config the writer leaves: t1's `after_fail` appends its task to `ran.out`.
 fn full_config() -> String {
     Config::hooks(r#"after_fail = ['echo "$ARC_TASK" >> ran.out']"#).text()
-}
-
-/// A real writer process: truncates `config.toml`, writes its first `cut` bytes of `text`,
-/// pauses 2 s, then writes the rest (as a script or an editor writing in place might).
-fn slow_writer(ws: &Ws, text: &str, cut: usize) -> Child {
-    let child = Command::new("/bin/sh")
-        .arg("-c")
-        .arg(r#"{ printf '%s' "$HEAD"; sleep 2; printf '%s' "$REST"; } > config.toml"#)
-        .current_dir(ws.state_dir())
-        .env("HEAD", &text[..cut])
-        .env("REST", &text[cut..])
-        .spawn()
-        .unwrap();
-    // Until the file holds the first part alone, the pass could still read the old config.
-    ws.eventually("the writer to truncate config.toml", || {
-        std::fs::read(ws.config_path()).is_ok_and(|b| b == text.as_bytes()[..cut])
-    });
-    child
 }
 
 /// Waits for the writer to finish, which it does 2 s after it started.
@@ -69,7 +51,7 @@ fn a_pass_during_a_slow_rewrite_never_clears_the_point_unrun() {
         ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
         ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
             .ok();
-        let mut writer = slow_writer(&ws, &text, cut);
+        let mut writer = ws.slow_config_writer(&text, cut);
         let out = ws.hookq_within(&["run"], &[], LIMIT);
         // What the pass did is checked when it read the first part alone, as it did unless the
         // machine held it up for the writer's whole pause.
@@ -112,7 +94,7 @@ fn a_hub_draining_during_a_slow_rewrite_runs_the_point_once_it_is_written() {
     ws.write_config_text(text.as_bytes());
     ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
     let hub = start_hub_with(&ws, &["hub", "--jobs", "2"]);
-    let writer = slow_writer(&ws, &text, cut);
+    let writer = ws.slow_config_writer(&text, cut);
     ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
         .ok();
     finished(writer);

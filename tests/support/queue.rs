@@ -354,6 +354,25 @@ impl Ws {
         file.set_modified(then).unwrap();
     }
 
+    /// A real writer process: truncates `config.toml`, writes its first `cut` bytes of `text`,
+    /// pauses 2 s, then writes the rest (as a script or an editor writing in place might).
+    /// Returns once the file holds the first part alone: before then, a pass could still read
+    /// the old config.
+    pub fn slow_config_writer(&self, text: &str, cut: usize) -> std::process::Child {
+        let child = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(r#"{ printf '%s' "$HEAD"; sleep 2; printf '%s' "$REST"; } > config.toml"#)
+            .current_dir(self.state_dir())
+            .env("HEAD", &text[..cut])
+            .env("REST", &text[cut..])
+            .spawn()
+            .unwrap();
+        self.eventually("the writer to truncate config.toml", || {
+            std::fs::read(self.config_path()).is_ok_and(|b| b == text.as_bytes()[..cut])
+        });
+        child
+    }
+
     /// A file below the root, as bytes (`None` when absent).
     pub fn read_bytes(&self, rel: impl AsRef<Path>) -> Option<Vec<u8>> {
         match std::fs::read(self.root().join(rel)) {
