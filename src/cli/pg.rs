@@ -59,7 +59,13 @@ pub(super) fn exposed_password(ws: &Workspace) -> Option<String> {
 
 /// Connects and opens the queue, creating or upgrading the schema.
 fn open(choice: &PgChoice) -> Result<PgStore, Error> {
-    PgStore::open(&choice.target, choice.queue.clone()).map_err(|e| placed(&choice.queue, e))
+    let at = |e| placed(&choice.queue, e);
+    let mut store = PgStore::open(&choice.target, choice.queue.clone()).map_err(at)?;
+    // A command someone waits for gets the timeouts a runner's connection has: a statement
+    // stuck on a server that stopped answering, or a row lock a host's transaction keeps, ends
+    // it with an error rather than hang it.
+    pg::connect::guard_session(store.client(), &choice.target).map_err(at)?;
+    Ok(store)
 }
 
 /// `hookq init`'s part: connects, creates or upgrades the schema and the queue's row; the

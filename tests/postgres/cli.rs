@@ -903,3 +903,38 @@ fn a_hub_that_never_reached_its_database_says_it_cannot_reach_it_yet() {
     );
     assert!(!ws.db_path().exists() || ws.pending().is_empty());
 }
+
+/// A command someone waits for does not hang on a row lock a host's transaction keeps: after
+/// the lock timeout a runner's connection has, `task move` of that task fails with one line, and
+/// the host's transaction commits as it would have.
+#[test]
+fn a_task_move_behind_a_hosts_open_transaction_gives_up_with_an_error() {
+    let (ws, _db, url) = pg_workspace();
+    ws.task_add("t1", "p", "todo.ready").ok();
+    let mut host = open(&url, "q");
+    let q = host.queue().clone();
+    let mut tx = host.client().transaction().unwrap();
+    tx.execute(
+        "SELECT 1 FROM hookq_tasks WHERE queue = $1 AND id = 't1' FOR UPDATE",
+        &[&q.as_str()],
+    )
+    .unwrap();
+    // The lock timeout is 30 s; the bound only catches a command that waits for ever.
+    let out = ws.hookq_within(
+        &["task", "move", "t1", "failed.x"],
+        &[],
+        std::time::Duration::from_secs(120),
+    );
+    assert_ne!(out.code(), Some(0), "{}", out.describe());
+    assert!(
+        out.stderr().starts_with("error: ") && out.stderr().contains("lock timeout"),
+        "{}",
+        out.describe()
+    );
+    no_password(&out);
+    tx.commit().unwrap();
+    let moved = ws
+        .hookq(&["task", "move", "t1", "failed.x", "--no-run"])
+        .ok();
+    assert!(moved.stdout().contains("failed.x"), "{}", moved.describe());
+}
