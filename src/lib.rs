@@ -41,6 +41,8 @@ on_linux! {
     /// What the crate's own tests and benches reach that a host should not: not a stable API.
     #[doc(hidden)]
     pub mod testing;
+    #[cfg(feature = "ui")]
+    pub mod ui;
 
     pub use exec::Stop;
     pub use failure::Failure;
