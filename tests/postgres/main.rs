@@ -5,6 +5,7 @@
 mod cli;
 mod cluster;
 mod fault;
+mod handle;
 mod parity;
 mod pause;
 mod relay;
