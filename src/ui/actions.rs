@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::app::{self, App};
 use super::auth;
-use super::db::Db;
+use crate::queue::Queue;
 use super::error::UiError;
 use super::fmt;
 
@@ -27,7 +27,7 @@ pub(crate) struct ActionForm {
 /// with what `f` said.
 async fn act<F>(app: App, (outer, uri): (Uri, Uri), form: ActionForm, what: String, f: F) -> Response
 where
-    F: FnOnce(&mut Db) -> Result<String, UiError> + Send + 'static,
+    F: FnOnce(&mut Queue) -> Result<String, UiError> + Send + 'static,
 {
     let given = form.csrf.as_deref().unwrap_or_default();
     if !auth::same(given.as_bytes(), app.csrf().as_bytes()) {
@@ -99,11 +99,16 @@ pub(crate) async fn drop(
     Form(form): Form<ActionForm>,
 ) -> Response {
     act(app, (outer, uri), form, format!("drop occurrence {id}"), move |db| {
-        let e = db.drop_entry(id)?;
-        Ok(format!(
+        let d = db.drop_entry(id)?;
+        let mut said = format!(
             "dropped occurrence {id} ({} for task {}); kept in history as dropped",
-            e.point, e.task
-        ))
+            d.entry.point, d.entry.task
+        );
+        if let Some(note) = d.note {
+            said.push_str("; ");
+            said.push_str(&note);
+        }
+        Ok(said)
     })
     .await
 }

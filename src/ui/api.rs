@@ -71,7 +71,7 @@ pub(crate) async fn task(State(app): State<App>, Path(id): Path<String>) -> Resp
 pub(crate) async fn logs(State(app): State<App>, Path(id): Path<String>) -> Response {
     let r = async {
         let id = task_id(&id)?;
-        app.db().call(move |db| db.log_files(&id, None)).await
+        app.db().call(move |db| Ok(db.log_files(&id, None)?)).await
     };
     json(r.await)
 }

@@ -10,7 +10,8 @@ use axum::routing::{get, post};
 use crate::queue::workspace::Workspace;
 
 use super::auth;
-use super::db::{Db, Shared};
+use super::db::Shared;
+use crate::queue::Queue;
 use super::error::UiError;
 use super::{actions, api, assets, pages};
 
@@ -115,7 +116,7 @@ impl Ui {
     /// Opens `config`'s workspace queue (the database the workspace names, SQLite or
     /// PostgreSQL) for the view.
     pub fn open(config: UiConfig) -> Result<Ui, UiError> {
-        let db = Db::open(&config.workspace)?;
+        let db = Queue::open(&config.workspace)?;
         let place = db.place().to_owned();
         let postgres = db.is_postgres();
         let csrf = auth::random_token().map_err(|source| UiError::Io {

@@ -24,7 +24,8 @@ impl Hour {
     }
 }
 
-const HOUR_MS: i64 = 3_600_000;
+/// An hour, in ms: the width of a bar.
+pub const HOUR_MS: i64 = 3_600_000;
 
 /// How many hours the chart spans.
 pub const HOURS: usize = 24;
@@ -35,9 +36,10 @@ pub fn since_ms(now_ms: i64) -> i64 {
     (now_ms.div_euclid(HOUR_MS) + 1 - HOURS as i64) * HOUR_MS
 }
 
-/// The runs `(finished_ms, outcome)` counted into the 24 hours up to `now_ms`, oldest first.
-/// Runs outside them, and outcomes that are no run (dropped, parked, empty), are left out.
-pub fn hours<'a>(runs: impl IntoIterator<Item = (i64, &'a str)>, now_ms: i64) -> Vec<Hour> {
+/// The runs `(finished_ms, outcome, count)` counted into the 24 hours up to `now_ms`, oldest
+/// first. Runs outside them, and outcomes that are no run (dropped, parked, empty), are left
+/// out.
+pub fn hours<'a>(runs: impl IntoIterator<Item = (i64, &'a str, i64)>, now_ms: i64) -> Vec<Hour> {
     let since = since_ms(now_ms);
     let mut out: Vec<Hour> = (0..HOURS as i64)
         .map(|i| Hour {
@@ -45,7 +47,8 @@ pub fn hours<'a>(runs: impl IntoIterator<Item = (i64, &'a str)>, now_ms: i64) ->
             ..Hour::default()
         })
         .collect();
-    for (at, outcome) in runs {
+    for (at, outcome, count) in runs {
+        let n = u32::try_from(count).unwrap_or(u32::MAX);
         if at < since {
             continue;
         }
@@ -56,10 +59,10 @@ pub fn hours<'a>(runs: impl IntoIterator<Item = (i64, &'a str)>, now_ms: i64) ->
             continue;
         };
         match outcome {
-            "ok" => h.ok += 1,
-            "failed" | "spawn_failed" => h.failed += 1,
-            "timed_out" => h.timed_out += 1,
-            "signalled" => h.signalled += 1,
+            "ok" => h.ok = h.ok.saturating_add(n),
+            "failed" | "spawn_failed" => h.failed = h.failed.saturating_add(n),
+            "timed_out" => h.timed_out = h.timed_out.saturating_add(n),
+            "signalled" => h.signalled = h.signalled.saturating_add(n),
             _ => {}
         }
     }
@@ -158,14 +161,15 @@ mod tests {
         assert_eq!(since % HOUR_MS, 0);
         assert!(NOW - since < 24 * HOUR_MS && NOW - since >= 23 * HOUR_MS);
         let runs = [
-            (NOW, "ok"),
-            (NOW - 1, "failed"),
-            (since, "timed_out"),
-            (since - 1, "ok"),
-            (since + HOUR_MS, "signalled"),
-            (since + HOUR_MS + 5, "spawn_failed"),
-            (NOW, "dropped"),
-            (NOW + 2 * HOUR_MS, "ok"),
+            (NOW, "ok", 1),
+            (NOW - 1, "failed", 1),
+            (since, "timed_out", 1),
+            (since - 1, "ok", 1),
+            (since + HOUR_MS, "signalled", 1),
+            (since + HOUR_MS + 5, "spawn_failed", 1),
+            (NOW, "dropped", 1),
+            (NOW + 2 * HOUR_MS, "ok", 1),
+            (since + 2 * HOUR_MS, "ok", 40),
         ];
         let h = hours(runs, NOW);
         assert_eq!(h.len(), 24);
@@ -174,8 +178,9 @@ mod tests {
         assert_eq!(h[0].total(), 1);
         assert_eq!((h[1].signalled, h[1].failed), (1, 1));
         assert_eq!((h[23].ok, h[23].failed), (1, 1));
+        assert_eq!(h[2].ok, 40);
         let counted: u32 = h.iter().map(Hour::total).sum();
-        assert_eq!(counted, 5);
+        assert_eq!(counted, 45);
     }
 
     #[test]

@@ -53,9 +53,15 @@ pub fn log_name(h: &HistoryRow) -> Option<String> {
     Some(name.to_owned())
 }
 
+/// A lock line without its `runner lock…: ` lead (the page names the lock): `free`, `held by
+/// pid 42 since …`.
+pub fn lock_text(line: &str) -> &str {
+    line.split_once(": ").map_or(line, |(_, rest)| rest)
+}
+
 /// The host that ran a history row's command (a PostgreSQL queue's rows name it).
-pub fn host(_h: &HistoryRow) -> Option<String> {
-    None
+pub fn host(h: &HistoryRow) -> Option<String> {
+    h.host.clone()
 }
 
 /// `s` percent-encoded for a path segment or a query value: everything but ASCII letters,
@@ -97,6 +103,11 @@ mod tests {
         assert_eq!(took(&12_345), "12.3 s");
         assert_eq!(took(&245_000), "4m 05s");
         assert_eq!(time(&0), "1970-01-01T00:00:00Z");
+        assert_eq!(lock_text("runner lock: free"), "free");
+        assert_eq!(
+            lock_text("runner lock of queue q: held by pid 1 on h since 2026-01-01T00:00:00Z"),
+            "held by pid 1 on h since 2026-01-01T00:00:00Z"
+        );
     }
 
     #[test]

@@ -7,11 +7,10 @@ use crate::queue::ids::TaskId;
 use crate::queue::store::{HistoryRow, PendingRow, Stats, TaskRow};
 
 use super::chart::{self, Hour};
-use super::db::{Db, HistoryQuery, LockView, PendingQuery};
+use crate::queue::store::{HistoryFilter, PendingFilter};
+use crate::queue::{LockState, Queue};
 use super::error::UiError;
 
-/// The most history rows the overview reads for its chart and slowest hooks.
-pub(crate) const RECENT_MAX: usize = 20_000;
 /// How many of the slowest hooks the overview lists.
 const SLOWEST: usize = 10;
 /// Rows on a page of pending points or history.
@@ -24,7 +23,7 @@ const TASK_HISTORY: usize = 50;
 /// The overview.
 #[derive(Debug, Serialize)]
 pub(crate) struct Overview {
-    pub(crate) lock: LockView,
+    pub(crate) lock: LockState,
     pub(crate) paused: bool,
     pub(crate) paused_since_ms: Option<i64>,
     pub(crate) stats: Stats,
@@ -32,41 +31,22 @@ pub(crate) struct Overview {
     pub(crate) parked: i64,
     /// Runs by outcome, an hour each, over the last 24 hours, oldest first.
     pub(crate) hours: Vec<Hour>,
-    /// Whether `hours` counts every run of the 24 hours (false: the newest RECENT_MAX only).
-    pub(crate) hours_complete: bool,
     /// The slowest commands of the last 24 hours, slowest first.
     pub(crate) slowest: Vec<HistoryRow>,
 }
 
-pub(crate) fn overview(db: &mut Db, now_ms: i64) -> Result<Overview, UiError> {
+pub(crate) fn overview(db: &mut Queue, now_ms: i64) -> Result<Overview, UiError> {
     let lock = db.lock()?;
     let stats = db.stats()?;
     let since = chart::since_ms(now_ms);
-    let mut recent: Vec<HistoryRow> = Vec::new();
-    let mut before = None;
-    let mut complete = false;
-    while recent.len() < RECENT_MAX {
-        let rows = db.history(&HistoryQuery {
-            before,
-            limit: 1000,
-            ..HistoryQuery::default()
-        })?;
-        let n = rows.len();
-        before = rows.last().map(|r| r.id);
-        let old = rows.iter().any(|r| r.finished_ms < since);
-        recent.extend(rows.into_iter().filter(|r| r.finished_ms >= since));
-        if old || n < 1000 {
-            complete = true;
-            break;
-        }
-    }
+    let counts = db.outcomes(since, chart::HOUR_MS)?;
     let hours = chart::hours(
-        recent.iter().map(|r| (r.finished_ms, r.outcome.as_str())),
+        counts
+            .iter()
+            .map(|c| (c.start_ms, c.outcome.as_str(), c.count)),
         now_ms,
     );
-    recent.retain(|r| r.duration_ms.is_some());
-    recent.sort_by_key(|r| std::cmp::Reverse(r.duration_ms));
-    recent.truncate(SLOWEST);
+    let slowest = db.slowest(since, SLOWEST)?;
     let parked = stats
         .history_by_outcome
         .iter()
@@ -79,15 +59,14 @@ pub(crate) fn overview(db: &mut Db, now_ms: i64) -> Result<Overview, UiError> {
         parked,
         stats,
         hours,
-        hours_complete: complete,
-        slowest: recent,
+        slowest,
     })
 }
 
 /// A page of pending points, as `hookq queue --json` prints them.
 #[derive(Debug, Serialize)]
 pub(crate) struct Listing {
-    pub(crate) lock: LockView,
+    pub(crate) lock: LockState,
     pub(crate) paused: bool,
     pub(crate) paused_since_ms: Option<i64>,
     pub(crate) pending: Vec<PendingRow>,
@@ -95,10 +74,10 @@ pub(crate) struct Listing {
     pub(crate) more: bool,
 }
 
-pub(crate) fn pending(db: &mut Db, q: &PendingQuery) -> Result<Listing, UiError> {
+pub(crate) fn pending(db: &mut Queue, q: &PendingFilter) -> Result<Listing, UiError> {
     let lock = db.lock()?;
     let paused_since_ms = db.stats()?.paused_since_ms;
-    let mut pending = db.pending(&PendingQuery {
+    let mut pending = db.pending(&PendingFilter {
         limit: q.limit + 1,
         ..q.clone()
     })?;
@@ -114,8 +93,8 @@ pub(crate) fn pending(db: &mut Db, q: &PendingQuery) -> Result<Listing, UiError>
 }
 
 /// A page of history, newest first, and whether older rows follow.
-pub(crate) fn history(db: &mut Db, q: &HistoryQuery) -> Result<(Vec<HistoryRow>, bool), UiError> {
-    let mut rows = db.history(&HistoryQuery {
+pub(crate) fn history(db: &mut Queue, q: &HistoryFilter) -> Result<(Vec<HistoryRow>, bool), UiError> {
+    let mut rows = db.history(&HistoryFilter {
         limit: q.limit + 1,
         ..q.clone()
     })?;
@@ -160,21 +139,21 @@ pub(crate) struct TaskShown {
     pub(crate) history: Vec<HistoryRow>,
 }
 
-pub(crate) fn task(db: &mut Db, id: &TaskId) -> Result<Option<TaskShown>, UiError> {
+pub(crate) fn task(db: &mut Queue, id: &TaskId) -> Result<Option<TaskShown>, UiError> {
     let Some(row) = db.task(id)? else {
         return Ok(None);
     };
-    let mut pending = db.pending(&PendingQuery {
+    let mut pending = db.pending(&PendingFilter {
         task: Some(id.as_str().to_owned()),
         limit: TASK_PENDING + 1,
-        ..PendingQuery::default()
+        ..PendingFilter::default()
     })?;
     let more_pending = pending.len() > TASK_PENDING;
     pending.truncate(TASK_PENDING);
-    let history = db.history(&HistoryQuery {
+    let history = db.history(&HistoryFilter {
         task: Some(id.as_str().to_owned()),
         limit: TASK_HISTORY,
-        ..HistoryQuery::default()
+        ..HistoryFilter::default()
     })?;
     Ok(Some(TaskShown {
         task: row.into(),

@@ -8,13 +8,14 @@ use axum::extract::{OriginalUri, Path, Query, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Response};
 
+use crate::queue::Queue;
 use crate::queue::ids::TaskId;
 use crate::queue::logs::LogFile;
 use crate::queue::store::{HistoryRow, now_ms};
 
 use super::ansi::{self, Span};
 use super::app::{self, App};
-use super::db::{HistoryQuery, PendingQuery};
+use crate::queue::store::{HistoryFilter, PendingFilter};
 use super::error::UiError;
 use super::params::Raw;
 use super::{chart, fmt, model};
@@ -149,7 +150,6 @@ struct OverviewPage {
     o: model::Overview,
     chart: String,
     now: i64,
-    recent_max: usize,
 }
 
 /// `/`: the queue at a glance.
@@ -171,7 +171,6 @@ pub(crate) async fn overview(
                     o,
                     chart,
                     now,
-                    recent_max: model::RECENT_MAX,
                 },
             )
         }
@@ -183,7 +182,7 @@ pub(crate) async fn overview(
 #[template(path = "pending.html", config = "src/ui/askama.toml")]
 struct PendingPage {
     page: Chrome,
-    filter: PendingQuery,
+    filter: PendingFilter,
     listing: model::Listing,
     next: Option<String>,
     first: String,
@@ -237,7 +236,7 @@ pub(crate) async fn pending(
 #[template(path = "history.html", config = "src/ui/askama.toml")]
 struct HistoryPage {
     page: Chrome,
-    filter: HistoryQuery,
+    filter: HistoryFilter,
     history: Vec<HistoryRow>,
     postgres: bool,
     next: Option<String>,
@@ -375,7 +374,7 @@ pub(crate) enum LogText {
 /// host (no part of the request becomes a path), else, on a queue other hosts drain, the host
 /// whose history names it.
 pub(crate) fn read_log(
-    db: &mut super::db::Db,
+    db: &mut Queue,
     id: &TaskId,
     file: &str,
 ) -> Result<LogText, UiError> {
@@ -384,16 +383,21 @@ pub(crate) fn read_log(
         let (text, skipped, end) = read_end(&log.path, LOG_SHOWN)?;
         return Ok(LogText::Here { text, skipped, end });
     }
+    // A queue many hosts drain: a run's log is on the host that ran it, which its history
+    // row names.
+    #[cfg(feature = "postgres")]
     if db.is_postgres() {
-        let rows = db.history(&HistoryQuery {
+        let here = crate::queue::pg::lock::host_name();
+        let rows = db.history(&HistoryFilter {
             task: Some(id.as_str().to_owned()),
             limit: 1000,
-            ..HistoryQuery::default()
+            ..HistoryFilter::default()
         })?;
         if let Some(host) = rows
             .iter()
             .filter(|h| fmt::log_name(h).as_deref() == Some(file))
             .find_map(fmt::host)
+            .filter(|h| *h != here)
         {
             return Ok(LogText::Elsewhere(host));
         }

@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::queue::phase::Point;
 
-use super::db::{HistoryQuery, PendingQuery};
+use crate::queue::store::{HistoryFilter, PendingFilter};
 use super::error::UiError;
 use super::model::PAGE;
 
@@ -55,8 +55,8 @@ fn point(v: &Option<String>) -> Result<Option<String>, UiError> {
 
 impl Raw {
     /// The pending listing's filter.
-    pub(crate) fn pending(&self) -> Result<PendingQuery, UiError> {
-        Ok(PendingQuery {
+    pub(crate) fn pending(&self) -> Result<PendingFilter, UiError> {
+        Ok(PendingFilter {
             task: text("task", &self.task)?,
             point: point(&self.point)?,
             after: number("after", &self.after)?.unwrap_or(0),
@@ -65,13 +65,14 @@ impl Raw {
     }
 
     /// The history listing's filter.
-    pub(crate) fn history(&self) -> Result<HistoryQuery, UiError> {
-        Ok(HistoryQuery {
+    pub(crate) fn history(&self) -> Result<HistoryFilter, UiError> {
+        Ok(HistoryFilter {
             task: text("task", &self.task)?,
             point: point(&self.point)?,
             outcome: text("outcome", &self.outcome)?,
             host: text("host", &self.host)?,
             before: number("before", &self.before)?,
+            occurrence: None,
             limit: PAGE,
         })
     }

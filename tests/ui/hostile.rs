@@ -127,7 +127,10 @@ fn hostile_values_show_as_text() {
         "invalid UTF-8 shows replaced: {pre}"
     );
     let printed = pre.lines().find(|l| l.contains("fg-1")).unwrap();
-    assert!(!printed.contains("title"), "an OSC sequence is dropped: {printed}");
+    assert!(
+        !printed.contains("title"),
+        "an OSC sequence is dropped: {printed}"
+    );
 
     // The hostile task has no page (its id is not one hookq takes), and says so as text.
     let missing = ui.get("task/%3Cscript%3Ealert%28%22t%22%29%3C%2Fscript%3E%27%26");
