@@ -155,7 +155,7 @@ pub fn router(config: UiConfig) -> Result<Router, UiError> {
 }
 
 fn routes(app: App) -> Router {
-    let mut r = Router::new()
+    let mut pages = Router::new()
         .route("/", get(pages::overview))
         .route("/pending", get(pages::pending))
         .route("/history", get(pages::history))
@@ -168,20 +168,19 @@ fn routes(app: App) -> Router {
         .route("/api/task/{id}/logs", get(api::logs))
         .route("/assets/style.css", get(assets::style));
     if app.actions() {
-        r = r
+        pages = pages
             .route("/action/retry/{id}", post(actions::retry))
             .route("/action/drop/{id}", post(actions::drop))
             .route("/action/pause", post(actions::pause))
             .route("/action/resume", post(actions::resume));
     }
-    // The live updates (`/events`, a log's `/tail`, `/assets/live.js`) merge here.
-    r.fallback(pages::not_found)
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            auth::require_token,
-        ))
-        .with_state(app)
+    let view: Router = pages
+        .fallback(pages::not_found)
+        .with_state(app.clone());
+    // The live updates (`/events`, a log's `/tail`, `/assets/live.js`) merge in here, under
+    // the same token check and body limit: `view.merge(live::routes(..))`.
+    view.layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(app, auth::require_token))
 }
 
 /// The prefix a host nested this router under (`/hooks`), empty when it is served at `/`.

@@ -98,8 +98,20 @@ fn every_page_shows_the_queue_and_sigterm_ends_it() {
     assert!(log.contains(r#"<base href="../../../">"#));
     let pre = &log[log.find(r#"<pre id="log""#).unwrap()..];
     assert!(pre.contains("hello from after_rework\n"), "{pre}");
+    assert!(
+        log.contains(r#"<pre id="log" data-tail="after_rework-01.log/tail" data-offset=""#),
+        "{log}"
+    );
     assert!(pre.contains(r#"<span class="fg-2">green</span>"#), "{pre}");
     assert!(!log.contains('\u{1b}'));
+    let size = std::fs::metadata(ws.log_path("t1", "after_rework", 1))
+        .unwrap()
+        .len();
+    assert_eq!(
+        attr_after(&log, r#"<pre id="log""#, "data-offset"),
+        size.to_string(),
+        "a live tail reads on from the end of what the page shows"
+    );
     for missing in [
         "task/t1/log/after_merge-01.log",
         "task/t2/log/after_rework-01.log",
