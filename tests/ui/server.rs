@@ -150,8 +150,13 @@ impl Served {
 
     /// Sends SIGTERM and asserts it ends with exit 0, saying nothing on stderr.
     pub fn stop(self) -> Out {
-        self.run.signal(rustix::process::Signal::TERM);
-        self.run.wait_within(HANG).ok()
+        self.stop_with(rustix::process::Signal::TERM).ok()
+    }
+
+    /// Sends `sig` and waits for it to end.
+    pub fn stop_with(self, sig: rustix::process::Signal) -> Out {
+        self.run.signal(sig);
+        self.run.wait_within(HANG)
     }
 }
 
