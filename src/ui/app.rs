@@ -5,6 +5,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, OriginalUri, Request};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::Response;
 use axum::routing::{get, post};
 
 use crate::queue::workspace::Workspace;
@@ -88,8 +91,7 @@ impl App {
     /// Keeps `message` for the next page that asks for `key`; the oldest messages go first.
     pub(crate) fn leave_flash(&self, message: String) -> String {
         let mut f = self.0.flashes.lock().unwrap_or_else(PoisonError::into_inner);
-        self.0.flash_count.fetch_add(1, Ordering::Relaxed);
-        let key = self.0.flash_count.load(Ordering::Relaxed).to_string();
+        let key = (self.0.flash_count.fetch_add(1, Ordering::Relaxed) + 1).to_string();
         if f.len() >= 64 {
             f.remove(0);
         }
@@ -181,7 +183,26 @@ fn routes(app: App) -> Router {
     // the same token check and body limit: `view.merge(live::routes(..))`.
     view.layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn_with_state(app, auth::require_token))
+        .layer(axum::middleware::from_fn(secure_headers))
 }
+
+/// Sets the headers that keep every response to itself: no framing, no sniffing, no
+/// referrer, scripts and styles from the view only.
+async fn secure_headers(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+        ),
+    );
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    resp
+}
+
 
 /// The prefix a host nested this router under (`/hooks`), empty when it is served at `/`.
 pub(crate) fn mount(req: &Request) -> String {

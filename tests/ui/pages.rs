@@ -42,6 +42,8 @@ fn every_page_shows_the_queue_and_sigterm_ends_it() {
         page.content_type.as_deref(),
         Some("text/html; charset=utf-8")
     );
+    let csp = page.csp.clone().expect("a content security policy");
+    assert!(csp.starts_with("default-src 'self'"), "{csp}");
     let body = page.ok();
     assert!(body.contains(r#"<script src="assets/live.js" defer></script>"#));
     assert!(body.contains(r#"<base href="./">"#));

@@ -23,6 +23,7 @@ pub struct Page {
     pub location: Option<String>,
     pub set_cookie: Option<String>,
     pub content_type: Option<String>,
+    pub csp: Option<String>,
     pub body: String,
 }
 
@@ -108,16 +109,18 @@ impl Served {
                 .get(name)
                 .map(|v| v.to_str().unwrap().to_owned())
         };
-        let (location, set_cookie, content_type) = (
+        let (location, set_cookie, content_type, csp) = (
             header("location"),
             header("set-cookie"),
             header("content-type"),
+            header("content-security-policy"),
         );
         Page {
             status: resp.status().as_u16(),
             location,
             set_cookie,
             content_type,
+            csp,
             body: resp.body_mut().read_to_string().unwrap(),
         }
     }
