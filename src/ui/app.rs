@@ -10,11 +10,11 @@ use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{get, post};
 
+use crate::queue::Queue;
 use crate::queue::workspace::Workspace;
 
 use super::auth;
 use super::db::Shared;
-use crate::queue::Queue;
 use super::error::UiError;
 use super::{actions, api, assets, pages};
 

@@ -11,11 +11,10 @@ use axum::response::{Html, IntoResponse, Response};
 use crate::queue::Queue;
 use crate::queue::ids::TaskId;
 use crate::queue::logs::LogFile;
-use crate::queue::store::{HistoryRow, now_ms};
+use crate::queue::store::{HistoryFilter, HistoryRow, PendingFilter, now_ms};
 
 use super::ansi::{self, Span};
 use super::app::{self, App};
-use crate::queue::store::{HistoryFilter, PendingFilter};
 use super::error::UiError;
 use super::params::Raw;
 use super::{chart, fmt, model};

@@ -4,8 +4,8 @@
 use serde::Deserialize;
 
 use crate::queue::phase::Point;
-
 use crate::queue::store::{HistoryFilter, PendingFilter};
+
 use super::error::UiError;
 use super::model::PAGE;
 
