@@ -384,9 +384,8 @@ pub(crate) fn read_log(
     }
     // A queue many hosts drain: a run's log is on the host that ran it, which its history
     // row names.
-    #[cfg(feature = "postgres")]
     if db.is_postgres() {
-        let here = crate::queue::pg::lock::host_name();
+        let here = this_host();
         let rows = db.history(&HistoryFilter {
             task: Some(id.as_str().to_owned()),
             limit: 1000,
@@ -404,6 +403,14 @@ pub(crate) fn read_log(
     Err(UiError::NotFound(format!(
         "no hook log {file} of task {id} on this host"
     )))
+}
+
+/// This machine's name, as a PostgreSQL queue's history rows name the host that ran them.
+fn this_host() -> String {
+    #[cfg(feature = "postgres")]
+    return crate::queue::pg::lock::host_name();
+    #[cfg(not(feature = "postgres"))]
+    String::new()
 }
 
 /// The last `max` bytes of the file at `path`, from a line's start, as text (invalid UTF-8
