@@ -4,7 +4,7 @@
 use std::io::{Read as _, Seek as _, SeekFrom};
 
 use askama::Template;
-use axum::extract::{OriginalUri, Path, Query, State};
+use axum::extract::{OriginalUri, Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Response};
 
@@ -156,7 +156,7 @@ pub(crate) async fn overview(
     State(app): State<App>,
     OriginalUri(outer): OriginalUri,
     uri: Uri,
-    Query(raw): Query<Raw>,
+    raw: Raw,
 ) -> Response {
     let now = now_ms();
     match app.db().call(move |db| model::overview(db, now)).await {
@@ -193,7 +193,7 @@ pub(crate) async fn pending(
     State(app): State<App>,
     OriginalUri(outer): OriginalUri,
     uri: Uri,
-    Query(raw): Query<Raw>,
+    raw: Raw,
 ) -> Response {
     let filter = match raw.pending() {
         Ok(f) => f,
@@ -247,7 +247,7 @@ pub(crate) async fn history(
     State(app): State<App>,
     OriginalUri(outer): OriginalUri,
     uri: Uri,
-    Query(raw): Query<Raw>,
+    raw: Raw,
 ) -> Response {
     let filter = match raw.history() {
         Ok(f) => f,
@@ -308,7 +308,7 @@ pub(crate) async fn task(
     OriginalUri(outer): OriginalUri,
     uri: Uri,
     Path(id): Path<String>,
-    Query(raw): Query<Raw>,
+    raw: Raw,
 ) -> Response {
     let read = async {
         let id = task_id(&id)?;
@@ -443,7 +443,7 @@ pub(crate) async fn log(
     OriginalUri(outer): OriginalUri,
     uri: Uri,
     Path((id, file)): Path<(String, String)>,
-    Query(raw): Query<Raw>,
+    raw: Raw,
 ) -> Response {
     let read = async {
         let tid = task_id(&id)?;

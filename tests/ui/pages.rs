@@ -128,6 +128,12 @@ fn every_page_shows_the_queue_and_sigterm_ends_it() {
         assert!(page.body.contains(r#"<main id="main">"#));
     }
     assert_eq!(ui.get("pending?after=x").status, 400);
+    let repeated = ui.get("pending?task=t1&task=t2&unknown=%ff").main();
+    assert_eq!(
+        attrs(&repeated, "data-id").len(),
+        1,
+        "the last task= counts"
+    );
     assert_eq!(ui.get("history?point=after_mrge").status, 400);
     let css = ui.get("assets/style.css");
     assert_eq!(css.content_type.as_deref(), Some("text/css; charset=utf-8"));
