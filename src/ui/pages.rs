@@ -181,6 +181,7 @@ pub(crate) async fn overview(
 #[template(path = "pending.html", config = "src/ui/askama.toml")]
 struct PendingPage {
     page: Chrome,
+    points: Vec<(&'static str, bool)>,
     filter: PendingFilter,
     listing: model::Listing,
     next: Option<String>,
@@ -219,6 +220,7 @@ pub(crate) async fn pending(
                 StatusCode::OK,
                 &PendingPage {
                     page,
+                    points: fmt::choices(&fmt::points(), filter.point.as_deref()),
                     filter,
                     listing,
                     next,
@@ -235,6 +237,8 @@ pub(crate) async fn pending(
 #[template(path = "history.html", config = "src/ui/askama.toml")]
 struct HistoryPage {
     page: Chrome,
+    points: Vec<(&'static str, bool)>,
+    outcomes: Vec<(&'static str, bool)>,
     filter: HistoryFilter,
     history: Vec<HistoryRow>,
     postgres: bool,
@@ -274,6 +278,8 @@ pub(crate) async fn history(
                 StatusCode::OK,
                 &HistoryPage {
                     page,
+                    points: fmt::choices(&fmt::points(), filter.point.as_deref()),
+                    outcomes: fmt::choices(&fmt::OUTCOMES, filter.outcome.as_deref()),
                     filter,
                     history,
                     postgres: app.is_postgres(),

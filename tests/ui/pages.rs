@@ -237,6 +237,11 @@ fn pending_and_history_page_through_and_filter() {
     let second = ui.get(&next).main();
     assert_eq!(attrs(&second, "data-id").len(), 50);
     assert!(!second.contains(r#"class="next""#));
+    let failed = ui.get("history?outcome=failed&point=after_merge").main();
+    assert_eq!(attrs(&failed, "data-id").len(), 50);
+    assert!(failed.contains(r#"<option value="failed" selected>failed</option>"#));
+    assert!(failed.contains(r#"<option value="after_merge" selected>after_merge</option>"#));
+    assert!(failed.contains(r#"<option value="ok">ok</option>"#));
     let failed = ui.get("api/history?outcome=failed&task=t9").json();
     assert_eq!(failed.as_array().unwrap().len(), 50);
     assert!(
