@@ -184,6 +184,20 @@ fn routes(app: App) -> Router {
     view.layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn_with_state(app, auth::require_token))
         .layer(axum::middleware::from_fn(secure_headers))
+        .layer(axum::middleware::from_fn(server_timing))
+}
+
+/// Says how long the server took to make each response, in a `Server-Timing` header
+/// (`app;dur=<ms>`): a browser's network panel shows it, and the benchmark reads it. For a
+/// page, the whole of its work: its reads and its rendering. For a stream, until it began.
+async fn server_timing(req: Request, next: Next) -> Response {
+    let start = std::time::Instant::now();
+    let mut resp = next.run(req).await;
+    let ms = start.elapsed().as_secs_f64() * 1000.0;
+    if let Ok(v) = HeaderValue::from_str(&format!("app;dur={ms:.3}")) {
+        resp.headers_mut().insert("server-timing", v);
+    }
+    resp
 }
 
 /// Sets the headers that keep every response to itself: no framing, no sniffing, no
@@ -202,7 +216,6 @@ async fn secure_headers(req: Request, next: Next) -> Response {
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     resp
 }
-
 
 /// The prefix a host nested this router under (`/hooks`), empty when it is served at `/`.
 pub(crate) fn mount(req: &Request) -> String {

@@ -43,6 +43,13 @@ fn every_page_shows_the_queue_and_sigterm_ends_it() {
         Some("text/html; charset=utf-8")
     );
     let csp = page.csp.clone().expect("a content security policy");
+    // How long the server took, for a browser's network panel and the benchmark.
+    let timing = page.server_timing.clone().expect("a Server-Timing header");
+    let ms: f64 = timing
+        .strip_prefix("app;dur=")
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or_else(|| panic!("Server-Timing {timing:?}"));
+    assert!(ms >= 0.0, "{timing}");
     assert!(csp.starts_with("default-src 'self'"), "{csp}");
     let body = page.ok();
     assert!(body.contains(r#"<script src="assets/live.js" defer></script>"#));
