@@ -249,6 +249,9 @@ pub(super) fn hub(
             "warning: hub lost the queue's database {target}; connecting again with backoff: {e}"
         ),
         HubEvent::Connected => tracing::info!("the hub is connected again to {target}"),
+        HubEvent::TookOver(_) => {
+            tracing::info!("the hub took the queue's runner lock over from another holder")
+        }
     };
     Ok(hub::run_postgres(
         ws,
