@@ -17,7 +17,7 @@ use super::catalog::CONTENT_TYPE;
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// The address could not be listened on.
-    #[error("cannot listen on {addr}")]
+    #[error("cannot listen on {addr}: {source}")]
     Bind {
         /// The address asked for.
         addr: SocketAddr,
@@ -26,7 +26,7 @@ pub enum ServeError {
         source: std::io::Error,
     },
     /// The thread that serves, or its runtime, could not be started.
-    #[error("cannot start the metrics server")]
+    #[error("cannot start the metrics server: {0}")]
     Start(#[source] std::io::Error),
 }
 

@@ -137,7 +137,7 @@ fn parse(text: &str) -> Exposition {
                 return Ok(());
             }
             let end = line
-                .find(|c: char| c == '{' || c == ' ')
+                .find(['{', ' '])
                 .ok_or("sample without value")?;
             let name = &line[..end];
             is_name(name).then_some(()).ok_or("sample name")?;
@@ -470,7 +470,12 @@ fn served_metrics_answer_on_loopback_and_stop_when_dropped() {
     // Taken: a second server on it is refused, with the address in the error.
     let taken = serve(addr, String::new).unwrap_err();
     assert!(matches!(taken, ServeError::Bind { addr: a, .. } if a == addr));
-    assert_eq!(taken.to_string(), format!("cannot listen on {addr}"));
+    assert!(
+        taken
+            .to_string()
+            .starts_with(&format!("cannot listen on {addr}: ")),
+        "{taken}"
+    );
 
     drop(server);
     assert!(std::net::TcpStream::connect(addr).is_err());

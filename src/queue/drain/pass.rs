@@ -68,6 +68,9 @@ impl PassReport {
     }
 }
 
+/// What [`Drainer::observe`] keeps.
+type Observer<'a> = Box<dyn FnMut(DrainEvent<'_>) + 'a>;
+
 /// Drains pending points of one workspace. Keep one across passes: it caches the parsed config
 /// and the base environment.
 pub struct Drainer<'a> {
@@ -83,7 +86,7 @@ pub struct Drainer<'a> {
     pub(super) ahead: Option<exec::OpenedLog>,
     pub(super) warn: Box<dyn FnMut(&str) + 'a>,
     /// Told of each command run and each pass ended ([`Drainer::observe`]).
-    pub(super) observer: Option<Box<dyn FnMut(DrainEvent<'_>) + 'a>>,
+    pub(super) observer: Option<Observer<'a>>,
 }
 
 impl std::fmt::Debug for Drainer<'_> {
