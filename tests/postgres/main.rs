@@ -5,6 +5,7 @@
 mod cli;
 mod cluster;
 mod fault;
+mod metrics;
 mod parity;
 mod pause;
 mod relay;
