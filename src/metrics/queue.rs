@@ -6,8 +6,10 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
+use crate::queue::error::Error;
+use crate::queue::handle::Queue;
 use crate::queue::phase::Point;
-use crate::queue::store::{Outcome, Stats};
+use crate::queue::store::{Outcome, Stats, now_ms};
 
 use super::catalog::{QUEUE_METRICS, help};
 
@@ -110,6 +112,19 @@ pub fn queue_metrics(snapshot: &QueueSnapshot<'_>) -> String {
     prometheus_client::encoding::prometheus_text::encode(&mut text, &registry)
         .expect("writing to a String cannot fail");
     text
+}
+
+/// Reads `queue`'s counts and its runner lock now and renders its metrics ([`queue_metrics`]):
+/// what the web view's `/metrics` serves, and what a host serving its own metrics calls. Two
+/// reads, cheap at any queue size (the counts are kept as points are recorded and cleared).
+pub fn read_queue_metrics(queue: &mut Queue) -> Result<String, Error> {
+    let stats = queue.stats()?;
+    let lock = queue.lock()?;
+    Ok(queue_metrics(&QueueSnapshot {
+        stats: &stats,
+        lock_held: lock.held,
+        now_ms: now_ms(),
+    }))
 }
 
 /// The count beside `key` in `(name, count)` pairs, 0 when absent.

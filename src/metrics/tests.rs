@@ -481,3 +481,50 @@ fn served_metrics_answer_on_loopback_and_stop_when_dropped() {
     assert!(std::net::TcpStream::connect(addr).is_err());
 }
 
+
+#[test]
+fn a_queue_read_now_gives_its_pending_points_and_its_lock() {
+    use crate::queue::handle::Queue;
+    use crate::queue::ids::{PlanId, TaskId};
+    use crate::queue::lock::{RunnerLock, Wait};
+    use crate::queue::phase::Phase;
+    use crate::queue::record::{self, MoveFacts};
+    use crate::queue::store::Store;
+    use crate::queue::workspace::Workspace;
+
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::at(dir.path());
+    let mut store = Store::open(&ws.db_path()).unwrap();
+    store
+        .write(|tx| {
+            for t in ["a", "b"] {
+                let t = TaskId::new(t).unwrap();
+                let ready = Phase::new("todo.ready").unwrap();
+                record::add_task(tx, &t, &PlanId::new("p").unwrap(), &ready)?;
+                let failed = Phase::new("failed.x").unwrap();
+                record::move_task(tx, &t, &failed, &MoveFacts::default())?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let mut queue = Queue::sqlite(&ws, store);
+
+    let e = parse(&read_queue_metrics(&mut queue).unwrap());
+    matches_catalog(&e, QUEUE_METRICS);
+    assert_eq!(e.value("hookq_pending", &[("point", "after_fail")]), 2.0);
+    assert_eq!(e.value("hookq_pending_points", &[]), 2.0);
+    assert_eq!(e.value("hookq_tasks", &[]), 2.0);
+    assert_eq!(e.value("hookq_runner_lock_held", &[]), 0.0);
+    assert_eq!(e.value("hookq_paused", &[]), 0.0);
+    assert!(e.value("hookq_oldest_pending_age_seconds", &[]) >= 0.0);
+
+    let lock = RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| true)
+        .unwrap()
+        .expect("free");
+    queue.pause().unwrap();
+    let e = parse(&read_queue_metrics(&mut queue).unwrap());
+    assert_eq!(e.value("hookq_runner_lock_held", &[]), 1.0);
+    assert_eq!(e.value("hookq_paused", &[]), 1.0);
+    assert!(e.value("hookq_paused_since_timestamp_seconds", &[]) > 1.7e9);
+    drop(lock);
+}
