@@ -14,6 +14,7 @@ use crate::queue::phase::Point;
 use crate::queue::store::Outcome;
 
 use super::catalog::{HUB_METRICS, help};
+use super::ordered::Ordered;
 
 /// The upper bounds of [`HubMetrics`]' hook duration buckets, in seconds: from a command
 /// that only records something (a few milliseconds) to one that builds or deploys (an hour).
@@ -40,6 +41,9 @@ struct HookLabels {
 struct PointLabel {
     point: &'static str,
 }
+
+/// The `how` of a takeover.
+const TAKEOVERS: [&str; 2] = ["released", "lease_expired"];
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct HowLabel {
@@ -100,14 +104,37 @@ impl HubMetrics {
             }
             drop(durations.get_or_create(&PointLabel { point }));
         }
-        for how in ["released", "lease_expired"] {
+        for how in TAKEOVERS {
             drop(takeovers.get_or_create(&HowLabel { how }));
         }
         let mut registry = Registry::default();
         let (r, h) = named("hookq_hub_hooks_total");
-        registry.register(r, h, hooks.clone());
+        let order = Point::ALL
+            .into_iter()
+            .flat_map(|p| {
+                COMMAND_OUTCOMES.map(|o| HookLabels {
+                    point: p.as_str(),
+                    outcome: o.as_str(),
+                })
+            })
+            .collect();
+        registry.register_collector(Box::new(Ordered {
+            name: r,
+            help: h,
+            family: hooks.clone(),
+            order,
+        }));
         let (r, h) = named("hookq_hub_hook_duration_seconds");
-        registry.register(r, h, durations.clone());
+        let order = Point::ALL
+            .into_iter()
+            .map(|p| PointLabel { point: p.as_str() })
+            .collect();
+        registry.register_collector(Box::new(Ordered {
+            name: r,
+            help: h,
+            family: durations.clone(),
+            order,
+        }));
         let (r, h) = named("hookq_hub_passes_total");
         registry.register(r, h, passes.clone());
         let (r, h) = named("hookq_hub_pass_failures_total");
@@ -117,7 +144,12 @@ impl HubMetrics {
         let (r, h) = named("hookq_hub_points_parked_total");
         registry.register(r, h, parked.clone());
         let (r, h) = named("hookq_hub_lock_takeovers_total");
-        registry.register(r, h, takeovers.clone());
+        registry.register_collector(Box::new(Ordered {
+            name: r,
+            help: h,
+            family: takeovers.clone(),
+            order: TAKEOVERS.map(|how| HowLabel { how }).to_vec(),
+        }));
         let (r, h) = named("hookq_hub_reconnects_total");
         registry.register(r, h, reconnects.clone());
         Self {

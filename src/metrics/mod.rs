@@ -5,6 +5,7 @@
 
 mod catalog;
 mod hub;
+mod ordered;
 mod queue;
 mod serve;
 #[cfg(test)]

@@ -12,6 +12,7 @@ use crate::queue::phase::Point;
 use crate::queue::store::{Outcome, Stats, now_ms};
 
 use super::catalog::{QUEUE_METRICS, help};
+use super::ordered::Ordered;
 
 /// What the queue's metrics are read from: its counts, whether its runner lock is held, and
 /// the time they are read at.
@@ -85,28 +86,44 @@ pub fn queue_metrics(snapshot: &QueueSnapshot<'_>) -> String {
 
     let pending = Family::<PointLabel, Gauge>::default();
     let names = Point::ALL.map(Point::as_str);
-    // A point name no hookq records (SQL written by hand) is shown as it is stored.
+    // A point name no hookq records (SQL written by hand) is shown as it is stored, after them.
     let unknown = s.pending_by_point.iter().map(|(p, _)| p.as_str());
+    let mut order = Vec::new();
     for point in names.into_iter().chain(unknown.filter(|p| !names.contains(p))) {
+        let labels = PointLabel {
+            point: point.to_owned(),
+        };
         pending
-            .get_or_create(&PointLabel {
-                point: point.to_owned(),
-            })
+            .get_or_create(&labels)
             .set(count_of(&s.pending_by_point, point));
+        order.push(labels);
     }
-    registry.register("hookq_pending", help(QUEUE_METRICS, "hookq_pending"), pending);
+    registry.register_collector(Box::new(Ordered {
+        name: "hookq_pending",
+        help: help(QUEUE_METRICS, "hookq_pending"),
+        family: pending,
+        order,
+    }));
 
     let history = Family::<OutcomeLabel, Gauge>::default();
     let names = OUTCOMES.map(Outcome::as_str);
     let unknown = s.history_by_outcome.iter().map(|(o, _)| o.as_str());
+    let mut order = Vec::new();
     for outcome in names.into_iter().chain(unknown.filter(|o| !names.contains(o))) {
+        let labels = OutcomeLabel {
+            outcome: outcome.to_owned(),
+        };
         history
-            .get_or_create(&OutcomeLabel {
-                outcome: outcome.to_owned(),
-            })
+            .get_or_create(&labels)
             .set(count_of(&s.history_by_outcome, outcome));
+        order.push(labels);
     }
-    registry.register("hookq_history", help(QUEUE_METRICS, "hookq_history"), history);
+    registry.register_collector(Box::new(Ordered {
+        name: "hookq_history",
+        help: help(QUEUE_METRICS, "hookq_history"),
+        family: history,
+        order,
+    }));
 
     let mut text = String::new();
     prometheus_client::encoding::prometheus_text::encode(&mut text, &registry)

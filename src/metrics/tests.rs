@@ -240,7 +240,14 @@ fn queue_metrics_say_the_snapshot() {
     for p in ["after_rework", "after_awaiting_human", "after_proposed"] {
         assert_eq!(e.value("hookq_pending", &[("point", p)]), 0.0, "{p}");
     }
-    assert_eq!(e.values("hookq_pending", &[]).len(), Point::ALL.len());
+    // In the order config and listings show the points.
+    let points: Vec<&str> = e
+        .samples
+        .iter()
+        .filter(|s| s.name == "hookq_pending")
+        .map(|s| s.labels["point"].as_str())
+        .collect();
+    assert_eq!(points, Point::ALL.map(Point::as_str));
     assert_eq!(e.value("hookq_pending_points", &[]), 7.0);
     assert_eq!(e.value("hookq_oldest_pending_age_seconds", &[]), 90.5);
     assert_eq!(e.value("hookq_interrupted", &[]), 2.0);
@@ -316,6 +323,9 @@ fn hostile_stored_names_are_escaped_and_read_back_as_they_are() {
     let e = parse(&text);
     assert_eq!(e.value("hookq_pending", &[("point", hostile)]), 9.0);
     assert_eq!(e.value("hookq_history", &[("outcome", hostile)]), 6.0);
+    // After the known ones.
+    let last = e.samples.iter().rfind(|s| s.name == "hookq_pending").unwrap();
+    assert_eq!(last.labels["point"], hostile);
     assert_eq!(e.values("hookq_paused", &[]), [1.0]);
 }
 
@@ -354,8 +364,19 @@ fn hub_metrics_count_hooks_passes_takeovers_and_reconnects() {
     m.took_over(true);
     m.reconnected();
 
-    let e = parse(&m.render());
+    let text = m.render();
+    // The same text at every scrape while nothing changes, in a fixed order.
+    assert_eq!(m.render(), text);
+    let e = parse(&text);
     matches_catalog(&e, HUB_METRICS);
+    let first: Vec<(&str, &str)> = e
+        .samples
+        .iter()
+        .filter(|s| s.name == "hookq_hub_hooks_total")
+        .take(2)
+        .map(|s| (s.labels["point"].as_str(), s.labels["outcome"].as_str()))
+        .collect();
+    assert_eq!(first, [("after_merge", "ok"), ("after_merge", "failed")]);
     let hooks = |p: &str, o: &str| e.value("hookq_hub_hooks_total", &[("point", p), ("outcome", o)]);
     assert_eq!(hooks("after_merge", "ok"), 2.0);
     assert_eq!(hooks("after_merge", "failed"), 1.0);
