@@ -121,7 +121,7 @@ fn a_hub_counts_its_takeover_its_reconnections_and_its_hooks() {
 /// ran out says that.
 #[test]
 fn a_lock_taken_after_another_holder_says_how_it_took_over() {
-    let (_ws, _db, url) = pg_workspace_with(&Config::hooks(HOOKS), "");
+    let (ws, _db, url) = pg_workspace_with(&Config::hooks(HOOKS), "");
     let s = open(&url, "q");
     let first = s.lock(Wait::No).unwrap().expect("free");
     assert_eq!(first.took_over(), None);
@@ -133,7 +133,21 @@ fn a_lock_taken_after_another_holder_says_how_it_took_over() {
             lock.took_over()
         }
     });
-    std::thread::sleep(Duration::from_millis(500));
+    // Released once the waiter has tried it (its connection's last statement says so).
+    let mut watch = open(&url, "q");
+    ws.eventually("the waiter to try the lock", || {
+        let tried: i64 = watch
+            .client()
+            .query_one(
+                "SELECT COUNT(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()
+                   AND query = 'SELECT pg_try_advisory_lock($1, $2)'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        tried > 0
+    });
     first.release().unwrap();
     assert_eq!(
         waiter.join().unwrap(),
