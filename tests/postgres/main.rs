@@ -6,6 +6,7 @@ mod cli;
 mod cluster;
 mod fault;
 mod handle;
+mod metrics;
 mod parity;
 mod pause;
 mod relay;
