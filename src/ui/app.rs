@@ -168,6 +168,7 @@ fn routes(app: App) -> Router {
         .route("/api/history", get(api::history))
         .route("/api/task/{id}", get(api::task))
         .route("/api/task/{id}/logs", get(api::logs))
+        .route("/metrics", get(api::metrics))
         .route("/assets/style.css", get(assets::style));
     if app.actions() {
         pages = pages
