@@ -111,10 +111,10 @@ impl std::fmt::Debug for Live {
 }
 
 impl Live {
-    /// Opens the queue `ws` names (its SQLite file, or the PostgreSQL queue the environment or
-    /// its config names) on a connection of the watcher's own, and starts the watcher's thread.
-    /// Fails when the database cannot be opened; a read that fails later is logged once and
-    /// retried every second.
+    /// Opens the queue `ws` names (its SQLite file, or the PostgreSQL queue `HOOKQ_DATABASE_URL`
+    /// or its config names) on a connection of the watcher's own, creating the database or
+    /// schema as a runner would, and starts the watcher's thread. Fails when the database
+    /// cannot be opened; a read that fails later is logged once and retried every second.
     pub fn start(ws: Workspace) -> Result<Arc<Live>, LiveError> {
         let (tx, rx) = channel::channel(0);
         let shared = Arc::new(Shared {
