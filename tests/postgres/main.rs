@@ -5,6 +5,7 @@
 mod cli;
 mod cluster;
 mod fault;
+mod handle;
 #[cfg(feature = "ui")]
 mod live;
 // The live view's test client, shared with the `ui_live` binary.

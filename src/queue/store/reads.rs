@@ -6,7 +6,10 @@ use crate::queue::starts::{self, Start};
 
 use super::clears::start_log_error;
 use super::counters::pending_by_point;
-use super::{HistoryRow, PendingRow, Stats, Store, StoreError, TaskRow};
+use super::{
+    HistoryFilter, HistoryRow, OutcomeCount, PendingFilter, PendingRow, Stats, Store, StoreError,
+    TaskRow,
+};
 
 impl Store {
     /// One task.
@@ -72,6 +75,31 @@ impl Store {
         Ok(rows)
     }
 
+    /// Pending points as `filter` narrows them, in the order they run; unfolded starts counted
+    /// as in [`Store::pending`].
+    pub fn pending_where(&self, filter: &PendingFilter) -> Result<Vec<PendingRow>, StoreError> {
+        let Some(point) = &filter.point else {
+            return self.pending(filter.after, filter.limit, filter.task.as_deref());
+        };
+        let starts = self.unfolded_starts()?;
+        let sql = format!(
+            "{} WHERE h.id > ?1 AND h.point = ?4 AND (?2 IS NULL OR h.task = ?2) ORDER BY h.id LIMIT ?3",
+            PendingRow::SELECT
+        );
+        let mut rows: Vec<PendingRow> = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_map(
+                params![filter.after, filter.task, filter.limit as i64, point],
+                PendingRow::from_row,
+            )?
+            .collect::<Result<_, _>>()?;
+        for r in &mut rows {
+            r.count_starts(&starts);
+        }
+        Ok(rows)
+    }
+
     /// One pending point, its unfolded starts counted as in [`Store::pending`].
     pub fn pending_entry(&self, id: i64) -> Result<Option<PendingRow>, StoreError> {
         let starts = self.unfolded_starts()?;
@@ -100,28 +128,92 @@ impl Store {
         occurrence: Option<i64>,
         limit: usize,
     ) -> Result<Vec<HistoryRow>, StoreError> {
-        // As in `tasks`: `hook_history_by_task` serves only a plain `task = ?1`.
-        let of_task = if task.is_some() {
-            "task = ?1"
-        } else {
-            "?1 IS NULL"
+        self.history_where(&HistoryFilter {
+            task: task.map(str::to_owned),
+            occurrence,
+            limit,
+            ..HistoryFilter::default()
+        })
+    }
+
+    /// History rows as `filter` narrows them, newest first. A row has no host on SQLite, so a
+    /// host filter finds none.
+    pub fn history_where(&self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>, StoreError> {
+        if filter.host.is_some() {
+            return Ok(Vec::new());
+        }
+        // Plain equalities for the filters given, so each reaches its index: `hook_history_by_task`
+        // serves only a plain `task = ?`, never `(? IS NULL OR task = ?)`.
+        let mut conditions = vec!["1".to_owned()];
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        let mut and = |test: &str, value: rusqlite::types::Value| {
+            args.push(value);
+            conditions.push(format!("{test} ?{}", args.len()));
         };
-        let of_occurrence = if occurrence.is_some() {
-            "occurrence = ?2"
-        } else {
-            "?2 IS NULL"
-        };
+        if let Some(task) = &filter.task {
+            and("task =", task.clone().into());
+        }
+        if let Some(point) = &filter.point {
+            and("point =", point.clone().into());
+        }
+        if let Some(outcome) = &filter.outcome {
+            and("outcome =", outcome.clone().into());
+        }
+        if let Some(occurrence) = filter.occurrence {
+            and("occurrence =", occurrence.into());
+        }
+        if let Some(before) = filter.before {
+            and("id <", before.into());
+        }
+        args.push(i64::try_from(filter.limit).unwrap_or(i64::MAX).into());
         let sql = format!(
-            "{} WHERE {of_task} AND {of_occurrence} ORDER BY id DESC LIMIT ?3",
+            "{} WHERE {} ORDER BY id DESC LIMIT ?{}",
+            HistoryRow::SELECT,
+            conditions.join(" AND "),
+            args.len()
+        );
+        let rows = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_map(rusqlite::params_from_iter(args), HistoryRow::from_row)?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// History rows that finished since `since_ms`, counted by outcome per interval of
+    /// `bucket_ms` from `since_ms` on (only the intervals and outcomes that have rows), oldest
+    /// first. Reads the finish-time index: as cheap as the rows in the window.
+    pub fn outcomes(&self, since_ms: i64, bucket_ms: i64) -> Result<Vec<OutcomeCount>, StoreError> {
+        let bucket_ms = bucket_ms.max(1);
+        let rows = self
+            .conn
+            .prepare_cached(
+                "SELECT ?1 + (finished_ms - ?1) / ?2 * ?2 AS start, outcome, COUNT(*)
+                 FROM hook_history WHERE finished_ms >= ?1
+                 GROUP BY start, outcome ORDER BY start, outcome",
+            )?
+            .query_map(params![since_ms, bucket_ms], |r| {
+                Ok(OutcomeCount {
+                    start_ms: r.get(0)?,
+                    outcome: r.get(1)?,
+                    count: r.get(2)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// The `limit` longest command runs that finished since `since_ms`, longest first.
+    pub fn slowest(&self, since_ms: i64, limit: usize) -> Result<Vec<HistoryRow>, StoreError> {
+        let sql = format!(
+            "{} WHERE finished_ms >= ?1 AND duration_ms IS NOT NULL
+             ORDER BY duration_ms DESC, id DESC LIMIT ?2",
             HistoryRow::SELECT
         );
         let rows = self
             .conn
             .prepare_cached(&sql)?
-            .query_map(
-                params![task, occurrence, limit as i64],
-                HistoryRow::from_row,
-            )?
+            .query_map(params![since_ms, limit as i64], HistoryRow::from_row)?
             .collect::<Result<_, _>>()?;
         Ok(rows)
     }
