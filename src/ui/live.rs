@@ -34,6 +34,7 @@ use axum::routing::get;
 use tokio::sync::watch as channel;
 
 use crate::queue::error::Error as QueueError;
+use crate::queue::handle::QueueOptions;
 use crate::queue::workspace::Workspace;
 
 pub use clean::Clean;
@@ -116,6 +117,13 @@ impl Live {
     /// schema as a runner would, and starts the watcher's thread. Fails when the database
     /// cannot be opened; a read that fails later is logged once and retried every second.
     pub fn start(ws: Workspace) -> Result<Arc<Live>, LiveError> {
+        Live::start_with(ws, QueueOptions::from_env())
+    }
+
+    /// [`Live::start`] with the options a host opens its [`Queue`](crate::queue::Queue) with
+    /// ([`Queue::open_with`](crate::queue::Queue::open_with)), so that both watch the same
+    /// database.
+    pub fn start_with(ws: Workspace, opts: QueueOptions) -> Result<Arc<Live>, LiveError> {
         let (tx, rx) = channel::channel(0);
         let shared = Arc::new(Shared {
             ws: ws.clone(),
@@ -126,7 +134,7 @@ impl Live {
             sender: Mutex::new(Some(tx)),
             receiver: rx,
         });
-        let mut source = watch::Source::open(&ws, &shared)?;
+        let mut source = watch::Source::open(&ws, opts, &shared)?;
         let theirs = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("hookq-ui-watch".into())
