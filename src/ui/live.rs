@@ -76,13 +76,12 @@ impl Shared {
     /// Sleeps `d`, or less when stopped.
     fn sleep(&self, d: Duration) {
         let stopped = self.stopped.lock().unwrap_or_else(PoisonError::into_inner);
-        if !*stopped {
-            drop(
-                self.wake
-                    .wait_timeout(stopped, d)
-                    .unwrap_or_else(PoisonError::into_inner),
-            );
-        }
+        // A spurious wake-up sleeps on: the watcher reads once a poll, never more often.
+        drop(
+            self.wake
+                .wait_timeout_while(stopped, d, |stopped| !*stopped)
+                .unwrap_or_else(PoisonError::into_inner),
+        );
     }
 
     fn stopped(&self) -> bool {

@@ -21,7 +21,7 @@ use crate::queue::logs::task_logs;
 
 use super::Live;
 use super::clean::Clean;
-use super::events::{KEEP_ALIVE, RETRY};
+use super::events::{KEEP_ALIVE, RETRY, UNBUFFERED};
 
 /// How often the log's size is looked at.
 pub const TICK: Duration = Duration::from_millis(250);
@@ -78,8 +78,10 @@ pub(super) async fn tail(
         let event = t.next().await?;
         Some((Ok::<_, Infallible>(event.retry(RETRY)), t))
     });
-    Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+    (
+        [UNBUFFERED],
+        Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)),
+    )
         .into_response()
 }
 
