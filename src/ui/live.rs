@@ -14,7 +14,8 @@
 //!   the task's hook logs from byte `N` (or the `Last-Event-ID` a reconnecting browser sends):
 //!   `event: append` with the text, ANSI escape sequences and control bytes removed but for
 //!   newlines and tabs, invalid UTF-8 replaced, and the offset it reaches as the event's id;
-//!   `event: reset` when the file was emptied. `{file}` must be a name
+//!   `event: reset` when the file was emptied or replaced (then its text follows from its
+//!   start). `{file}` must be a name
 //!   [`task_logs`](crate::queue::logs::task_logs) lists for the task, else 404.
 //! - `GET /assets/live.js`: the page script that uses both.
 
