@@ -1,0 +1,133 @@
+// hookq's live view: keeps `#main` current and tails a log, over Server-Sent Events. The page
+// works without it. No framework, no build step.
+(function () {
+  "use strict";
+  var script = document.currentScript;
+  // The script is served at <root>/assets/live.js: the view's root, under whatever prefix.
+  var root = new URL("../", script ? script.src : location.href);
+  // The generation the page shows: `#main[data-generation]` as rendered, then each one heard.
+  var known = null;
+  var inFlight = false;
+  var queued = false;
+  var stale = false;
+  var retry = null;
+
+  function generationOf(doc) {
+    var main = doc.getElementById("main");
+    var g = main ? main.getAttribute("data-generation") : null;
+    return g === null || g === "" || isNaN(Number(g)) ? null : Number(g);
+  }
+
+  // A person typing into a form or selecting text in `#main` would lose it to a swap.
+  function busy() {
+    var main = document.getElementById("main");
+    if (!main) { return false; }
+    var active = document.activeElement;
+    if (active && main.contains(active) && /^(INPUT|SELECT|TEXTAREA)$/.test(active.tagName)) {
+      return true;
+    }
+    var selection = window.getSelection ? window.getSelection() : null;
+    return !!(selection && !selection.isCollapsed && main.contains(selection.anchorNode));
+  }
+
+  // Fetches the page again and swaps `#main`: one fetch at a time, and one more after it when
+  // changes came meanwhile. A hidden tab or a busy reader waits.
+  function refresh() {
+    if (document.hidden) {
+      stale = true;
+      return;
+    }
+    if (busy()) {
+      if (retry === null) {
+        retry = setTimeout(function () { retry = null; refresh(); }, 1000);
+      }
+      return;
+    }
+    if (inFlight) {
+      queued = true;
+      return;
+    }
+    inFlight = true;
+    queued = false;
+    stale = false;
+    fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+      .then(function (response) {
+        return response.ok ? response.text() : null;
+      })
+      .then(function (html) {
+        if (html === null) { return; }
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        var fresh = doc.getElementById("main");
+        var main = document.getElementById("main");
+        if (!fresh || !main) { return; }
+        var g = generationOf(doc);
+        if (g !== null && (known === null || g > known)) { known = g; }
+        main.innerHTML = fresh.innerHTML;
+        tailLog();
+      })
+      .catch(function () { /* the server is away: the next change tries again */ })
+      .then(function () {
+        inFlight = false;
+        if (queued) { refresh(); }
+      });
+  }
+
+  // The log this page shows, tailed: `pre#log[data-tail]`, the tail's URL relative to the
+  // page's own, from `data-offset`, the bytes of the file the page shows.
+  var tail = null;
+  var tailed = null;
+
+  function tailLog() {
+    var pre = document.querySelector("pre#log[data-tail]");
+    if (pre === tailed) { return; }
+    if (tail) { tail.close(); tail = null; }
+    tailed = pre;
+    if (!pre || typeof EventSource === "undefined") { return; }
+    var url = new URL(pre.getAttribute("data-tail"), location.href);
+    url.searchParams.set("from", pre.getAttribute("data-offset") || "0");
+    tail = new EventSource(url.href);
+    tail.addEventListener("append", function (e) {
+      var end = document.documentElement;
+      var follow = window.innerHeight + window.scrollY >= end.scrollHeight - 4;
+      pre.appendChild(document.createTextNode(e.data));
+      if (follow) { window.scrollTo(0, end.scrollHeight); }
+    });
+    tail.addEventListener("reset", function () {
+      pre.textContent = "";
+    });
+  }
+
+  function listen() {
+    if (typeof EventSource === "undefined") { return; }
+    known = generationOf(document);
+    var events = new EventSource(new URL("events", root).href);
+    events.addEventListener("hello", function (e) {
+      // Connected, or connected again (perhaps to a restarted server): what changed since
+      // the page was rendered is shown now.
+      var g = Number(e.data);
+      if (known !== null && g !== known && !tailed) { refresh(); }
+      known = g;
+    });
+    events.addEventListener("change", function (e) {
+      var g = Number(e.data);
+      if (known !== null && g <= known) { return; }
+      known = g;
+      // A tailed log is kept current by its own stream.
+      if (!tailed) { refresh(); }
+    });
+    document.addEventListener("visibilitychange", function () {
+      if (!document.hidden && stale) { refresh(); }
+    });
+  }
+
+  function start() {
+    tailLog();
+    listen();
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();
