@@ -10,6 +10,7 @@
 //! waits after the last one ended (default 360, see [`AFTER_THE_LAST_RUN`]). `-- --agent` measures
 //! only the agent tool hook figures (7a-7c), which create few files and so do not wait;
 //! `-- --lifecycle` only the worktree lifecycle figures (L1, L2), also the last of a full run;
+//! `-- --ui` only the web view's figures (U1a-U4);
 //! `-- --postgres` only the queue on PostgreSQL (P0-P5b, P8), on a server the bench starts;
 //! `-- --takeover` only P8a and P8b (takeover of a frozen or cut-off holder); `-- --writers`
 //! only P6 and P7 (many writers on one queue).
@@ -51,6 +52,12 @@ fn main() {
     if args.iter().any(|a| a == "--agent") {
         alone(sizes, |dir, sizes| {
             harness::agent::rows(&harness::agent::measure(dir, sizes))
+        });
+        return;
+    }
+    if args.iter().any(|a| a == "--ui") {
+        alone(sizes, |dir, sizes| {
+            harness::ui::rows(&harness::ui::measure(dir, sizes), sizes)
         });
         return;
     }

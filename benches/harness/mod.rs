@@ -22,6 +22,7 @@ pub mod sizes;
 pub mod stats;
 pub mod suite;
 pub mod transitions;
+pub mod ui;
 
 pub use sizes::Sizes;
 pub use suite::run;

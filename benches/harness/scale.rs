@@ -56,7 +56,7 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> Scale {
         assert_eq!(fixture::pending_count(&c), big as i64);
         (ws, t.elapsed().as_secs_f64())
     };
-    let ws_ten = small(dir, "ten", sizes.queue_small);
+    let ws_ten = pending_workspace(dir, "ten", sizes.queue_small);
     let queue = interleaved(
         sizes.queue_runs,
         &ws_big,
@@ -80,7 +80,7 @@ pub fn measure(dir: &Path, sizes: &Sizes) -> Scale {
 }
 
 /// A workspace with `n` pending points and no commands.
-fn small(dir: &Path, name: &str, n: usize) -> Workspace {
+pub fn pending_workspace(dir: &Path, name: &str, n: usize) -> Workspace {
     let ws = fixture::workspace(dir, name, &[]);
     let mut c = fixture::bulk_conn(&ws);
     let tasks = n.div_ceil(POINTS_PER_TASK);
@@ -117,7 +117,7 @@ fn interleaved(runs: usize, big: &Workspace, small: &Workspace, args: &[&str]) -
 /// and from one holding `sizes.drain_small`, topped up after each round; median ms per point of
 /// each.
 fn drain_at_scale(dir: &Path, ws_big: &Workspace, sizes: &Sizes) -> (f64, f64) {
-    let ws_small = small(dir, "thousand", sizes.drain_small);
+    let ws_small = pending_workspace(dir, "thousand", sizes.drain_small);
     let small_tasks = sizes.drain_small.div_ceil(POINTS_PER_TASK);
     let mut big_store = Store::open(&ws_big.db_path()).expect("open the big store");
     let mut small_store = Store::open(&ws_small.db_path()).expect("open the small store");

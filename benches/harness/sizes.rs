@@ -67,6 +67,12 @@ pub struct Sizes {
     pub lifecycle_rounds: usize,
     /// Files in each repository a worktree is created of.
     pub lifecycle_files: usize,
+    /// Pending points in the small workspace the web view's pages are compared against.
+    pub ui_small: usize,
+    /// Requests timed per page and workspace.
+    pub ui_runs: usize,
+    /// How long the idle web view is watched.
+    pub ui_idle: Duration,
 }
 
 impl Sizes {
@@ -98,6 +104,9 @@ impl Sizes {
             memory_small: 1_000,
             lifecycle_rounds: 21,
             lifecycle_files: 1_000,
+            ui_small: 1_000,
+            ui_runs: 31,
+            ui_idle: Duration::from_secs(20),
         }
     }
 
@@ -129,6 +138,9 @@ impl Sizes {
             memory_small: 50,
             lifecycle_rounds: 2,
             lifecycle_files: 20,
+            ui_small: 10,
+            ui_runs: 2,
+            ui_idle: Duration::from_millis(300),
         }
     }
 
@@ -164,6 +176,9 @@ impl Sizes {
             memory_small: full.memory_small,
             lifecycle_rounds: full.lifecycle_rounds,
             lifecycle_files: s(full.lifecycle_files, small.lifecycle_files),
+            ui_small: full.ui_small,
+            ui_runs: full.ui_runs,
+            ui_idle: full.ui_idle,
         }
     }
 

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use super::report::{self, Machine, Report, Row};
 use super::sizes::Sizes;
-use super::{agent, drain, fixture, floors, hub, lifecycle, memory, scale, transitions};
+use super::{agent, drain, fixture, floors, hub, lifecycle, memory, scale, transitions, ui};
 
 /// Runs every measurement at `sizes`, printing progress on stderr, and returns the report.
 pub fn run(sizes: Sizes) -> Report {
@@ -32,6 +32,8 @@ pub fn run(sizes: Sizes) -> Report {
     let h = hub::measure(dir, &sizes);
     step("5: memory of hookq run");
     let (large, small) = memory::measure(dir, &sizes);
+    step("U: the web view");
+    let u = ui::measure(dir, &sizes);
     step("7: agent tool hooks");
     let a = agent::measure(dir, &sizes);
     // Last: its repositories are the run's most files, which would slow file creation after.
@@ -86,6 +88,7 @@ pub fn run(sizes: Sizes) -> Report {
     rows.push(hub_rss);
     rows.push(parallel);
     rows.push(parallel_cores);
+    rows.extend(ui::rows(&u, &sizes));
     rows.extend(agent::rows(&a));
     rows.extend(lifecycle::rows(&l));
     #[cfg(feature = "postgres")]
