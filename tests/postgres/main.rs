@@ -13,10 +13,12 @@ mod live;
 #[allow(dead_code)]
 #[path = "../ui_live/client.rs"]
 mod live_client;
+mod metrics;
 mod parity;
 mod pause;
 mod relay;
 mod takeover;
+mod ui;
 mod writers;
 // Each binary uses a different part of the shared helpers.
 #[allow(dead_code)]
