@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::error::Error;
 use super::event::Event;
-use super::matcher::RADIAN_TOOLS;
+use super::matcher::{Matcher, RADIAN_TOOLS};
 use super::ordered::Ordered;
 use super::sources::{OUTSIDE_SUBSET, kind, timeout};
 
@@ -753,6 +753,15 @@ fn import_matcher(at: &str, matcher: &str, notes: &mut Vec<String>) -> Option<St
         return Some(matcher.to_owned());
     }
     let joined = mapped.join("|");
+    // Each leaf must stand as a pattern of its own once out of the matcher: the anchor taken off
+    // `^*` leaves `*`, which alone would mean every tool (and compiles as no pattern). A
+    // matcher whose leaves do not keep it as written, matching what it matched.
+    if Matcher::new(Some(&joined)).is_any() || regex::Regex::new(&joined).is_err() {
+        notes.push(format!(
+            "{at}: matcher {matcher:?} kept as written: its alternatives do not stand as patterns on their own"
+        ));
+        return Some(matcher.to_owned());
+    }
     if joined != matcher {
         notes.push(format!("{at}: matcher {matcher:?} is {joined:?} here"));
     }
@@ -882,6 +891,19 @@ mod tests {
         assert_eq!(nearest("job"), Some("job"));
         assert_eq!(nearest("ab"), None, "too far to guess");
         assert_eq!(distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn an_import_never_makes_a_matcher_of_every_tool() {
+        // `^*` alone, its anchor taken off, would be `*`: every tool. The regex `|^*` matches
+        // only an empty name, so no tool.
+        for matcher in ["|^*", "^*", "^*|Bash", "(^*)"] {
+            let mut notes = Vec::new();
+            let imported = import_matcher("e", matcher, &mut notes);
+            let m = Matcher::new(imported.as_deref());
+            assert!(!m.matches("read"), "{matcher:?} imported as {imported:?}");
+            assert!(!m.is_any(), "{matcher:?} imported as {imported:?}");
+        }
     }
 
     #[test]

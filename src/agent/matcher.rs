@@ -70,6 +70,11 @@ impl Matcher {
         }
     }
 
+    /// Whether it matches every tool (no matcher, `*` or a blank one).
+    pub fn is_any(&self) -> bool {
+        matches!(self, Matcher::Any { .. })
+    }
+
     /// Whether a call of tool `tool` fires the entry.
     pub fn matches(&self, tool: &str) -> bool {
         match self {
