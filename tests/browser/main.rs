@@ -1,0 +1,13 @@
+//! The web view in a real headless Chromium, driven over WebDriver (`harness`): the harness
+//! against a page of its own, then the pages `hookq ui` serves.
+
+// Each binary uses a different part of the shared helpers.
+#[allow(dead_code)]
+#[path = "../support/mod.rs"]
+mod support;
+
+// Each test uses a different part of the harness.
+#[allow(dead_code)]
+mod harness;
+
+mod own_page;
