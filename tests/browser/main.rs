@@ -10,4 +10,8 @@ mod support;
 #[allow(dead_code)]
 mod harness;
 
+mod actions;
+mod hostile;
 mod own_page;
+mod pages;
+mod server;
