@@ -3,7 +3,7 @@
 //! the token is refused while `/?token=…` lets the browser in.
 
 use crate::harness::{Browser, PATIENCE};
-use crate::pages::{HOOKS, populate};
+use crate::scenarios::{HOOKS, populate};
 use crate::server::Ui;
 use crate::support::queue::Ws;
 

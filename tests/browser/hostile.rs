@@ -5,7 +5,7 @@
 use rusqlite::params;
 
 use crate::harness::Browser;
-use crate::pages::{HOOKS, hookq_ok, populate};
+use crate::scenarios::{HOOKS, hookq_ok, populate};
 use crate::server::Ui;
 use crate::support::queue::Ws;
 

@@ -14,4 +14,5 @@ mod actions;
 mod hostile;
 mod own_page;
 mod pages;
+mod scenarios;
 mod server;
