@@ -10,6 +10,7 @@ use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -84,6 +85,28 @@ pub struct ConsoleEntry {
     pub message: String,
 }
 
+/// The browsers of this test binary take turns here: any number run at once, but a test that
+/// measures time runs its browser alone ([`Browser::start_alone`]), so that the others' work
+/// does not weigh on what it measures.
+static TURNS: RwLock<()> = RwLock::new(());
+
+/// A browser's place in [`TURNS`]: shared or alone.
+enum Turn {
+    Shared(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
+    Alone(#[allow(dead_code)] RwLockWriteGuard<'static, ()>),
+}
+
+impl Turn {
+    fn take(alone: bool) -> Self {
+        // A test that failed while holding its turn still gave it back.
+        if alone {
+            Self::Alone(TURNS.write().unwrap_or_else(|e| e.into_inner()))
+        } else {
+            Self::Shared(TURNS.read().unwrap_or_else(|e| e.into_inner()))
+        }
+    }
+}
+
 /// `chromedriver` and one browser session in it.
 pub struct Browser {
     agent: ureq::Agent,
@@ -92,13 +115,28 @@ pub struct Browser {
     driver: Child,
     profile: tempfile::TempDir,
     console: RefCell<Vec<ConsoleEntry>>,
+    // Last, so that it is given back once the browser is gone.
+    _turn: Turn,
 }
 
 impl Browser {
     /// A browser for `test`, or `None` once [`skipped`] has said why this machine cannot run one.
     pub fn start(test: &str) -> Option<Self> {
+        Self::start_turn(test, false)
+    }
+
+    /// A browser for `test` that runs alone in this binary: it waits for the others to end, and
+    /// none starts until it has ended.
+    pub fn start_alone(test: &str) -> Option<Self> {
+        Self::start_turn(test, true)
+    }
+
+    fn start_turn(test: &str, alone: bool) -> Option<Self> {
         match Programs::find() {
-            Ok(p) => Some(Self::start_with(&p)),
+            Ok(p) => {
+                let turn = Turn::take(alone);
+                Some(Self::start_with(&p, turn))
+            }
             Err(why) => {
                 skipped(test, &why);
                 None
@@ -108,7 +146,7 @@ impl Browser {
 
     /// Starts `chromedriver` on a free port, waits until it is ready and opens a session. A
     /// driver that loses the race for its port to another process is started again.
-    pub fn start_with(programs: &Programs) -> Self {
+    fn start_with(programs: &Programs, turn: Turn) -> Self {
         let profile = tempfile::Builder::new()
             .prefix("hookq-chromium-")
             .tempdir()
@@ -176,6 +214,7 @@ impl Browser {
             driver,
             profile,
             console: RefCell::new(Vec::new()),
+            _turn: turn,
         };
         let created = browser
             .request("POST", "/session", Some(caps))

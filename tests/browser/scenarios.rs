@@ -216,10 +216,11 @@ pub fn every_page_renders(test: &str, ws: &Ws, prefix: &str) {
 
 /// With the overview and the pending page open in two windows, a `task move` shows on both
 /// within a second of its end, without a reload. The time is the one the page's own recorder
-/// notes when the new point first shows, against the moment the move's process ended.
+/// notes when the new point first shows, against the moment the move's process ended. Its
+/// browser runs alone, so that no other test's browser weighs on the time.
 pub fn a_move_shows_live(test: &str, ws: &Ws) {
     let ui = Ui::start(ws, &[], &[]);
-    let Some(b) = Browser::start(test) else {
+    let Some(b) = Browser::start_alone(test) else {
         return;
     };
     hookq_ok(
