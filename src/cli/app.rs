@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand};
 
 use crate::cli::error::Error;
 use hookq::exec::Stop;
-use hookq::queue::config::Config;
+use hookq::queue::config::{Config, ConfigWarning};
 use hookq::queue::store::{Store, StoreOptions};
 use hookq::queue::workspace::Workspace;
 
@@ -101,11 +101,16 @@ impl Ctx {
 /// Prints the config's near-miss keys as `warning:` lines, the first time a command of this
 /// process loaded it (a hub re-reads the config on every pass: once is enough).
 pub(super) fn warn_config(cfg: &Config) {
+    warn_config_lines(cfg.warnings());
+}
+
+/// [`warn_config`] of the near-miss keys a pass read.
+pub(super) fn warn_config_lines(warnings: &[ConfigWarning]) {
     static WARNED: AtomicBool = AtomicBool::new(false);
-    if cfg.warnings().is_empty() || WARNED.swap(true, Ordering::Relaxed) {
+    if warnings.is_empty() || WARNED.swap(true, Ordering::Relaxed) {
         return;
     }
-    for w in cfg.warnings() {
+    for w in warnings {
         errln!("warning: {w}");
     }
 }

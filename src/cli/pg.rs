@@ -8,21 +8,14 @@ use std::time::Instant;
 use crate::cli::error::Error;
 use hookq::exec::Stop;
 use hookq::queue::Error as QueueError;
-use hookq::queue::RowError;
 use hookq::queue::drain::Drainer;
 use hookq::queue::hub::{self, HubEvent, HubOptions};
-use hookq::queue::ids::{PlanId, TaskId};
 use hookq::queue::lock::{self, RunnerLock, Wait};
 use hookq::queue::pg::{self, Lease, PgChoice, PgError, PgQueue, PgRunnerLock, PgStore, QueueName};
-use hookq::queue::phase::Phase;
-use hookq::queue::record::{MoveFacts, Occurrence, Transition};
-use hookq::queue::store::{HistoryRow, Paused, PendingRow, Stats, TaskRow};
 use hookq::queue::workspace::Workspace;
 
 use super::app::stop_on_signals;
 use super::output;
-use super::queue::{LockHolder, QueueView};
-use super::task::Owner;
 
 /// The PostgreSQL queue `ws` asks for, `None` for its SQLite file.
 pub(super) fn choice(ws: &Workspace) -> Result<Option<PgChoice>, Error> {
@@ -153,73 +146,12 @@ pub(super) fn run(ws: &Workspace, choice: &PgChoice, jobs: usize, wait: Wait) ->
     Ok(())
 }
 
-/// After an owner transition: drain only if both runner locks are free right now. Hooks never
-/// make the transition fail, so problems here are warnings and the points stay pending.
-fn drain_if_free(ws: &Workspace, store: PgStore) {
-    let stop = stop_on_signals();
-    let queue_lock = match take_lock(&store, Wait::No, stop) {
-        Ok(Some(l)) => l,
-        Ok(None) => {
-            outln!("runner lock is held elsewhere; its holder runs the pending hooks");
-            return;
-        }
-        Err(e) => {
-            errln!("warning: hooks left pending: {e}");
-            return;
-        }
-    };
-    let lock = match file_lock(ws, Wait::No, stop) {
-        Ok(Some(l)) => l,
-        Ok(None) => {
-            outln!("runner lock is held elsewhere; its holder runs the pending hooks");
-            return;
-        }
-        Err(e) => {
-            errln!("warning: hooks left pending: {e}");
-            return;
-        }
-    };
-    let name = store.queue().clone();
-    let mut queue = match PgQueue::new(store, queue_lock) {
-        Ok(q) => q,
-        Err(e) => {
-            errln!("warning: hooks left pending: {}", placed(&name, e));
-            return;
-        }
-    };
-    let mut drainer = Drainer::new(ws.clone(), stop);
-    if let Ok(cfg) = drainer.config() {
-        super::app::warn_config(&cfg);
-    }
-    match drainer.drain_and_release(&mut queue, lock) {
-        Ok(r) => {
-            if let Some(line) = output::ran(&r) {
-                outln!("{line}");
-            }
-            output::held(&r);
-            output::paused(&r, || pending_count(queue.store()));
-        }
-        Err(e) => errln!("warning: hooks left pending: {e}"),
-    }
-    // Failing, the lock's connection still closes as it drops, which releases it as well.
-    let _ = queue.release();
-}
-
 /// How many points the queue of `store` holds pending; `None` when that cannot be read.
 fn pending_count(store: &mut PgStore) -> Option<i64> {
     let queue = store.queue().clone();
     pg::store::stats(store.client(), &queue)
         .ok()
         .map(|s| s.pending)
-}
-
-/// Records in one transaction of the queue's database.
-fn write<T>(
-    store: &mut PgStore,
-    f: impl FnOnce(&mut postgres::Transaction<'_>, &QueueName) -> Result<T, PgError>,
-) -> Result<T, Error> {
-    let queue = store.queue().clone();
-    store.write(f).map_err(|e| placed(&queue, e))
 }
 
 /// `hookq hub`: the library's hub on PostgreSQL ([`hub::run_postgres`]), which holds the
@@ -330,163 +262,5 @@ pub(super) fn check(choice: &PgChoice) -> (Checked, Option<Error>) {
             checked.error = Some(e.to_string());
             (checked, Some(e))
         }
-    }
-}
-
-/// Where the logs of a shared queue's commands are, as `queue show` says it.
-const SHARED_LOGS: &str = "each command's log is on the host that ran it (the paths are that \
-                           host's); `hookq queue log TASK` there prints them";
-
-/// The queue in its PostgreSQL database, as `hookq queue` reads and changes it: the lock shown
-/// is the queue's runner lock.
-pub(super) struct PgView {
-    store: PgStore,
-    place: String,
-}
-
-impl PgView {
-    /// Connects and opens the queue `choice` names.
-    pub(super) fn open(choice: &PgChoice) -> Result<Self, Error> {
-        Ok(Self {
-            store: open(choice)?,
-            place: format!("queue {} on {}", choice.queue, choice.target),
-        })
-    }
-
-    /// `f` on the store's connection and the queue's name.
-    fn read<T>(
-        &mut self,
-        f: impl FnOnce(&mut postgres::Client, &QueueName) -> Result<T, PgError>,
-    ) -> Result<T, Error> {
-        let queue = self.store.queue().clone();
-        f(self.store.client(), &queue).map_err(|e| placed(&queue, e))
-    }
-}
-
-impl QueueView for PgView {
-    fn place(&self) -> &str {
-        &self.place
-    }
-
-    fn shared_logs(&self) -> Option<&'static str> {
-        Some(SHARED_LOGS)
-    }
-
-    fn lock(&mut self) -> Result<(Option<LockHolder>, String), Error> {
-        let holder = self.read(pg::holder)?;
-        let queue = self.store.queue();
-        let line = match &holder {
-            Some(h) => format!("runner lock of queue {queue}: held by {h}"),
-            None => format!("runner lock of queue {queue}: free"),
-        };
-        Ok((holder.map(LockHolder::Queue), line))
-    }
-
-    fn pending(&mut self, task: Option<&str>, limit: usize) -> Result<Vec<PendingRow>, Error> {
-        self.read(|c, q| pg::store::pending(c, q, 0, limit, task))
-    }
-
-    fn dropped_note(&mut self, entry: &PendingRow) -> Option<String> {
-        // Started by the runner holding the queue's lock now, and not cleared: it may be
-        // running. The drop cannot take back a command that started, so say what happens to it.
-        let holder = self.read(pg::holder).ok().flatten()?;
-        let started = entry.last_started_ms?;
-        let since = holder.since.as_deref()?;
-        chrono::DateTime::parse_from_rfc3339(since)
-            .is_ok_and(|t| started >= t.timestamp_millis())
-            .then(|| {
-                format!(
-                    "note: the runner holding the lock ({holder}) started it at {} and has not cleared it; if its commands are running, they finish, and only the drop is kept in history",
-                    output::time(started)
-                )
-            })
-    }
-
-    fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {
-        self.read(|c, q| pg::store::pending_entry(c, q, id))
-    }
-
-    fn history(
-        &mut self,
-        task: Option<&str>,
-        occurrence: Option<i64>,
-        limit: usize,
-    ) -> Result<Vec<HistoryRow>, Error> {
-        self.read(|c, q| pg::store::history(c, q, task, occurrence, limit))
-    }
-
-    fn task(&mut self, task: &TaskId) -> Result<Option<TaskRow>, Error> {
-        self.read(|c, q| pg::store::task(c, q, task.as_str()))
-    }
-
-    fn tasks(&mut self, plan: Option<&str>) -> Result<Vec<TaskRow>, Error> {
-        self.read(|c, q| pg::store::tasks(c, q, plan))
-    }
-
-    fn drop_entry(&mut self, id: i64) -> Result<PendingRow, Error> {
-        let queue = self.store.queue().clone();
-        pg::store::drop_entry(self.store.client(), &queue, id).map_err(|e| match e {
-            PgError::Row(RowError::NoEntry(id)) => {
-                Error::NotFound(format!("no pending entry {id} in {}", self.place))
-            }
-            e => placed(&queue, e),
-        })
-    }
-
-    fn requeue(&mut self, history_id: i64) -> Result<Occurrence, Error> {
-        write(&mut self.store, |tx, q| {
-            pg::record::requeue(tx, q, history_id)
-        })
-    }
-
-    fn stats(&mut self) -> Result<Stats, Error> {
-        self.read(pg::store::stats)
-    }
-
-    fn paused(&mut self) -> Result<Option<i64>, Error> {
-        self.read(pg::store::paused)
-    }
-
-    fn pause(&mut self) -> Result<Paused, Error> {
-        write(&mut self.store, pg::store::pause)
-    }
-
-    fn resume(&mut self) -> Result<Option<Paused>, Error> {
-        // `write` wakes the queue's hubs once the resume commits.
-        write(&mut self.store, pg::store::resume)
-    }
-}
-
-impl Owner for PgView {
-    fn add_task(
-        &mut self,
-        task: &TaskId,
-        plan: &PlanId,
-        phase: &Phase,
-    ) -> Result<Transition, Error> {
-        write(&mut self.store, |tx, q| {
-            pg::record::add_task(tx, q, task, plan, phase)
-        })
-    }
-
-    fn move_task(
-        &mut self,
-        task: &TaskId,
-        phase: &Phase,
-        facts: &MoveFacts,
-    ) -> Result<Transition, Error> {
-        write(&mut self.store, |tx, q| {
-            pg::record::move_task(tx, q, task, phase, facts)
-        })
-    }
-
-    fn cancel_plan(&mut self, plan: &PlanId) -> Result<Vec<Transition>, Error> {
-        write(&mut self.store, |tx, q| {
-            pg::record::cancel_plan(tx, q, plan)
-        })
-    }
-
-    fn drain_if_free(self: Box<Self>, ws: &Workspace) {
-        drain_if_free(ws, self.store);
     }
 }

@@ -22,13 +22,13 @@ pub(super) enum Command {
 pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
     let Command::Cancel { plan, no_run } = cmd;
     let plan = PlanId::new(plan).map_err(|e| Error::Usage(e.to_string()))?;
-    let (ws, mut q) = queue::open(ctx)?;
+    let (_, mut q) = queue::open(ctx)?;
     let moved = q.cancel_plan(&plan)?;
     let none = moved.is_empty() && q.tasks(Some(plan.as_str()))?.is_empty();
     say_cancelled(&plan, moved.len(), none);
     // Like every owner transition, even one that ended no task: what is pending runs.
     if !no_run {
-        q.drain_if_free(&ws);
+        super::task::drain_if_free(q);
     }
     Ok(())
 }

@@ -6,17 +6,13 @@ use serde::Serialize;
 use crate::cli::error::Error;
 use hookq::queue::config::Config;
 use hookq::queue::ids::TaskId;
-use hookq::queue::lock::{self, Holder};
 use hookq::queue::phase::Point;
-use hookq::queue::record::{self, Occurrence};
-use hookq::queue::store::{
-    HistoryRow, Paused, PendingRow, Stats, Store, StoreError, TaskRow, now_ms,
-};
+use hookq::queue::store::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, Stats, now_ms};
 use hookq::queue::workspace::Workspace;
+use hookq::queue::{Dropped, LockHolder, LockState, Queue, QueueOptions};
 
 use super::app::Ctx;
 use super::output::{self, or_dash};
-use super::task::Owner;
 
 /// List pending points (oldest first) and the runner lock's holder.
 #[derive(Debug, clap::Args)]
@@ -95,166 +91,6 @@ enum Sub {
     },
 }
 
-/// The runner lock's holder as the listing's JSON shows it: the workspace's `runner.lock` for
-/// a queue on SQLite, the queue's advisory lock on PostgreSQL.
-#[derive(Serialize)]
-#[serde(untagged)]
-pub(super) enum LockHolder {
-    /// What the workspace's `runner.lock` says of its holder, or last holder.
-    File(Holder),
-    /// The live holder of the queue's runner lock, from the server's lock table.
-    #[cfg(feature = "postgres")]
-    Queue(hookq::queue::pg::PgHolder),
-}
-
-/// What `hookq queue`, `hookq task` and `hookq plan cancel` read, and `hookq queue` changes, in
-/// a queue, in the workspace's SQLite file or in its PostgreSQL database: each subcommand is
-/// written once over it. None of it takes the runner lock.
-pub(super) trait QueueView {
-    /// Where the queue is, as messages name it.
-    fn place(&self) -> &str;
-    /// For a queue other hosts drain too: where its commands' logs are. A queue drained on
-    /// this host alone has its logs where `queue show` prints their paths.
-    fn shared_logs(&self) -> Option<&'static str> {
-        None
-    }
-    /// The runner lock's holder, and the listing's line that names it.
-    fn lock(&mut self) -> Result<(Option<LockHolder>, String), Error>;
-    /// At most `limit` pending points, oldest first, of one task or all.
-    fn pending(&mut self, task: Option<&str>, limit: usize) -> Result<Vec<PendingRow>, Error>;
-    /// Occurrence `id`, when it is pending.
-    fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error>;
-    /// At most `limit` history rows, newest first, of one task or one occurrence, or all.
-    fn history(
-        &mut self,
-        task: Option<&str>,
-        occurrence: Option<i64>,
-        limit: usize,
-    ) -> Result<Vec<HistoryRow>, Error>;
-    /// Task `task`, when the queue has it.
-    fn task(&mut self, task: &TaskId) -> Result<Option<TaskRow>, Error>;
-    /// The queue's tasks, of one plan or all.
-    fn tasks(&mut self, plan: Option<&str>) -> Result<Vec<TaskRow>, Error>;
-    /// Removes pending occurrence `id`, keeping it in history as `dropped`.
-    fn drop_entry(&mut self, id: i64) -> Result<PendingRow, Error>;
-    /// What to say after dropping `entry` of a runner that may be running its commands:
-    /// nothing where that cannot be told.
-    fn dropped_note(&mut self, _entry: &PendingRow) -> Option<String> {
-        None
-    }
-    /// Queues history row `history_id`'s point again, as a new occurrence.
-    fn requeue(&mut self, history_id: i64) -> Result<Occurrence, Error>;
-    /// The queue's counts.
-    fn stats(&mut self) -> Result<Stats, Error>;
-    /// When the queue was paused (unix ms), or `None` while it runs.
-    fn paused(&mut self) -> Result<Option<i64>, Error>;
-    /// Pauses the queue; what it found and did.
-    fn pause(&mut self) -> Result<Paused, Error>;
-    /// Resumes the queue, waking its hubs; `None` when it was not paused.
-    fn resume(&mut self) -> Result<Option<Paused>, Error>;
-}
-
-/// The queue in the workspace's SQLite file.
-pub(super) struct SqliteView {
-    ws: Workspace,
-    pub(super) store: Store,
-    place: String,
-}
-
-impl SqliteView {
-    /// A failure of the store, naming its file.
-    pub(super) fn err(&self) -> impl Fn(StoreError) -> Error + use<> {
-        let db = self.ws.db_path();
-        move |e| Error::store(&db, e)
-    }
-}
-
-impl QueueView for SqliteView {
-    fn place(&self) -> &str {
-        &self.place
-    }
-
-    fn lock(&mut self) -> Result<(Option<LockHolder>, String), Error> {
-        let holder = lock::holder(&self.ws.lock_path());
-        let line = match &holder {
-            Some(h) if h.alive => format!("runner lock: held by {h}"),
-            Some(h) => format!("runner lock: free (last holder pid {} is gone)", h.pid),
-            None => "runner lock: free".to_owned(),
-        };
-        Ok((holder.map(LockHolder::File), line))
-    }
-
-    fn pending(&mut self, task: Option<&str>, limit: usize) -> Result<Vec<PendingRow>, Error> {
-        self.store.pending(0, limit, task).map_err(self.err())
-    }
-
-    fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {
-        self.store.pending_entry(id).map_err(self.err())
-    }
-
-    fn history(
-        &mut self,
-        task: Option<&str>,
-        occurrence: Option<i64>,
-        limit: usize,
-    ) -> Result<Vec<HistoryRow>, Error> {
-        self.store
-            .history(task, occurrence, limit)
-            .map_err(self.err())
-    }
-
-    fn task(&mut self, task: &TaskId) -> Result<Option<TaskRow>, Error> {
-        self.store.task(task.as_str()).map_err(self.err())
-    }
-
-    fn tasks(&mut self, plan: Option<&str>) -> Result<Vec<TaskRow>, Error> {
-        self.store.tasks(plan).map_err(self.err())
-    }
-
-    fn drop_entry(&mut self, id: i64) -> Result<PendingRow, Error> {
-        self.store.drop_entry(id).map_err(self.err())
-    }
-
-    fn dropped_note(&mut self, entry: &PendingRow) -> Option<String> {
-        // Started by the runner holding the lock now, and not cleared: it may be running.
-        // The drop cannot take back a command that started, so say what happens to it.
-        let holder = lock::holder(&self.ws.lock_path()).filter(|h| h.alive)?;
-        let started = entry.last_started_ms?;
-        chrono::DateTime::parse_from_rfc3339(&holder.started)
-            .is_ok_and(|t| started >= t.timestamp_millis())
-            .then(|| {
-                format!(
-                    "note: runner pid {} started it at {} and has not cleared it; if its commands are running, they finish and their runs are kept in history too",
-                    holder.pid,
-                    output::time(started)
-                )
-            })
-    }
-
-    fn requeue(&mut self, history_id: i64) -> Result<Occurrence, Error> {
-        self.store
-            .write(|tx| record::requeue(tx, history_id))
-            .map_err(self.err())
-    }
-
-    fn stats(&mut self) -> Result<Stats, Error> {
-        self.store.stats().map_err(self.err())
-    }
-
-    fn paused(&mut self) -> Result<Option<i64>, Error> {
-        self.store.paused().map_err(self.err())
-    }
-
-    fn pause(&mut self) -> Result<Paused, Error> {
-        self.store.pause().map_err(self.err())
-    }
-
-    fn resume(&mut self) -> Result<Option<Paused>, Error> {
-        // A hub sees the commit as it sees a recording (the file's data version changes).
-        self.store.resume().map_err(self.err())
-    }
-}
-
 #[derive(Serialize)]
 struct Listing {
     lock: Option<LockHolder>,
@@ -265,42 +101,36 @@ struct Listing {
     more: bool,
 }
 
-/// The workspace's queue: in the PostgreSQL database it asks for, else in its SQLite file. It
-/// reads, and records and drains as an owner transition does.
-pub(super) fn open(ctx: &Ctx) -> Result<(Workspace, Box<dyn Owner>), Error> {
-    #[cfg(feature = "postgres")]
-    {
-        let ws = ctx.workspace()?;
-        if let Some(choice) = super::pg::choice(&ws)? {
-            let view = super::pg::PgView::open(&choice)?;
-            return Ok((ws, Box::new(view)));
-        }
-    }
-    let (ws, store) = ctx.open()?;
-    let place = ws.db_path().display().to_string();
-    let view = SqliteView {
-        ws: ws.clone(),
-        store,
-        place,
+/// The workspace's queue: in the PostgreSQL database it asks for, else in its SQLite file
+/// (with the busy timeout `HOOKQ_BUSY_TIMEOUT_MS` sets).
+pub(super) fn open(ctx: &Ctx) -> Result<(Workspace, Queue), Error> {
+    let ws = ctx.workspace()?;
+    let opts = QueueOptions {
+        store: super::app::store_options()?,
+        ..QueueOptions::from_env()
     };
-    Ok((ws, Box::new(view)))
+    let q = Queue::open_with(&ws, opts)?;
+    Ok((ws, q))
 }
 
 pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let (ws, mut q) = open(ctx)?;
-    on(&ws, q.as_mut(), args)
+    on(&ws, &mut q, args)
 }
 
 /// `hookq queue ARGS` on the queue `q` of workspace `ws`.
-fn on(ws: &Workspace, q: &mut dyn QueueView, args: Args) -> Result<(), Error> {
+fn on(ws: &Workspace, q: &mut Queue, args: Args) -> Result<(), Error> {
     let now = now_ms();
     match args.cmd {
         None => {
             let limit = args.limit as usize;
-            let mut pending = q.pending(None, limit + 1)?;
+            let mut pending = q.pending(&PendingFilter {
+                limit: limit + 1,
+                ..PendingFilter::default()
+            })?;
             let more = pending.len() > limit;
             pending.truncate(limit);
-            let (holder, line) = q.lock()?;
+            let LockState { holder, line, .. } = q.lock()?;
             let paused = q.paused()?;
             if args.json {
                 return output::json(&Listing {
@@ -327,7 +157,11 @@ fn on(ws: &Workspace, q: &mut dyn QueueView, args: Args) -> Result<(), Error> {
         }
         Some(Sub::Show { id, json }) => {
             let pending = q.pending_entry(id)?;
-            let history = q.history(None, Some(id), 1000)?;
+            let history = q.history(&HistoryFilter {
+                occurrence: Some(id),
+                limit: 1000,
+                ..HistoryFilter::default()
+            })?;
             show(ws, id, pending, history, json || args.json, q)
         }
         Some(Sub::History { task, limit, json }) => {
@@ -335,7 +169,11 @@ fn on(ws: &Workspace, q: &mut dyn QueueView, args: Args) -> Result<(), Error> {
                 .map(TaskId::new)
                 .transpose()
                 .map_err(|e| Error::Usage(e.to_string()))?;
-            let rows = q.history(task.as_ref().map(TaskId::as_str), None, limit as usize)?;
+            let rows = q.history(&HistoryFilter {
+                task: task.map(|t| t.as_str().to_owned()),
+                limit: limit as usize,
+                ..HistoryFilter::default()
+            })?;
             if json || args.json {
                 return output::json(&rows);
             }
@@ -358,13 +196,13 @@ fn on(ws: &Workspace, q: &mut dyn QueueView, args: Args) -> Result<(), Error> {
             super::log::run(ws, &place, shared, known, &task, opts)
         }
         Some(Sub::Drop { id }) => {
-            let e = q.drop_entry(id)?;
+            let Dropped { entry: e, note } = q.drop_entry(id)?;
             outln!(
                 "dropped occurrence {id} ({} for task {}); kept in history as dropped",
                 e.point,
                 e.task
             );
-            if let Some(note) = q.dropped_note(&e) {
+            if let Some(note) = note {
                 outln!("{note}");
             }
             Ok(())
@@ -432,7 +270,7 @@ fn show(
     pending: Option<PendingRow>,
     history: Vec<HistoryRow>,
     json: bool,
-    q: &dyn QueueView,
+    q: &Queue,
 ) -> Result<(), Error> {
     if pending.is_none() && history.is_empty() {
         return Err(Error::NotFound(format!(

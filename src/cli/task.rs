@@ -3,17 +3,15 @@
 use serde::Serialize;
 
 use crate::cli::error::Error;
-use hookq::queue::drain::Drainer;
 use hookq::queue::ids::{PlanId, TaskId};
-use hookq::queue::lock::{RunnerLock, Wait};
 use hookq::queue::phase::Phase;
 use hookq::queue::record::{self, MoveFacts, Transition};
-use hookq::queue::store::{HistoryRow, PendingRow, Store, TaskRow, now_ms};
-use hookq::queue::workspace::Workspace;
+use hookq::queue::store::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, TaskRow, now_ms};
+use hookq::queue::{DrainIfFree, Queue};
 
 use super::app::{Ctx, stop_on_signals};
 use super::output;
-use super::queue::{self, QueueView, SqliteView};
+use super::queue;
 
 #[derive(Debug, clap::Subcommand)]
 pub(super) enum Command {
@@ -69,65 +67,6 @@ fn usage<E: std::fmt::Display>(e: E) -> Error {
     Error::Usage(e.to_string())
 }
 
-/// What an owner transition does to the workspace's queue, in its SQLite file or in its
-/// PostgreSQL database: records the transition in one transaction, then runs what is pending if
-/// the runner lock is free. `hookq task` and `hookq plan cancel` are written once over it.
-pub(super) trait Owner: QueueView {
-    /// Creates task `task` of plan `plan` in phase `phase`.
-    fn add_task(
-        &mut self,
-        task: &TaskId,
-        plan: &PlanId,
-        phase: &Phase,
-    ) -> Result<Transition, Error>;
-    /// Moves task `task` to phase `phase`.
-    fn move_task(
-        &mut self,
-        task: &TaskId,
-        phase: &Phase,
-        facts: &MoveFacts,
-    ) -> Result<Transition, Error>;
-    /// Ends every unfinished task of plan `plan` in `failed.cancelled`.
-    fn cancel_plan(&mut self, plan: &PlanId) -> Result<Vec<Transition>, Error>;
-    /// After an owner transition: drains only if the runner lock is free right now. Hooks never
-    /// make the transition fail, so problems here are warnings and the points stay pending.
-    fn drain_if_free(self: Box<Self>, ws: &Workspace);
-}
-
-impl Owner for SqliteView {
-    fn add_task(
-        &mut self,
-        task: &TaskId,
-        plan: &PlanId,
-        phase: &Phase,
-    ) -> Result<Transition, Error> {
-        self.store
-            .write(|tx| record::add_task(tx, task, plan, phase))
-            .map_err(self.err())
-    }
-
-    fn move_task(
-        &mut self,
-        task: &TaskId,
-        phase: &Phase,
-        facts: &MoveFacts,
-    ) -> Result<Transition, Error> {
-        self.store
-            .write(|tx| record::move_task(tx, task, phase, facts))
-            .map_err(self.err())
-    }
-
-    fn cancel_plan(&mut self, plan: &PlanId) -> Result<Vec<Transition>, Error> {
-        self.store
-            .write(|tx| record::cancel_plan(tx, plan))
-            .map_err(self.err())
-    }
-
-    fn drain_if_free(mut self: Box<Self>, ws: &Workspace) {
-        drain_if_free(ws, &mut self.store);
-    }
-}
-
 pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
     match cmd {
         Command::Add { task, plan, phase } => {
@@ -157,10 +96,10 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
                 merged_sha,
                 attempt,
             };
-            let (ws, mut q) = queue::open(ctx)?;
+            let (_, mut q) = queue::open(ctx)?;
             print_transition(&q.move_task(&task, &phase, &facts)?);
             if !no_run {
-                q.drain_if_free(&ws);
+                drain_if_free(q);
             }
             Ok(())
         }
@@ -173,7 +112,7 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
         Command::Show { task, json } => {
             let task = TaskId::new(task).map_err(usage)?;
             let (_, mut q) = queue::open(ctx)?;
-            show(q.as_mut(), &task, json)
+            show(&mut q, &task, json)
         }
     }
 }
@@ -214,33 +153,31 @@ pub(super) fn print_transition(t: &Transition) {
     }
 }
 
-/// [`Owner::drain_if_free`] on the workspace's SQLite file.
-fn drain_if_free(ws: &Workspace, store: &mut Store) {
-    let stop = stop_on_signals();
-    let lock = match RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| false) {
-        Ok(Some(lock)) => lock,
-        Ok(None) => {
+/// After an owner transition: drains what is pending if the runner lock is free right now,
+/// and says what it did. Hooks never make the transition fail, so problems here are warnings
+/// and the points stay pending.
+pub(super) fn drain_if_free(q: Queue) {
+    let warn = super::app::warn_config_lines;
+    match q.drain_if_free(stop_on_signals()) {
+        DrainIfFree::Held => {
             outln!("runner lock is held elsewhere; its holder runs the pending hooks");
-            return;
         }
-        Err(e) => {
-            errln!("warning: hooks left pending: {e}");
-            return;
-        }
-    };
-    let mut drainer = Drainer::new(ws.clone(), stop);
-    if let Ok(cfg) = drainer.config() {
-        super::app::warn_config(&cfg);
-    }
-    match drainer.drain_and_release(store, lock) {
-        Ok(r) => {
-            if let Some(line) = output::ran(&r) {
+        DrainIfFree::Ran {
+            report,
+            left,
+            warnings,
+        } => {
+            warn(&warnings);
+            if let Some(line) = output::ran(&report) {
                 outln!("{line}");
             }
-            output::held(&r);
-            output::paused(&r, || store.stats().ok().map(|s| s.pending));
+            output::held(&report);
+            output::paused(&report, || left);
         }
-        Err(e) => errln!("warning: hooks left pending: {e}"),
+        DrainIfFree::Failed { error, warnings } => {
+            warn(&warnings);
+            errln!("warning: hooks left pending: {error}");
+        }
     }
 }
 
@@ -324,14 +261,22 @@ struct Shown<'a> {
 }
 
 /// `task show` of task `task` in `q`.
-fn show(q: &mut dyn QueueView, task: &TaskId, json: bool) -> Result<(), Error> {
+fn show(q: &mut Queue, task: &TaskId, json: bool) -> Result<(), Error> {
     let row = q
         .task(task)?
         .ok_or_else(|| Error::NotFound(format!("no task {task} in {}", q.place())))?;
-    let mut pending = q.pending(Some(task.as_str()), SHOWN_PENDING + 1)?;
+    let mut pending = q.pending(&PendingFilter {
+        task: Some(task.as_str().to_owned()),
+        limit: SHOWN_PENDING + 1,
+        ..PendingFilter::default()
+    })?;
     let more_pending = pending.len() > SHOWN_PENDING;
     pending.truncate(SHOWN_PENDING);
-    let history = q.history(Some(task.as_str()), None, 20)?;
+    let history = q.history(&HistoryFilter {
+        task: Some(task.as_str().to_owned()),
+        limit: 20,
+        ..HistoryFilter::default()
+    })?;
     let shown = Shown {
         task: TaskView::from(&row),
         pending,

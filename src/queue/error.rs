@@ -83,6 +83,15 @@ pub enum Error {
     /// A command could not be run for a reason outside the hook (its log cannot be written).
     #[error(transparent)]
     Exec(#[from] ExecError),
+    /// A task's hook log folder cannot be read.
+    #[error("cannot read hook logs in {}: {source}", path.display())]
+    Logs {
+        /// The folder.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A worker of a parallel pass panicked while it ran a point (a bug in hookq): the pass
     /// ends once the other workers' points finished, and that point stays pending.
     #[error(
@@ -148,6 +157,7 @@ impl Failure for Error {
             Error::Workspace(NotFound::Access { .. })
             | Error::Lock(_)
             | Error::Exec(_)
+            | Error::Logs { .. }
             | Error::WorkerPanicked { .. } => code::FAILURE,
             #[cfg(feature = "postgres")]
             Error::Postgres { source, .. } => source.exit_code(),

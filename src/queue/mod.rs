@@ -14,6 +14,7 @@ pub mod config;
 pub mod drain;
 pub mod env;
 pub mod error;
+pub mod handle;
 pub mod hub;
 pub mod ids;
 pub mod lock;
@@ -31,6 +32,7 @@ pub use backend::{ChangeMark, Mark, MarkStarts, QueueStore};
 pub use config::Config;
 pub use drain::{Drainer, PassReport};
 pub use error::Error;
+pub use handle::{DrainIfFree, Dropped, LockHolder, LockState, Queue, QueueOptions};
 pub use ids::{PlanId, TaskId};
 pub use lock::{RunnerLock, Wait};
 #[cfg(feature = "postgres")]

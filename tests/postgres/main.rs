@@ -23,6 +23,7 @@ mod server;
 mod cli;
 mod cluster;
 mod fault;
+mod handle;
 mod parity;
 mod pause;
 mod relay;

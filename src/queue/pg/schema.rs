@@ -33,6 +33,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "V5__pause",
         include_str!("../../../migrations/postgres/V5__pause.sql"),
     ),
+    (
+        "V6__history_host",
+        include_str!("../../../migrations/postgres/V6__history_host.sql"),
+    ),
 ];
 
 /// The advisory lock (of [`ADVISORY_CLASS`]) that serialises migrations: queue locks use the

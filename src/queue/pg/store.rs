@@ -17,7 +17,8 @@ use crate::queue::pg::schema;
 use crate::queue::pg::target::Target;
 use crate::queue::row_error::RowError;
 use crate::queue::store::{
-    Cleared, HistoryRow, NewHistory, Outcome, PendingRow, Paused, Stats, TaskRow, now_ms,
+    Cleared, HistoryFilter, HistoryRow, NewHistory, Outcome, PendingFilter, PendingRow, Paused,
+    Stats, TaskRow, now_ms,
 };
 
 /// A connection to one queue in a PostgreSQL database.
@@ -280,6 +281,29 @@ pub fn pending(
     Ok(rows.iter().map(pending_row).collect())
 }
 
+/// Pending points of `queue` as `filter` narrows them, in the order they run.
+pub fn pending_where(
+    client: &mut impl GenericClient,
+    queue: &QueueName,
+    filter: &PendingFilter,
+) -> Result<Vec<PendingRow>, PgError> {
+    let Some(point) = &filter.point else {
+        return pending(client, queue, filter.after, filter.limit, filter.task.as_deref());
+    };
+    let limit = i64::try_from(filter.limit).unwrap_or(i64::MAX);
+    let q = queue.as_str();
+    let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+        vec![&q, &filter.after, &limit, point];
+    let mut sql =
+        format!("{PENDING_SELECT} WHERE h.queue = $1 AND h.id > $2 AND h.point = $4");
+    if let Some(task) = &filter.task {
+        params.push(task);
+        sql.push_str(" AND h.task = $5");
+    }
+    sql.push_str(" ORDER BY h.id LIMIT $3");
+    Ok(client.query(&sql, &params)?.iter().map(pending_row).collect())
+}
+
 /// One pending point of `queue`.
 pub fn pending_entry(
     client: &mut impl GenericClient,
@@ -296,7 +320,7 @@ pub fn pending_entry(
 
 const HISTORY_SELECT: &str = r#"
     SELECT id, occurrence, task, point, state, recorded_ms, passes, command_index, command,
-           outcome, exit_code, signal, started_ms, duration_ms, log_path, finished_ms
+           outcome, exit_code, signal, started_ms, duration_ms, log_path, finished_ms, host
     FROM hookq_hook_history"#;
 
 fn history_row(r: &Row) -> HistoryRow {
@@ -317,6 +341,7 @@ fn history_row(r: &Row) -> HistoryRow {
         duration_ms: r.get(13),
         log_path: r.get(14),
         finished_ms: r.get(15),
+        host: r.get(16),
     }
 }
 
@@ -328,18 +353,45 @@ pub fn history(
     occurrence: Option<i64>,
     limit: usize,
 ) -> Result<Vec<HistoryRow>, PgError> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let filter = HistoryFilter {
+        task: task.map(str::to_owned),
+        occurrence,
+        limit,
+        ..HistoryFilter::default()
+    };
+    history_where(client, queue, &filter)
+}
+
+/// History of `queue` as `filter` narrows it, newest first.
+pub fn history_where(
+    client: &mut impl GenericClient,
+    queue: &QueueName,
+    filter: &HistoryFilter,
+) -> Result<Vec<HistoryRow>, PgError> {
+    let limit = i64::try_from(filter.limit).unwrap_or(i64::MAX);
     // Plain equalities where a filter is given, so each reaches its index.
     let mut sql = format!("{HISTORY_SELECT} WHERE queue = $1");
     let q = queue.as_str();
     let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&q, &limit];
-    if let Some(task) = &task {
-        params.push(task);
-        sql.push_str(&format!(" AND task = ${}", params.len()));
+    let texts = [
+        ("task", &filter.task),
+        ("point", &filter.point),
+        ("outcome", &filter.outcome),
+        ("host", &filter.host),
+    ];
+    for (column, value) in &texts {
+        if let Some(value) = value {
+            params.push(value);
+            sql.push_str(&format!(" AND {column} = ${}", params.len()));
+        }
     }
-    if let Some(occurrence) = &occurrence {
+    if let Some(occurrence) = &filter.occurrence {
         params.push(occurrence);
         sql.push_str(&format!(" AND occurrence = ${}", params.len()));
+    }
+    if let Some(before) = &filter.before {
+        params.push(before);
+        sql.push_str(&format!(" AND id < ${}", params.len()));
     }
     sql.push_str(" ORDER BY id DESC LIMIT $2");
     Ok(client
@@ -616,9 +668,9 @@ fn clear_in(
              DELETE FROM hookq_pending_hooks WHERE queue = $1 AND id = ANY($17) RETURNING id)
          INSERT INTO hookq_hook_history (queue, occurrence, task, point, state, recorded_ms,
              passes, command_index, command, outcome, exit_code, signal, started_ms, duration_ms,
-             log_path, finished_ms)
+             log_path, finished_ms, host)
          SELECT $1, occurrence, task, point, state, recorded_ms, passes, command_index, command,
-             outcome, exit_code, signal, started_ms, duration_ms, log_path, $16
+             outcome, exit_code, signal, started_ms, duration_ms, log_path, $16, $18
          FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
              $8::bigint[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[],
              $14::bigint[], $15::text[])
@@ -645,9 +697,16 @@ fn clear_in(
             (&h.log_path, Type::TEXT_ARRAY),
             (&now_ms(), Type::INT8),
             (&ids, Type::INT8_ARRAY),
+            (&this_host(), Type::TEXT),
         ],
     )?;
     Ok(())
+}
+
+/// This machine's name, read once: the host every history row this process writes names.
+fn this_host() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(host_name)
 }
 
 /// History rows to write, one array per column.

@@ -21,4 +21,7 @@ pub(crate) use counters::{
 pub use error::StoreError;
 pub use pause::Paused;
 pub use open::{DEFAULT_BUSY_TIMEOUT, PAGE_SIZE, Store, StoreOptions, Synchronous, schema_version};
-pub use rows::{Cleared, HistoryRow, NewHistory, Outcome, PendingRow, Stats, TaskRow, now_ms};
+pub use rows::{
+    Cleared, HistoryFilter, HistoryRow, NewHistory, Outcome, PendingFilter, PendingRow, Stats,
+    TaskRow, now_ms,
+};

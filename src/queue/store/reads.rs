@@ -6,7 +6,7 @@ use crate::queue::starts::{self, Start};
 
 use super::clears::start_log_error;
 use super::counters::pending_by_point;
-use super::{HistoryRow, PendingRow, Stats, Store, StoreError, TaskRow};
+use super::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, Stats, Store, StoreError, TaskRow};
 
 impl Store {
     /// One task.
@@ -72,6 +72,31 @@ impl Store {
         Ok(rows)
     }
 
+    /// Pending points as `filter` narrows them, in the order they run; unfolded starts counted
+    /// as in [`Store::pending`].
+    pub fn pending_where(&self, filter: &PendingFilter) -> Result<Vec<PendingRow>, StoreError> {
+        let Some(point) = &filter.point else {
+            return self.pending(filter.after, filter.limit, filter.task.as_deref());
+        };
+        let starts = self.unfolded_starts()?;
+        let sql = format!(
+            "{} WHERE h.id > ?1 AND h.point = ?4 AND (?2 IS NULL OR h.task = ?2) ORDER BY h.id LIMIT ?3",
+            PendingRow::SELECT
+        );
+        let mut rows: Vec<PendingRow> = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_map(
+                params![filter.after, filter.task, filter.limit as i64, point],
+                PendingRow::from_row,
+            )?
+            .collect::<Result<_, _>>()?;
+        for r in &mut rows {
+            r.count_starts(&starts);
+        }
+        Ok(rows)
+    }
+
     /// One pending point, its unfolded starts counted as in [`Store::pending`].
     pub fn pending_entry(&self, id: i64) -> Result<Option<PendingRow>, StoreError> {
         let starts = self.unfolded_starts()?;
@@ -100,28 +125,54 @@ impl Store {
         occurrence: Option<i64>,
         limit: usize,
     ) -> Result<Vec<HistoryRow>, StoreError> {
-        // As in `tasks`: `hook_history_by_task` serves only a plain `task = ?1`.
-        let of_task = if task.is_some() {
-            "task = ?1"
-        } else {
-            "?1 IS NULL"
+        self.history_where(&HistoryFilter {
+            task: task.map(str::to_owned),
+            occurrence,
+            limit,
+            ..HistoryFilter::default()
+        })
+    }
+
+    /// History rows as `filter` narrows them, newest first. A row has no host on SQLite, so a
+    /// host filter finds none.
+    pub fn history_where(&self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>, StoreError> {
+        if filter.host.is_some() {
+            return Ok(Vec::new());
+        }
+        // Plain equalities for the filters given, so each reaches its index: `hook_history_by_task`
+        // serves only a plain `task = ?`, never `(? IS NULL OR task = ?)`.
+        let mut conditions = vec!["1".to_owned()];
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        let mut and = |test: &str, value: rusqlite::types::Value| {
+            args.push(value);
+            conditions.push(format!("{test} ?{}", args.len()));
         };
-        let of_occurrence = if occurrence.is_some() {
-            "occurrence = ?2"
-        } else {
-            "?2 IS NULL"
-        };
+        if let Some(task) = &filter.task {
+            and("task =", task.clone().into());
+        }
+        if let Some(point) = &filter.point {
+            and("point =", point.clone().into());
+        }
+        if let Some(outcome) = &filter.outcome {
+            and("outcome =", outcome.clone().into());
+        }
+        if let Some(occurrence) = filter.occurrence {
+            and("occurrence =", occurrence.into());
+        }
+        if let Some(before) = filter.before {
+            and("id <", before.into());
+        }
+        args.push(i64::try_from(filter.limit).unwrap_or(i64::MAX).into());
         let sql = format!(
-            "{} WHERE {of_task} AND {of_occurrence} ORDER BY id DESC LIMIT ?3",
-            HistoryRow::SELECT
+            "{} WHERE {} ORDER BY id DESC LIMIT ?{}",
+            HistoryRow::SELECT,
+            conditions.join(" AND "),
+            args.len()
         );
         let rows = self
             .conn
             .prepare_cached(&sql)?
-            .query_map(
-                params![task, occurrence, limit as i64],
-                HistoryRow::from_row,
-            )?
+            .query_map(rusqlite::params_from_iter(args), HistoryRow::from_row)?
             .collect::<Result<_, _>>()?;
         Ok(rows)
     }

@@ -235,6 +235,10 @@ pub struct HistoryRow {
     pub log_path: Option<String>,
     /// When the row was written, unix ms.
     pub finished_ms: i64,
+    /// The host whose runner wrote it: on PostgreSQL, where many hosts drain one queue (its
+    /// log is on that host); `None` on SQLite, whose runs are all this machine's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 impl HistoryRow {
@@ -261,8 +265,44 @@ impl HistoryRow {
             duration_ms: r.get(13)?,
             log_path: r.get(14)?,
             finished_ms: r.get(15)?,
+            host: None,
         })
     }
+}
+
+/// Which pending points a listing wants: oldest first, after occurrence `after` (exclusive),
+/// at most `limit`, of one task and one point or all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PendingFilter {
+    /// Only this task's.
+    pub task: Option<String>,
+    /// Only this point's (`after_merge`, ...).
+    pub point: Option<String>,
+    /// Only points after this occurrence id (0: from the first): the next page of a listing
+    /// starts after the last id of the one before.
+    pub after: i64,
+    /// At most this many.
+    pub limit: usize,
+}
+
+/// Which history rows a listing wants: newest first, before row `before` (exclusive) when
+/// given, at most `limit`, narrowed by every filter given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HistoryFilter {
+    /// Only this task's.
+    pub task: Option<String>,
+    /// Only this point's.
+    pub point: Option<String>,
+    /// Only rows with this outcome (`ok`, `failed`, ...).
+    pub outcome: Option<String>,
+    /// Only rows this host's runner wrote (PostgreSQL; on SQLite, no row has a host).
+    pub host: Option<String>,
+    /// Only this occurrence's rows.
+    pub occurrence: Option<i64>,
+    /// Only rows with a smaller id: the next page starts before the last id of the one before.
+    pub before: Option<i64>,
+    /// At most this many.
+    pub limit: usize,
 }
 
 /// Counts for `queue stats`.

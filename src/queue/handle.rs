@@ -1,0 +1,537 @@
+//! A workspace's queue on whichever backend it names: [`Queue`], what `hookq queue`, `hookq
+//! task`, `hookq plan cancel` and the web view read and change, written once for SQLite and
+//! PostgreSQL. None of it takes the runner lock but [`Queue::drain_if_free`].
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::exec::Stop;
+use crate::queue::backend::{ChangeMark, QueueStore};
+use crate::queue::config::ConfigWarning;
+use crate::queue::drain::{Drainer, PassReport};
+use crate::queue::error::Error;
+use crate::queue::ids::{PlanId, TaskId};
+use crate::queue::lock::{self, Holder, RunnerLock, Wait};
+use crate::queue::logs::{self, LogFile};
+use crate::queue::phase::{Phase, Point};
+use crate::queue::record::{self, MoveFacts, Occurrence, Transition};
+use crate::queue::store::{
+    HistoryFilter, HistoryRow, Paused, PendingFilter, PendingRow, Stats, Store, StoreError,
+    StoreOptions, TaskRow,
+};
+use crate::queue::workspace::Workspace;
+
+/// How [`Queue::open_with`] opens a queue.
+#[derive(Debug, Clone, Default)]
+pub struct QueueOptions {
+    /// The SQLite store's options (its busy timeout).
+    pub store: StoreOptions,
+    /// A PostgreSQL database URL that overrides the workspace's config, as
+    /// `HOOKQ_DATABASE_URL` does; `None` to go by the config alone.
+    pub database_url: Option<String>,
+}
+
+impl QueueOptions {
+    /// The options the environment sets: the database URL of `HOOKQ_DATABASE_URL` (with the
+    /// `postgres` feature), and the store's defaults.
+    pub fn from_env() -> Self {
+        #[cfg(feature = "postgres")]
+        let database_url = std::env::var(crate::queue::pg::DATABASE_ENV).ok();
+        #[cfg(not(feature = "postgres"))]
+        let database_url = None;
+        Self {
+            store: StoreOptions::default(),
+            database_url,
+        }
+    }
+}
+
+/// The runner lock's holder: the workspace's `runner.lock` for a queue on SQLite, the queue's
+/// advisory lock on PostgreSQL.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum LockHolder {
+    /// What the workspace's `runner.lock` says of its holder, or last holder.
+    File(Holder),
+    /// The live holder of the queue's runner lock, from the server's lock table.
+    #[cfg(feature = "postgres")]
+    Queue(crate::queue::pg::PgHolder),
+}
+
+/// Who holds the runner lock now.
+#[derive(Debug, Clone, Serialize)]
+pub struct LockState {
+    /// Whether a live runner holds it.
+    pub held: bool,
+    /// Its holder, or on SQLite its last holder (whose pid is gone) when it is free.
+    pub holder: Option<LockHolder>,
+    /// The line a listing shows: `runner lock: held by …`, `runner lock: free`.
+    pub line: String,
+}
+
+/// What [`Queue::drop_entry`] removed, and what to say of a run it cannot take back.
+#[derive(Debug, Clone, Serialize)]
+pub struct Dropped {
+    /// The point as it was pending.
+    pub entry: PendingRow,
+    /// A note when the runner holding the lock started the point and may be running its
+    /// commands: they finish, and their runs are kept as the backend says.
+    pub note: Option<String>,
+}
+
+/// What [`Queue::drain_if_free`] did.
+#[derive(Debug)]
+pub enum DrainIfFree {
+    /// Another runner holds the runner lock: it runs what is pending.
+    Held,
+    /// A pass ran.
+    Ran {
+        /// What it did.
+        report: PassReport,
+        /// How many points are pending after it, read only when it found the queue paused
+        /// (`None` otherwise, or when they could not be counted).
+        left: Option<i64>,
+        /// The config's near-miss keys, as the pass read it.
+        warnings: Vec<ConfigWarning>,
+    },
+    /// The lock could not be taken, or the pass failed: the points stay pending.
+    Failed {
+        /// Why.
+        error: Error,
+        /// The config's near-miss keys, when the pass read it.
+        warnings: Vec<ConfigWarning>,
+    },
+}
+
+/// `$sqlite` on the SQLite store `$s`, or `$pg` on the PostgreSQL store `$p` of queue `$q`, each failure
+/// named with the queue's place. The PostgreSQL arm compiles only with the `postgres` feature.
+macro_rules! on {
+    ($self:ident, |$s:ident| $sqlite:expr, |$p:ident, $q:ident| $pg:expr) => {{
+        let err = $self.sqlite_err();
+        match &mut $self.backend {
+            Backend::Sqlite($s) => $sqlite.map_err(err),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres($p) => {
+                let $q = $p.queue().clone();
+                $pg.map_err(|source| Error::Postgres {
+                    queue: $q.to_string(),
+                    source,
+                })
+            }
+        }
+    }};
+}
+
+enum Backend {
+    Sqlite(Store),
+    #[cfg(feature = "postgres")]
+    Postgres(Box<crate::queue::pg::PgStore>),
+}
+
+/// A workspace's queue, in its SQLite file or in the PostgreSQL database its config or the
+/// environment names: its tasks, pending points, history, counts, lock holder and logs, and
+/// the changes a person makes by hand (drop, retry, pause, resume) or an owner makes (add,
+/// move, cancel, then drain if the runner lock is free).
+///
+/// Every row type it returns is `Serialize`, in the shapes `hookq … --json` prints. Errors are
+/// the queue's [`Error`], naming the database.
+pub struct Queue {
+    ws: Workspace,
+    backend: Backend,
+    place: String,
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue").field("place", &self.place).finish()
+    }
+}
+
+/// Where the logs of a shared queue's commands are.
+const SHARED_LOGS: &str = "each command's log is on the host that ran it (the paths are that \
+                           host's); `hookq queue log TASK` there prints them";
+
+impl Queue {
+    /// Opens `ws`'s queue with the options the environment sets ([`QueueOptions::from_env`]).
+    pub fn open(ws: &Workspace) -> Result<Self, Error> {
+        Self::open_with(ws, QueueOptions::from_env())
+    }
+
+    /// Opens `ws`'s queue: on PostgreSQL when `opts.database_url` or its config names a
+    /// database (connecting, and creating or upgrading the schema), else in its SQLite file.
+    pub fn open_with(ws: &Workspace, opts: QueueOptions) -> Result<Self, Error> {
+        #[cfg(feature = "postgres")]
+        if let Some(choice) = crate::queue::pg::choose(ws, opts.database_url.as_deref())? {
+            return Self::open_postgres(ws, &choice);
+        }
+        #[cfg(not(feature = "postgres"))]
+        let _ = &opts.database_url;
+        let db = ws.db_path();
+        let store = Store::open_with(&db, opts.store).map_err(|e| Error::store(&db, e))?;
+        Ok(Self::sqlite(ws, store))
+    }
+
+    /// The queue in `store`, `ws`'s SQLite file, already open.
+    pub fn sqlite(ws: &Workspace, store: Store) -> Self {
+        Self {
+            ws: ws.clone(),
+            place: store.path().display().to_string(),
+            backend: Backend::Sqlite(store),
+        }
+    }
+
+    /// Connects to the PostgreSQL queue `choice` names, creating or upgrading the schema. The
+    /// session gets a runner's statement and lock timeouts, so a call stuck behind a server
+    /// that stopped answering, or a host's open transaction, fails instead of hanging.
+    #[cfg(feature = "postgres")]
+    pub fn open_postgres(
+        ws: &Workspace,
+        choice: &crate::queue::pg::PgChoice,
+    ) -> Result<Self, Error> {
+        use crate::queue::pg::{PgStore, connect};
+        let at = |source| Error::Postgres {
+            queue: choice.queue.to_string(),
+            source,
+        };
+        let mut store = PgStore::open(&choice.target, choice.queue.clone()).map_err(at)?;
+        connect::guard_session(store.client(), &choice.target).map_err(at)?;
+        Ok(Self {
+            ws: ws.clone(),
+            place: format!("queue {} on {}", choice.queue, choice.target),
+            backend: Backend::Postgres(Box::new(store)),
+        })
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Workspace {
+        &self.ws
+    }
+
+    /// Where the queue is, as messages name it: the SQLite file's path, or `queue NAME on URL`
+    /// with any password masked.
+    pub fn place(&self) -> &str {
+        &self.place
+    }
+
+    /// Whether the queue is on PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        !matches!(self.backend, Backend::Sqlite(_))
+    }
+
+    /// For a queue other hosts drain too: where its commands' logs are. A queue drained on
+    /// this host alone has its logs at the paths its history rows give.
+    pub fn shared_logs(&self) -> Option<&'static str> {
+        self.is_postgres().then_some(SHARED_LOGS)
+    }
+
+    /// The SQLite store, for a queue in the workspace's file.
+    pub fn sqlite_store(&mut self) -> Option<&mut Store> {
+        match &mut self.backend {
+            Backend::Sqlite(store) => Some(store),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => None,
+        }
+    }
+
+    fn sqlite_err(&self) -> impl Fn(StoreError) -> Error + use<> {
+        let db = PathBuf::from(&self.place);
+        move |e| Error::store(&db, e)
+    }
+
+    /// The runner lock's holder, and the listing's line that names it.
+    pub fn lock(&mut self) -> Result<LockState, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(_) => {
+                let holder = lock::holder(&self.ws.lock_path());
+                let line = match &holder {
+                    Some(h) if h.alive => format!("runner lock: held by {h}"),
+                    Some(h) => format!("runner lock: free (last holder pid {} is gone)", h.pid),
+                    None => "runner lock: free".to_owned(),
+                };
+                Ok(LockState {
+                    held: holder.as_ref().is_some_and(|h| h.alive),
+                    holder: holder.map(LockHolder::File),
+                    line,
+                })
+            }
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(store) => {
+                let queue = store.queue().clone();
+                let holder = crate::queue::pg::holder(store.client(), &queue).map_err(|source| {
+                    Error::Postgres {
+                        queue: queue.to_string(),
+                        source,
+                    }
+                })?;
+                let line = match &holder {
+                    Some(h) => format!("runner lock of queue {queue}: held by {h}"),
+                    None => format!("runner lock of queue {queue}: free"),
+                };
+                Ok(LockState {
+                    held: holder.is_some(),
+                    holder: holder.map(LockHolder::Queue),
+                    line,
+                })
+            }
+        }
+    }
+
+    /// Pending points as `filter` narrows them, oldest first.
+    pub fn pending(&mut self, filter: &PendingFilter) -> Result<Vec<PendingRow>, Error> {
+        on!(self, |s| s.pending_where(filter), |p, q| crate::queue::pg::store::pending_where(p.client(), &q, filter))
+    }
+
+    /// Occurrence `id`, when it is pending.
+    pub fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {
+        on!(self, |s| s.pending_entry(id), |p, q| crate::queue::pg::store::pending_entry(p.client(), &q, id))
+    }
+
+    /// History rows as `filter` narrows them, newest first.
+    pub fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>, Error> {
+        on!(self, |s| s.history_where(filter), |p, q| crate::queue::pg::store::history_where(p.client(), &q, filter))
+    }
+
+    /// History row `id`.
+    pub fn history_entry(&mut self, id: i64) -> Result<Option<HistoryRow>, Error> {
+        on!(self, |s| s.history_entry(id), |p, q| crate::queue::pg::store::history_entry(p.client(), &q, id))
+    }
+
+    /// Task `task`, when the queue has it.
+    pub fn task(&mut self, task: &TaskId) -> Result<Option<TaskRow>, Error> {
+        on!(self, |s| s.task(task.as_str()), |p, q| crate::queue::pg::store::task(p.client(), &q, task.as_str()))
+    }
+
+    /// The queue's tasks, of one plan or all, by id.
+    pub fn tasks(&mut self, plan: Option<&str>) -> Result<Vec<TaskRow>, Error> {
+        on!(self, |s| s.tasks(plan), |p, q| crate::queue::pg::store::tasks(p.client(), &q, plan))
+    }
+
+    /// The queue's counts.
+    pub fn stats(&mut self) -> Result<Stats, Error> {
+        on!(self, |s| s.stats(), |p, q| crate::queue::pg::store::stats(p.client(), &q))
+    }
+
+    /// When the queue was paused (unix ms), or `None` while it runs.
+    pub fn paused(&mut self) -> Result<Option<i64>, Error> {
+        on!(self, |s| Store::paused(s), |p, q| crate::queue::pg::store::paused(p.client(), &q))
+    }
+
+    /// Pauses the queue: recording goes on, and no runner starts a point until
+    /// [`resume`](Queue::resume); a point already running finishes.
+    pub fn pause(&mut self) -> Result<Paused, Error> {
+        on!(self, |s| Store::pause(s), |p, _q| p.write(crate::queue::pg::store::pause))
+    }
+
+    /// Resumes the queue, waking its hubs; `None` when it was not paused.
+    pub fn resume(&mut self) -> Result<Option<Paused>, Error> {
+        // On SQLite a hub sees the commit as it sees a recording (the file's data version
+        // changes); on PostgreSQL the write notifies the queue's hubs after it commits.
+        on!(self, |s| Store::resume(s), |p, _q| p.write(crate::queue::pg::store::resume))
+    }
+
+    /// Removes pending occurrence `id` without running it, keeping it in history as
+    /// `dropped`.
+    pub fn drop_entry(&mut self, id: i64) -> Result<Dropped, Error> {
+        #[cfg(feature = "postgres")]
+        let place = PathBuf::from(&self.place);
+        let entry = on!(self, |s| s.drop_entry(id), |p, q| crate::queue::pg::store::drop_entry(p.client(), &q, id))
+            .map_err(|e| match e {
+                #[cfg(feature = "postgres")]
+                Error::Postgres {
+                    source:
+                        crate::queue::pg::PgError::Row(crate::queue::row_error::RowError::NoEntry(
+                            id,
+                        )),
+                    ..
+                } => Error::NoEntry { id, db: place },
+                e => e,
+            })?;
+        let note = self.dropped_note(&entry);
+        Ok(Dropped { entry, note })
+    }
+
+    /// What to say after dropping `entry`, when the runner holding the lock now started it and
+    /// has not cleared it: its commands may be running, and the drop cannot take them back.
+    fn dropped_note(&mut self, entry: &PendingRow) -> Option<String> {
+        let started = entry.last_started_ms?;
+        let time = |ms: i64| {
+            chrono::DateTime::from_timestamp_millis(ms)
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+                .unwrap_or_else(|| ms.to_string())
+        };
+        let since = |s: &str| {
+            chrono::DateTime::parse_from_rfc3339(s).is_ok_and(|t| started >= t.timestamp_millis())
+        };
+        match self.lock().ok()?.holder? {
+            LockHolder::File(h) if h.alive && since(&h.started) => Some(format!(
+                "note: runner pid {} started it at {} and has not cleared it; if its commands are running, they finish and their runs are kept in history too",
+                h.pid,
+                time(started)
+            )),
+            LockHolder::File(_) => None,
+            #[cfg(feature = "postgres")]
+            LockHolder::Queue(h) if h.since.as_deref().is_some_and(since) => Some(format!(
+                "note: the runner holding the lock ({h}) started it at {} and has not cleared it; if its commands are running, they finish, and only the drop is kept in history",
+                time(started)
+            )),
+            #[cfg(feature = "postgres")]
+            LockHolder::Queue(_) => None,
+        }
+    }
+
+    /// Queues history row `history_id`'s point again, as a new occurrence.
+    pub fn requeue(&mut self, history_id: i64) -> Result<Occurrence, Error> {
+        on!(self, |s| s.write(|tx| record::requeue(tx, history_id)), |p, _q| p.write(|tx, q| crate::queue::pg::record::requeue(tx, q, history_id)))
+    }
+
+    /// Creates task `task` of plan `plan` in phase `phase`, recording its point.
+    pub fn add_task(
+        &mut self,
+        task: &TaskId,
+        plan: &PlanId,
+        phase: &Phase,
+    ) -> Result<Transition, Error> {
+        on!(self, |s| s.write(|tx| record::add_task(tx, task, plan, phase)), |p, _q| p.write(|tx, q| crate::queue::pg::record::add_task(tx, q, task, plan, phase)))
+    }
+
+    /// Moves task `task` to phase `phase`, recording its points in the same transaction.
+    pub fn move_task(
+        &mut self,
+        task: &TaskId,
+        phase: &Phase,
+        facts: &MoveFacts,
+    ) -> Result<Transition, Error> {
+        on!(self, |s| s.write(|tx| record::move_task(tx, task, phase, facts)), |p, _q| p.write(|tx, q| crate::queue::pg::record::move_task(tx, q, task, phase, facts)))
+    }
+
+    /// Ends every unfinished task of plan `plan` in `failed.cancelled`.
+    pub fn cancel_plan(&mut self, plan: &PlanId) -> Result<Vec<Transition>, Error> {
+        on!(self, |s| s.write(|tx| record::cancel_plan(tx, plan)), |p, _q| p.write(|tx, q| crate::queue::pg::record::cancel_plan(tx, q, plan)))
+    }
+
+    /// A mark that changes whenever another connection commits a change to the queue
+    /// (a recording, a clear, a drop, a pause): a watcher compares two.
+    pub fn change_mark(&mut self) -> Result<ChangeMark, Error> {
+        match &mut self.backend {
+            Backend::Sqlite(store) => store.change_mark(),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(store) => {
+                let queue = store.queue().clone();
+                crate::queue::pg::store::change_mark(store.client(), &queue)
+                    .map(ChangeMark)
+                    .map_err(|source| Error::Postgres {
+                        queue: queue.to_string(),
+                        source,
+                    })
+            }
+        }
+    }
+
+    /// The hook logs of `task` on this host (only `point`'s when given), least recently
+    /// written first.
+    pub fn log_files(&self, task: &TaskId, point: Option<Point>) -> Result<Vec<LogFile>, Error> {
+        logs::task_logs(&self.ws, task, point).map_err(|source| {
+            Error::Logs {
+                path: self.ws.hook_log_dir(task),
+                source,
+            }
+        })
+    }
+
+    /// After an owner transition: drains what is pending if the runner lock (on PostgreSQL,
+    /// the queue's, then the workspace's) is free right now, else leaves it to its holder.
+    /// Hooks never make the transition fail: a failure here leaves the points pending.
+    pub fn drain_if_free(self, stop: &Stop) -> DrainIfFree {
+        let ws = self.ws;
+        match self.backend {
+            Backend::Sqlite(mut store) => {
+                let lock = match RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| false) {
+                    Ok(Some(lock)) => lock,
+                    Ok(None) => return DrainIfFree::Held,
+                    Err(e) => {
+                        return DrainIfFree::Failed {
+                            error: e.into(),
+                            warnings: Vec::new(),
+                        };
+                    }
+                };
+                drain(&ws, stop, &mut store, lock, |s| {
+                    s.stats().ok().map(|s| s.pending)
+                })
+            }
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(store) => drain_postgres(&ws, stop, *store),
+        }
+    }
+}
+
+/// One pass over `store` under `lock`, released at its end.
+fn drain<S: QueueStore>(
+    ws: &Workspace,
+    stop: &Stop,
+    store: &mut S,
+    lock: RunnerLock,
+    left: impl FnOnce(&mut S) -> Option<i64>,
+) -> DrainIfFree {
+    let mut drainer = Drainer::new(ws.clone(), stop);
+    let warnings = drainer
+        .config()
+        .map(|c| c.warnings().to_vec())
+        .unwrap_or_default();
+    match drainer.drain_and_release(store, lock) {
+        Ok(report) => DrainIfFree::Ran {
+            left: if report.paused { left(store) } else { None },
+            report,
+            warnings,
+        },
+        Err(error) => DrainIfFree::Failed { error, warnings },
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn drain_postgres(ws: &Workspace, stop: &Stop, store: crate::queue::pg::PgStore) -> DrainIfFree {
+    use crate::queue::pg::{Lease, PgQueue, PgRunnerLock};
+    let queue = store.queue().clone();
+    let failed = |error| DrainIfFree::Failed {
+        error,
+        warnings: Vec::new(),
+    };
+    let placed = |source| Error::Postgres {
+        queue: queue.to_string(),
+        source,
+    };
+    let lease = match Lease::from_env() {
+        Ok(l) => l,
+        Err(e) => return failed(Error::Invalid(e)),
+    };
+    let queue_lock = match PgRunnerLock::acquire_with(
+        store.target(),
+        &queue,
+        Wait::No,
+        &|| !stop.graceful(),
+        lease,
+    ) {
+        Ok(Some(l)) => l,
+        Ok(None) => return DrainIfFree::Held,
+        Err(e) => return failed(placed(e)),
+    };
+    let lock = match RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| !stop.graceful()) {
+        Ok(Some(l)) => l,
+        Ok(None) => return DrainIfFree::Held,
+        Err(e) => return failed(e.into()),
+    };
+    let mut pq = match PgQueue::new(store, queue_lock) {
+        Ok(q) => q,
+        Err(e) => return failed(placed(e)),
+    };
+    let outcome = drain(ws, stop, &mut pq, lock, |pq| {
+        let q = pq.store().queue().clone();
+        crate::queue::pg::store::stats(pq.store().client(), &q)
+            .ok()
+            .map(|s| s.pending)
+    });
+    // Failing, the lock's connection still closes as it drops, which releases it as well.
+    let _ = pq.release();
+    outcome
+}
