@@ -43,6 +43,8 @@ enum Command {
     Queue(super::queue::Args),
     /// Validate config.toml and print the hooks each point would run.
     Check(super::check::Args),
+    /// Serve a web view of the queue (pending, history, tasks, live hook logs) until Ctrl-C.
+    Ui(super::ui::Args),
     /// Create and remove git worktrees across a workspace's repositories, with lifecycle hooks.
     #[command(subcommand)]
     Worktree(super::worktree::Command),
@@ -165,6 +167,7 @@ fn run_in(dir: Option<PathBuf>, command: Command) -> Result<(), Error> {
         Command::Hub(a) => super::hub::run(&ctx, a),
         Command::Queue(a) => super::queue::run(&ctx, a),
         Command::Check(a) => super::check::run(&ctx, a),
+        Command::Ui(a) => super::ui::run(&ctx, a),
         Command::Worktree(c) => super::worktree::run(&ctx, c),
         Command::Agent(c) => super::agent::run(&ctx, c),
         Command::Completions(a) => super::completions::run(a),

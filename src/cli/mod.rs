@@ -16,6 +16,7 @@ mod plan;
 mod queue;
 mod run;
 mod task;
+mod ui;
 mod worktree;
 
 pub use app::{Cli, run};

@@ -17,8 +17,8 @@ use crate::queue::logs::{self, LogFile};
 use crate::queue::phase::{Phase, Point};
 use crate::queue::record::{self, MoveFacts, Occurrence, Transition};
 use crate::queue::store::{
-    HistoryFilter, HistoryRow, Paused, PendingFilter, PendingRow, Stats, Store, StoreError,
-    StoreOptions, TaskRow,
+    HistoryFilter, HistoryRow, OutcomeCount, Paused, PendingFilter, PendingRow, Stats, Store,
+    StoreError, StoreOptions, TaskRow,
 };
 use crate::queue::workspace::Workspace;
 
@@ -295,6 +295,21 @@ impl Queue {
     /// History row `id`.
     pub fn history_entry(&mut self, id: i64) -> Result<Option<HistoryRow>, Error> {
         on!(self, |s| s.history_entry(id), |p, q| crate::queue::pg::store::history_entry(p.client(), &q, id))
+    }
+
+    /// History rows that finished since `since_ms` (unix ms), counted by outcome per interval
+    /// of `bucket_ms` from `since_ms` on, oldest first: the intervals and outcomes with rows.
+    pub fn outcomes(&mut self, since_ms: i64, bucket_ms: i64) -> Result<Vec<OutcomeCount>, Error> {
+        on!(self, |s| s.outcomes(since_ms, bucket_ms), |p, q| {
+            crate::queue::pg::store::outcomes(p.client(), &q, since_ms, bucket_ms)
+        })
+    }
+
+    /// The `limit` longest command runs that finished since `since_ms`, longest first.
+    pub fn slowest(&mut self, since_ms: i64, limit: usize) -> Result<Vec<HistoryRow>, Error> {
+        on!(self, |s| s.slowest(since_ms, limit), |p, q| {
+            crate::queue::pg::store::slowest(p.client(), &q, since_ms, limit)
+        })
     }
 
     /// Task `task`, when the queue has it.

@@ -1,3 +1,25 @@
 //! The web view of a workspace's queue (`hookq ui`): server-rendered pages of what is pending,
 //! what ran and what it printed, live, with JSON beside each listing and Prometheus metrics.
 //! Behind the `ui` feature.
+//!
+//! A host serves [`router`] itself, or nests it under a prefix of its own server; `hookq ui`
+//! serves it with [`serve`].
+
+mod actions;
+mod ansi;
+mod api;
+mod app;
+mod assets;
+pub mod auth;
+pub mod chart;
+mod db;
+mod error;
+mod fmt;
+mod model;
+mod pages;
+mod params;
+mod serve;
+
+pub use app::{Ui, UiConfig, router};
+pub use error::UiError;
+pub use serve::{serve, token_for};

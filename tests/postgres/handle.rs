@@ -144,4 +144,24 @@ fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
         .unwrap();
     assert_eq!(dropped_row.len(), 1);
     assert_eq!(dropped_row[0].task, "t1");
+
+    // The overview's chart and slowest hooks: counts per interval, and the longest runs.
+    let since = hookq::queue::store::now_ms() - 3_600_000;
+    let counts = q.outcomes(since, 3_600_000).unwrap();
+    let count = |o: &str| -> i64 {
+        counts
+            .iter()
+            .filter(|c| c.outcome == o)
+            .map(|c| c.count)
+            .sum()
+    };
+    assert_eq!((count("ok"), count("failed"), count("dropped")), (4, 3, 1));
+    assert!(counts.iter().all(|c| c.start_ms == since));
+    let slowest = q.slowest(since, 3).unwrap();
+    assert_eq!(slowest.len(), 3);
+    assert!(
+        slowest
+            .windows(2)
+            .all(|w| w[0].duration_ms >= w[1].duration_ms)
+    );
 }

@@ -17,8 +17,8 @@ use crate::queue::pg::schema;
 use crate::queue::pg::target::Target;
 use crate::queue::row_error::RowError;
 use crate::queue::store::{
-    Cleared, HistoryFilter, HistoryRow, NewHistory, Outcome, PendingFilter, PendingRow, Paused,
-    Stats, TaskRow, now_ms,
+    Cleared, HistoryFilter, HistoryRow, NewHistory, Outcome, OutcomeCount, PendingFilter,
+    PendingRow, Paused, Stats, TaskRow, now_ms,
 };
 
 /// A connection to one queue in a PostgreSQL database.
@@ -413,6 +413,52 @@ pub fn history_entry(
             &[&queue.as_str(), &id],
         )?
         .map(|r| history_row(&r)))
+}
+
+/// History rows of `queue` that finished since `since_ms`, counted by outcome per interval of
+/// `bucket_ms` from `since_ms` on, oldest first.
+pub fn outcomes(
+    client: &mut impl GenericClient,
+    queue: &QueueName,
+    since_ms: i64,
+    bucket_ms: i64,
+) -> Result<Vec<OutcomeCount>, PgError> {
+    let bucket_ms = bucket_ms.max(1);
+    Ok(client
+        .query(
+            "SELECT $2 + (finished_ms - $2) / $3 * $3 AS start, outcome, COUNT(*)
+             FROM hookq_hook_history WHERE queue = $1 AND finished_ms >= $2
+             GROUP BY start, outcome ORDER BY start, outcome",
+            &[&queue.as_str(), &since_ms, &bucket_ms],
+        )?
+        .iter()
+        .map(|r| OutcomeCount {
+            start_ms: r.get(0),
+            outcome: r.get(1),
+            count: r.get(2),
+        })
+        .collect())
+}
+
+/// The `limit` longest command runs of `queue` that finished since `since_ms`, longest first.
+pub fn slowest(
+    client: &mut impl GenericClient,
+    queue: &QueueName,
+    since_ms: i64,
+    limit: usize,
+) -> Result<Vec<HistoryRow>, PgError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    Ok(client
+        .query(
+            &format!(
+                "{HISTORY_SELECT} WHERE queue = $1 AND finished_ms >= $2 AND duration_ms IS NOT NULL
+                 ORDER BY duration_ms DESC, id DESC LIMIT $3"
+            ),
+            &[&queue.as_str(), &since_ms, &limit],
+        )?
+        .iter()
+        .map(history_row)
+        .collect())
 }
 
 /// Counts for `queue stats`, in one snapshot. They count rows, so they cost more as the queue

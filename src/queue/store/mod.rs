@@ -22,6 +22,7 @@ pub use error::StoreError;
 pub use pause::Paused;
 pub use open::{DEFAULT_BUSY_TIMEOUT, PAGE_SIZE, Store, StoreOptions, Synchronous, schema_version};
 pub use rows::{
-    Cleared, HistoryFilter, HistoryRow, NewHistory, Outcome, PendingFilter, PendingRow, Stats,
+    Cleared, HistoryFilter, HistoryRow, NewHistory, Outcome, OutcomeCount, PendingFilter, PendingRow,
+    Stats,
     TaskRow, now_ms,
 };

@@ -305,6 +305,19 @@ pub struct HistoryFilter {
     pub limit: usize,
 }
 
+/// How many history rows with one outcome finished in one interval ([`Store::outcomes`]).
+///
+/// [`Store::outcomes`]: crate::queue::store::Store::outcomes
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OutcomeCount {
+    /// The interval's start, unix ms.
+    pub start_ms: i64,
+    /// The outcome (`ok`, `failed`, `timed_out`, ...).
+    pub outcome: String,
+    /// Rows.
+    pub count: i64,
+}
+
 /// Counts for `queue stats`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Stats {

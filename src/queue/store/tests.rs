@@ -438,3 +438,117 @@ fn refuses_random_bytes() {
     let err = Store::open(&path).unwrap_err();
     assert!(matches!(err, StoreError::Corrupt(_)), "{err}");
 }
+
+#[test]
+fn listings_narrow_page_and_count_outcomes() {
+    let (_dir, _path, _lock, mut store) = with_failed_tasks(&["a", "b", "c", "d"]);
+    let pending = store.pending(0, 100, None).unwrap();
+    assert_eq!(pending.len(), 4);
+    let of_b = store
+        .pending_where(&PendingFilter {
+            task: Some("b".into()),
+            point: Some("after_fail".into()),
+            limit: 10,
+            ..PendingFilter::default()
+        })
+        .unwrap();
+    assert_eq!(of_b.len(), 1);
+    assert_eq!(of_b[0].task, "b");
+    let none = store
+        .pending_where(&PendingFilter {
+            point: Some("after_merge".into()),
+            limit: 10,
+            ..PendingFilter::default()
+        })
+        .unwrap();
+    assert!(none.is_empty());
+    let page2 = store
+        .pending_where(&PendingFilter {
+            point: Some("after_fail".into()),
+            after: pending[1].id,
+            limit: 10,
+            ..PendingFilter::default()
+        })
+        .unwrap();
+    assert_eq!(
+        page2.iter().map(|p| p.id).collect::<Vec<_>>(),
+        pending[2..].iter().map(|p| p.id).collect::<Vec<_>>()
+    );
+
+    // Runs of 10, 30, 20 and 40 ms; the first two failed.
+    let outcomes = [
+        Outcome::Failed,
+        Outcome::Failed,
+        Outcome::Ok,
+        Outcome::TimedOut,
+    ];
+    let cleared: Vec<Cleared> = pending
+        .into_iter()
+        .zip(outcomes)
+        .zip([10, 30, 20, 40])
+        .map(|((entry, outcome), ms)| Cleared {
+            entry,
+            rows: vec![NewHistory {
+                command_index: Some(1),
+                command: Some("x".into()),
+                outcome,
+                exit_code: None,
+                signal: None,
+                started_ms: Some(now_ms() - ms),
+                duration_ms: Some(ms),
+                log_path: None,
+            }],
+        })
+        .collect();
+    store.clear_all(&cleared).unwrap();
+
+    let failed = store
+        .history_where(&HistoryFilter {
+            outcome: Some("failed".into()),
+            limit: 10,
+            ..HistoryFilter::default()
+        })
+        .unwrap();
+    assert_eq!(
+        failed.iter().map(|h| h.task.as_str()).collect::<Vec<_>>(),
+        ["b", "a"]
+    );
+    let older = store
+        .history_where(&HistoryFilter {
+            before: Some(failed[0].id),
+            limit: 10,
+            ..HistoryFilter::default()
+        })
+        .unwrap();
+    assert_eq!(older.len(), 1);
+    assert_eq!(older[0].task, "a");
+    // No row has a host on SQLite.
+    let elsewhere = store
+        .history_where(&HistoryFilter {
+            host: Some("h".into()),
+            limit: 10,
+            ..HistoryFilter::default()
+        })
+        .unwrap();
+    assert!(elsewhere.is_empty());
+
+    let since = now_ms() - 60_000;
+    let counts = store.outcomes(since, 3_600_000).unwrap();
+    let of = |o: &str| {
+        counts
+            .iter()
+            .filter(|c| c.outcome == o)
+            .map(|c| (c.start_ms, c.count))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(of("failed"), [(since, 2)]);
+    assert_eq!(of("ok"), [(since, 1)]);
+    assert_eq!(of("timed_out"), [(since, 1)]);
+    assert!(store.outcomes(now_ms() + 1_000, 1_000).unwrap().is_empty());
+
+    let slowest = store.slowest(since, 2).unwrap();
+    assert_eq!(
+        slowest.iter().map(|h| h.duration_ms).collect::<Vec<_>>(),
+        [Some(40), Some(30)]
+    );
+}

@@ -1,0 +1,164 @@
+//! What each page shows, read from the queue: the same values the pages render and the JSON
+//! URLs serve, in the shapes `hookq queue --json` and `hookq task show --json` print.
+
+use serde::Serialize;
+
+use crate::queue::ids::TaskId;
+use crate::queue::store::{HistoryRow, PendingRow, Stats, TaskRow};
+
+use super::chart::{self, Hour};
+use crate::queue::store::{HistoryFilter, PendingFilter};
+use crate::queue::{LockState, Queue};
+use super::error::UiError;
+
+/// How many of the slowest hooks the overview lists.
+const SLOWEST: usize = 10;
+/// Rows on a page of pending points or history.
+pub(crate) const PAGE: usize = 100;
+/// The most pending points a task's page lists.
+const TASK_PENDING: usize = 1000;
+/// The history rows a task's page lists.
+const TASK_HISTORY: usize = 50;
+
+/// The overview.
+#[derive(Debug, Serialize)]
+pub(crate) struct Overview {
+    pub(crate) lock: LockState,
+    pub(crate) paused: bool,
+    pub(crate) paused_since_ms: Option<i64>,
+    pub(crate) stats: Stats,
+    /// Pending points parked after too many interrupted runs: history rows `abandoned`.
+    pub(crate) parked: i64,
+    /// Runs by outcome, an hour each, over the last 24 hours, oldest first.
+    pub(crate) hours: Vec<Hour>,
+    /// The slowest commands of the last 24 hours, slowest first.
+    pub(crate) slowest: Vec<HistoryRow>,
+}
+
+pub(crate) fn overview(db: &mut Queue, now_ms: i64) -> Result<Overview, UiError> {
+    let lock = db.lock()?;
+    let stats = db.stats()?;
+    let since = chart::since_ms(now_ms);
+    let counts = db.outcomes(since, chart::HOUR_MS)?;
+    let hours = chart::hours(
+        counts
+            .iter()
+            .map(|c| (c.start_ms, c.outcome.as_str(), c.count)),
+        now_ms,
+    );
+    let slowest = db.slowest(since, SLOWEST)?;
+    let parked = stats
+        .history_by_outcome
+        .iter()
+        .find(|(o, _)| o == "abandoned")
+        .map_or(0, |(_, n)| *n);
+    Ok(Overview {
+        lock,
+        paused: stats.paused_since_ms.is_some(),
+        paused_since_ms: stats.paused_since_ms,
+        parked,
+        stats,
+        hours,
+        slowest,
+    })
+}
+
+/// A page of pending points, as `hookq queue --json` prints them.
+#[derive(Debug, Serialize)]
+pub(crate) struct Listing {
+    pub(crate) lock: LockState,
+    pub(crate) paused: bool,
+    pub(crate) paused_since_ms: Option<i64>,
+    pub(crate) pending: Vec<PendingRow>,
+    /// More pending points follow this page.
+    pub(crate) more: bool,
+}
+
+pub(crate) fn pending(db: &mut Queue, q: &PendingFilter) -> Result<Listing, UiError> {
+    let lock = db.lock()?;
+    let paused_since_ms = db.stats()?.paused_since_ms;
+    let mut pending = db.pending(&PendingFilter {
+        limit: q.limit + 1,
+        ..q.clone()
+    })?;
+    let more = pending.len() > q.limit;
+    pending.truncate(q.limit);
+    Ok(Listing {
+        lock,
+        paused: paused_since_ms.is_some(),
+        paused_since_ms,
+        pending,
+        more,
+    })
+}
+
+/// A page of history, newest first, and whether older rows follow.
+pub(crate) fn history(db: &mut Queue, q: &HistoryFilter) -> Result<(Vec<HistoryRow>, bool), UiError> {
+    let mut rows = db.history(&HistoryFilter {
+        limit: q.limit + 1,
+        ..q.clone()
+    })?;
+    let more = rows.len() > q.limit;
+    rows.truncate(q.limit);
+    Ok((rows, more))
+}
+
+/// A task as `hookq task show --json` shows it: the stored row, its attempt spelt
+/// `<task>-<n>`.
+#[derive(Debug, Serialize)]
+pub(crate) struct TaskView {
+    pub(crate) id: String,
+    pub(crate) plan: String,
+    pub(crate) phase: String,
+    pub(crate) attempt: String,
+    pub(crate) merged_sha: Option<String>,
+    pub(crate) created_ms: i64,
+    pub(crate) updated_ms: i64,
+}
+
+impl From<TaskRow> for TaskView {
+    fn from(t: TaskRow) -> Self {
+        Self {
+            attempt: format!("{}-{}", t.id, t.attempt),
+            id: t.id,
+            plan: t.plan,
+            phase: t.phase,
+            merged_sha: t.merged_sha,
+            created_ms: t.created_ms,
+            updated_ms: t.updated_ms,
+        }
+    }
+}
+
+/// A task with its pending points and recent history, as `hookq task show --json` prints it.
+#[derive(Debug, Serialize)]
+pub(crate) struct TaskShown {
+    pub(crate) task: TaskView,
+    pub(crate) pending: Vec<PendingRow>,
+    pub(crate) more_pending: bool,
+    pub(crate) history: Vec<HistoryRow>,
+}
+
+pub(crate) fn task(db: &mut Queue, id: &TaskId) -> Result<Option<TaskShown>, UiError> {
+    let Some(row) = db.task(id)? else {
+        return Ok(None);
+    };
+    let mut pending = db.pending(&PendingFilter {
+        task: Some(id.as_str().to_owned()),
+        limit: TASK_PENDING + 1,
+        ..PendingFilter::default()
+    })?;
+    let more_pending = pending.len() > TASK_PENDING;
+    pending.truncate(TASK_PENDING);
+    let history = db.history(&HistoryFilter {
+        task: Some(id.as_str().to_owned()),
+        limit: TASK_HISTORY,
+        ..HistoryFilter::default()
+    })?;
+    Ok(Some(TaskShown {
+        task: row.into(),
+        pending,
+        more_pending,
+        history,
+    }))
+}

@@ -1,0 +1,501 @@
+//! The HTML pages: overview, pending, history, a task, a hook log. Each reads the queue on the
+//! blocking pool and renders an askama template (which escapes every value).
+
+use std::io::{Read as _, Seek as _, SeekFrom};
+
+use askama::Template;
+use axum::extract::{OriginalUri, Path, Query, State};
+use axum::http::{StatusCode, Uri};
+use axum::response::{Html, IntoResponse, Response};
+
+use crate::queue::Queue;
+use crate::queue::ids::TaskId;
+use crate::queue::logs::LogFile;
+use crate::queue::store::{HistoryRow, now_ms};
+
+use super::ansi::{self, Span};
+use super::app::{self, App};
+use crate::queue::store::{HistoryFilter, PendingFilter};
+use super::error::UiError;
+use super::params::Raw;
+use super::{chart, fmt, model};
+
+/// The most of a log a page shows: its end.
+const LOG_SHOWN: u64 = 1024 * 1024;
+
+/// What every page has around its content.
+pub(crate) struct Chrome {
+    /// The relative reference to the router's root, the page's `<base href>`.
+    base: String,
+    /// The reference from `base` to the overview.
+    root: String,
+    title: String,
+    place: String,
+    flash: Option<String>,
+    actions: bool,
+    csrf: String,
+    /// This page, relative to the root, as an action form's `back` field names it.
+    here: String,
+}
+
+impl Chrome {
+    fn new(
+        app: &App,
+        outer: &Uri,
+        uri: &Uri,
+        title: impl Into<String>,
+        flash: Option<&str>,
+    ) -> Self {
+        let path = uri.path().trim_start_matches('/');
+        let query: Vec<&str> = uri
+            .query()
+            .unwrap_or_default()
+            .split('&')
+            .filter(|kv| !kv.is_empty() && !kv.starts_with("flash=") && !kv.starts_with("token="))
+            .collect();
+        let here = if query.is_empty() {
+            path.to_owned()
+        } else {
+            format!("{path}?{}", query.join("&"))
+        };
+        let (base, root) = app::links(outer.path(), uri.path());
+        Chrome {
+            base,
+            root,
+            title: title.into(),
+            place: app.place().to_owned(),
+            flash: flash.and_then(|k| app.take_flash(k)),
+            actions: app.actions(),
+            csrf: app.csrf().to_owned(),
+            here,
+        }
+    }
+}
+
+/// A rendered page, with the status `status`. The templates escape markup; what is left of
+/// the queue's control characters (none is the templates' own) shows as its picture (`␇`).
+fn render(status: StatusCode, t: &impl Template) -> Response {
+    match t.render() {
+        Ok(html) => (status, Html(visible(html))).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot render the page: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+/// `html` with its control characters but newline, tab and carriage return made visible.
+fn visible(html: String) -> String {
+    let hidden = |c: char| c.is_control() && !matches!(c, '\n' | '\t' | '\r');
+    if !html.chars().any(hidden) {
+        return html;
+    }
+    html.chars()
+        .map(|c| match c {
+            '\u{0}'..='\u{1f}' if hidden(c) => char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'),
+            '\u{7f}' => '\u{2421}',
+            c if hidden(c) => '\u{fffd}',
+            c => c,
+        })
+        .collect()
+}
+
+#[derive(Template)]
+#[template(path = "error.html", config = "src/ui/askama.toml")]
+struct ErrorPage {
+    page: Chrome,
+    heading: String,
+    message: String,
+}
+
+/// The page for a failed request.
+fn error_page(app: &App, outer: &Uri, uri: &Uri, e: &UiError) -> Response {
+    let heading = match e.status() {
+        StatusCode::NOT_FOUND => "Not found",
+        StatusCode::BAD_REQUEST => "Bad request",
+        _ => "The queue cannot be read",
+    };
+    if e.status().is_server_error() {
+        tracing::warn!("hookq ui: {} {}: {e}", uri.path(), e.status());
+    }
+    render(
+        e.status(),
+        &ErrorPage {
+            page: Chrome::new(app, outer, uri, heading, None),
+            heading: heading.to_owned(),
+            message: e.to_string(),
+        },
+    )
+}
+
+/// Any path the view does not have.
+pub(crate) async fn not_found(
+    State(app): State<App>,
+    OriginalUri(outer): OriginalUri,
+    uri: Uri,
+) -> Response {
+    error_page(
+        &app,
+        &outer,
+        &uri,
+        &UiError::NotFound("no such page in this hookq view".into()),
+    )
+}
+
+#[derive(Template)]
+#[template(path = "overview.html", config = "src/ui/askama.toml")]
+struct OverviewPage {
+    page: Chrome,
+    o: model::Overview,
+    chart: String,
+    now: i64,
+}
+
+/// `/`: the queue at a glance.
+pub(crate) async fn overview(
+    State(app): State<App>,
+    OriginalUri(outer): OriginalUri,
+    uri: Uri,
+    Query(raw): Query<Raw>,
+) -> Response {
+    let now = now_ms();
+    match app.db().call(move |db| model::overview(db, now)).await {
+        Ok(o) => {
+            let chart = chart::svg(&o.hours);
+            let page = Chrome::new(&app, &outer, &uri, "overview", raw.flash.as_deref());
+            render(
+                StatusCode::OK,
+                &OverviewPage {
+                    page,
+                    o,
+                    chart,
+                    now,
+                },
+            )
+        }
+        Err(e) => error_page(&app, &outer, &uri, &e),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "pending.html", config = "src/ui/askama.toml")]
+struct PendingPage {
+    page: Chrome,
+    filter: PendingFilter,
+    listing: model::Listing,
+    next: Option<String>,
+    first: String,
+    now: i64,
+}
+
+/// `/pending`: pending points, oldest first, a page at a time.
+pub(crate) async fn pending(
+    State(app): State<App>,
+    OriginalUri(outer): OriginalUri,
+    uri: Uri,
+    Query(raw): Query<Raw>,
+) -> Response {
+    let filter = match raw.pending() {
+        Ok(f) => f,
+        Err(e) => return error_page(&app, &outer, &uri, &e),
+    };
+    let f = filter.clone();
+    match app.db().call(move |db| model::pending(db, &f)).await {
+        Ok(listing) => {
+            let pairs = |after: Option<i64>| {
+                fmt::query(&[
+                    ("task", filter.task.clone()),
+                    ("point", filter.point.clone()),
+                    ("after", after.map(|a| a.to_string())),
+                ])
+            };
+            let next = listing
+                .more
+                .then(|| listing.pending.last().map(|p| format!("pending{}", pairs(Some(p.id)))))
+                .flatten();
+            let first = format!("pending{}", pairs(None));
+            let page = Chrome::new(&app, &outer, &uri, "pending", raw.flash.as_deref());
+            render(
+                StatusCode::OK,
+                &PendingPage {
+                    page,
+                    filter,
+                    listing,
+                    next,
+                    first,
+                    now: now_ms(),
+                },
+            )
+        }
+        Err(e) => error_page(&app, &outer, &uri, &e),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "history.html", config = "src/ui/askama.toml")]
+struct HistoryPage {
+    page: Chrome,
+    filter: HistoryFilter,
+    history: Vec<HistoryRow>,
+    postgres: bool,
+    next: Option<String>,
+    first: String,
+}
+
+/// `/history`: what ran, newest first, a page at a time.
+pub(crate) async fn history(
+    State(app): State<App>,
+    OriginalUri(outer): OriginalUri,
+    uri: Uri,
+    Query(raw): Query<Raw>,
+) -> Response {
+    let filter = match raw.history() {
+        Ok(f) => f,
+        Err(e) => return error_page(&app, &outer, &uri, &e),
+    };
+    let f = filter.clone();
+    match app.db().call(move |db| model::history(db, &f)).await {
+        Ok((history, more)) => {
+            let pairs = |before: Option<i64>| {
+                fmt::query(&[
+                    ("task", filter.task.clone()),
+                    ("point", filter.point.clone()),
+                    ("outcome", filter.outcome.clone()),
+                    ("host", filter.host.clone()),
+                    ("before", before.map(|b| b.to_string())),
+                ])
+            };
+            let next = more
+                .then(|| history.last().map(|h| format!("history{}", pairs(Some(h.id)))))
+                .flatten();
+            let first = format!("history{}", pairs(None));
+            let page = Chrome::new(&app, &outer, &uri, "history", raw.flash.as_deref());
+            render(
+                StatusCode::OK,
+                &HistoryPage {
+                    page,
+                    filter,
+                    history,
+                    postgres: app.is_postgres(),
+                    next,
+                    first,
+                },
+            )
+        }
+        Err(e) => error_page(&app, &outer, &uri, &e),
+    }
+}
+
+/// The task a path names, or the 404 of one that cannot be a task id.
+pub(crate) fn task_id(id: &str) -> Result<TaskId, UiError> {
+    TaskId::new(id).map_err(|e| UiError::NotFound(format!("no such task: {e}")))
+}
+
+#[derive(Template)]
+#[template(path = "task.html", config = "src/ui/askama.toml")]
+struct TaskPage {
+    page: Chrome,
+    t: model::TaskShown,
+    logs: Vec<LogFile>,
+    shared_logs: Option<&'static str>,
+    postgres: bool,
+    now: i64,
+}
+
+/// `/task/{id}`: a task's phase, pending points, history and logs.
+pub(crate) async fn task(
+    State(app): State<App>,
+    OriginalUri(outer): OriginalUri,
+    uri: Uri,
+    Path(id): Path<String>,
+    Query(raw): Query<Raw>,
+) -> Response {
+    let read = async {
+        let id = task_id(&id)?;
+        app.db()
+            .call(move |db| {
+                let shown = model::task(db, &id)?;
+                let logs = db.log_files(&id, None)?;
+                match shown {
+                    Some(t) => Ok((t, logs, db.shared_logs())),
+                    None => Err(UiError::NotFound(format!("no task {id} in {}", db.place()))),
+                }
+            })
+            .await
+    };
+    match read.await {
+        Ok((t, logs, shared_logs)) => {
+            let page = Chrome::new(&app, &outer, &uri, format!("task {}", t.task.id), raw.flash.as_deref());
+            render(
+                StatusCode::OK,
+                &TaskPage {
+                    page,
+                    t,
+                    logs,
+                    shared_logs,
+                    postgres: app.is_postgres(),
+                    now: now_ms(),
+                },
+            )
+        }
+        Err(e) => error_page(&app, &outer, &uri, &e),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "log.html", config = "src/ui/askama.toml")]
+struct LogPage {
+    page: Chrome,
+    task: String,
+    file: String,
+    /// The host the log is on, when it is not this one.
+    elsewhere: Option<String>,
+    spans: Vec<Span>,
+    skipped: u64,
+    shown: u64,
+    /// Where the text shown ends: a live tail reads on from here.
+    end: u64,
+}
+
+/// What a log page shows.
+pub(crate) enum LogText {
+    /// The log's end, read here.
+    Here {
+        text: String,
+        skipped: u64,
+        end: u64,
+    },
+    /// The log is on another host: the one that ran the hook.
+    Elsewhere(String),
+}
+
+/// The log `file` of task `id` as a page shows it: found among the task's log files on this
+/// host (no part of the request becomes a path), else, on a queue other hosts drain, the host
+/// whose history names it.
+pub(crate) fn read_log(
+    db: &mut Queue,
+    id: &TaskId,
+    file: &str,
+) -> Result<LogText, UiError> {
+    let logs = db.log_files(id, None)?;
+    if let Some(log) = logs.iter().find(|l| l.name() == file) {
+        let (text, skipped, end) = read_end(&log.path, LOG_SHOWN)?;
+        return Ok(LogText::Here { text, skipped, end });
+    }
+    // A queue many hosts drain: a run's log is on the host that ran it, which its history
+    // row names.
+    #[cfg(feature = "postgres")]
+    if db.is_postgres() {
+        let here = crate::queue::pg::lock::host_name();
+        let rows = db.history(&HistoryFilter {
+            task: Some(id.as_str().to_owned()),
+            limit: 1000,
+            ..HistoryFilter::default()
+        })?;
+        if let Some(host) = rows
+            .iter()
+            .filter(|h| fmt::log_name(h).as_deref() == Some(file))
+            .find_map(fmt::host)
+            .filter(|h| *h != here)
+        {
+            return Ok(LogText::Elsewhere(host));
+        }
+    }
+    Err(UiError::NotFound(format!(
+        "no hook log {file} of task {id} on this host"
+    )))
+}
+
+/// The last `max` bytes of the file at `path`, from a line's start, as text (invalid UTF-8
+/// replaced); how many bytes were left out before them, and the file's length read.
+fn read_end(path: &std::path::Path, max: u64) -> Result<(String, u64, u64), UiError> {
+    let io = |source| UiError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let len = f.metadata().map_err(io)?.len();
+    let from = len.saturating_sub(max);
+    f.seek(SeekFrom::Start(from)).map_err(io)?;
+    let mut bytes = Vec::new();
+    f.take(max).read_to_end(&mut bytes).map_err(io)?;
+    let mut skipped = from;
+    if from > 0
+        && let Some(nl) = bytes.iter().position(|&b| b == b'\n')
+    {
+        bytes.drain(..=nl);
+        skipped += nl as u64 + 1;
+    }
+    let end = skipped + bytes.len() as u64;
+    Ok((String::from_utf8_lossy(&bytes).into_owned(), skipped, end))
+}
+
+/// `/task/{id}/log/{file}`: a hook log's text.
+pub(crate) async fn log(
+    State(app): State<App>,
+    OriginalUri(outer): OriginalUri,
+    uri: Uri,
+    Path((id, file)): Path<(String, String)>,
+    Query(raw): Query<Raw>,
+) -> Response {
+    let read = async {
+        let tid = task_id(&id)?;
+        let f = file.clone();
+        app.db().call(move |db| read_log(db, &tid, &f)).await
+    };
+    let page = |app: &App| Chrome::new(app, &outer, &uri, format!("{id} {file}"), raw.flash.as_deref());
+    match read.await {
+        Ok(LogText::Here { text, skipped, end }) => render(
+            StatusCode::OK,
+            &LogPage {
+                page: page(&app),
+                task: id.clone(),
+                file: file.clone(),
+                elsewhere: None,
+                spans: ansi::spans(&text),
+                skipped,
+                shown: end - skipped,
+                end,
+            },
+        ),
+        Ok(LogText::Elsewhere(host)) => render(
+            StatusCode::OK,
+            &LogPage {
+                page: page(&app),
+                task: id.clone(),
+                file: file.clone(),
+                elsewhere: Some(host),
+                spans: Vec::new(),
+                skipped: 0,
+                shown: 0,
+                end: 0,
+            },
+        ),
+        Err(e) => error_page(&app, &outer, &uri, &e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_show_as_pictures() {
+        assert_eq!(visible("a\u{7}b\u{1b}\u{7f}\u{85}\n\t\r".into()), "a\u{2407}b\u{241b}\u{2421}\u{fffd}\n\t\r");
+        assert_eq!(visible("plain <p>".into()), "plain <p>");
+    }
+
+    #[test]
+    fn a_long_log_shows_its_end_from_a_line_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.log");
+        std::fs::write(&path, "first line\nsecond\nthird\n").unwrap();
+        let (text, skipped, end) = read_end(&path, 100).unwrap();
+        assert_eq!((text.as_str(), skipped, end), ("first line\nsecond\nthird\n", 0, 24));
+        let (text, skipped, end) = read_end(&path, 10).unwrap();
+        assert_eq!((text.as_str(), skipped, end), ("third\n", 18, 24));
+        std::fs::write(&path, b"ok \xff\xfe\n").unwrap();
+        assert_eq!(read_end(&path, 100).unwrap().0, "ok \u{fffd}\u{fffd}\n");
+    }
+}

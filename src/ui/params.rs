@@ -1,0 +1,121 @@
+//! The query parameters of the listings, checked: empty means unset, numbers must be numbers,
+//! a point must be one hookq has, and no value is longer than an id can be.
+
+use serde::Deserialize;
+
+use crate::queue::phase::Point;
+
+use crate::queue::store::{HistoryFilter, PendingFilter};
+use super::error::UiError;
+use super::model::PAGE;
+
+/// The longest filter value taken (ids are at most 128 characters).
+const MAX_VALUE: usize = 256;
+
+/// A listing's query string as sent: every parameter optional text.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Raw {
+    task: Option<String>,
+    point: Option<String>,
+    outcome: Option<String>,
+    host: Option<String>,
+    after: Option<String>,
+    before: Option<String>,
+    /// The key of a flash message an action left for this page.
+    pub(crate) flash: Option<String>,
+}
+
+fn text(name: &str, v: &Option<String>) -> Result<Option<String>, UiError> {
+    match v.as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(v) if v.len() > MAX_VALUE => Err(UiError::BadRequest(format!(
+            "{name}: longer than {MAX_VALUE} bytes"
+        ))),
+        Some(v) => Ok(Some(v.to_owned())),
+    }
+}
+
+fn number(name: &str, v: &Option<String>) -> Result<Option<i64>, UiError> {
+    text(name, v)?
+        .map(|v| {
+            v.parse::<i64>()
+                .map_err(|_| UiError::BadRequest(format!("{name}: not a number")))
+        })
+        .transpose()
+}
+
+fn point(v: &Option<String>) -> Result<Option<String>, UiError> {
+    let p = text("point", v)?;
+    if let Some(p) = &p {
+        p.parse::<Point>()
+            .map_err(|e| UiError::BadRequest(format!("point: {e}")))?;
+    }
+    Ok(p)
+}
+
+impl Raw {
+    /// The pending listing's filter.
+    pub(crate) fn pending(&self) -> Result<PendingFilter, UiError> {
+        Ok(PendingFilter {
+            task: text("task", &self.task)?,
+            point: point(&self.point)?,
+            after: number("after", &self.after)?.unwrap_or(0),
+            limit: PAGE,
+        })
+    }
+
+    /// The history listing's filter.
+    pub(crate) fn history(&self) -> Result<HistoryFilter, UiError> {
+        Ok(HistoryFilter {
+            task: text("task", &self.task)?,
+            point: point(&self.point)?,
+            outcome: text("outcome", &self.outcome)?,
+            host: text("host", &self.host)?,
+            before: number("before", &self.before)?,
+            occurrence: None,
+            limit: PAGE,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(pairs: &[(&str, &str)]) -> Raw {
+        let mut r = Raw::default();
+        for (k, v) in pairs {
+            let v = Some((*v).to_owned());
+            match *k {
+                "task" => r.task = v,
+                "point" => r.point = v,
+                "outcome" => r.outcome = v,
+                "after" => r.after = v,
+                "before" => r.before = v,
+                _ => unreachable!("{k}"),
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn empty_is_unset() {
+        let p = raw(&[("task", ""), ("point", " "), ("after", "")])
+            .pending()
+            .unwrap();
+        assert_eq!((p.task, p.point, p.after), (None, None, 0));
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        assert!(raw(&[("after", "x")]).pending().is_err());
+        assert!(raw(&[("before", "1e3")]).history().is_err());
+        assert!(raw(&[("point", "after_mrge")]).pending().is_err());
+        assert!(raw(&[("task", &"t".repeat(300))]).history().is_err());
+        let h = raw(&[("point", "after_merge"), ("before", "12"), ("outcome", "ok")])
+            .history()
+            .unwrap();
+        assert_eq!(h.point.as_deref(), Some("after_merge"));
+        assert_eq!((h.before, h.outcome.as_deref()), (Some(12), Some("ok")));
+    }
+}

@@ -1,0 +1,128 @@
+//! Serving the view on a listener of its own (`hookq ui`): until a shutdown future resolves,
+//! then a short grace for the requests under way (a live page's stream never ends by itself).
+
+use std::future::Future;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+
+/// How long the requests under way get to finish once shutdown begins.
+const GRACE: Duration = Duration::from_secs(3);
+
+/// The token a server listening on `ip` needs: none on loopback; off loopback `from_env`
+/// (`HOOKQ_UI_TOKEN`) when set, else a fresh one, returned with `true` (to print once).
+pub fn token_for(ip: IpAddr, from_env: Option<String>) -> std::io::Result<Option<(String, bool)>> {
+    if ip.is_loopback() {
+        return Ok(from_env.filter(|t| !t.is_empty()).map(|t| (t, false)));
+    }
+    match from_env.filter(|t| !t.is_empty()) {
+        Some(t) => Ok(Some((t, false))),
+        None => Ok(Some((super::auth::random_token()?, true))),
+    }
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then gives the requests under way
+/// a short grace. Every response gets headers that keep a page to itself: no framing, no
+/// sniffing, no referrer, scripts and styles from the view only. A server with no token
+/// (`loopback_only`) answers only requests addressed to a loopback name, so a page of another
+/// site that rebinds its DNS name to 127.0.0.1 reads nothing.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    loopback_only: bool,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let mut app = router.layer(middleware::from_fn(secure_headers));
+    if loopback_only {
+        app = app.layer(middleware::from_fn(loopback_host));
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async {
+        let _ = rx.await;
+    });
+    let server = tokio::spawn(async move { server.await });
+    shutdown.await;
+    let _ = tx.send(());
+    match tokio::time::timeout(GRACE, server).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => Err(std::io::Error::other(e)),
+        // Requests still open (live streams): the server ends with them.
+        Err(_) => Ok(()),
+    }
+}
+
+/// Sets the headers that keep a page to itself.
+async fn secure_headers(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+        ),
+    );
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    resp
+}
+
+/// Answers 421 to a request whose `Host` is not a loopback name or address.
+async fn loopback_host(req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    if is_loopback_host(host) {
+        next.run(req).await
+    } else {
+        (
+            StatusCode::MISDIRECTED_REQUEST,
+            "this hookq ui answers requests to 127.0.0.1, [::1] or localhost only\n",
+        )
+            .into_response()
+    }
+}
+
+/// Whether a `Host` header (`127.0.0.1:8080`, `[::1]:80`, `localhost`) names this machine's
+/// loopback.
+fn is_loopback_host(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        rest.split_once(']').map_or(rest, |(n, _)| n)
+    } else {
+        host.rsplit_once(':').map_or(host, |(n, _)| n)
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts() {
+        for ok in ["127.0.0.1:80", "127.0.0.1", "localhost:1", "LOCALHOST", "[::1]:9", "127.8.0.1:5"] {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in ["evil.example", "evil.example:80", "10.0.0.1:80", "[::2]:1", "", "localhost.evil:1"] {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_token_off_loopback_only() {
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        let any: IpAddr = "0.0.0.0".parse().unwrap();
+        assert_eq!(token_for(lo, None).unwrap(), None);
+        assert_eq!(token_for(any, Some("s3cret".into())).unwrap(), Some(("s3cret".into(), false)));
+        let (t, generated) = token_for(any, Some(String::new())).unwrap().unwrap();
+        assert!(generated && t.len() == 64);
+    }
+}

@@ -1,0 +1,16 @@
+//! The web view (`hookq ui`, `hookq::ui`): the real binary serving a scratch workspace's queue
+//! over HTTP on 127.0.0.1, its pages, JSON, actions and token; hostile values shown as text; the
+//! library router nested under a prefix; arbitrary requests through the router.
+
+// Each binary uses a different part of the shared helpers.
+#[allow(dead_code)]
+#[path = "../support/mod.rs"]
+mod support;
+
+mod actions;
+mod fuzz;
+mod hostile;
+mod nest;
+mod pages;
+mod server;
+mod token;

@@ -1,0 +1,178 @@
+//! `hookq ui` started in the background on a scratch workspace, and plain HTTP requests to it.
+
+use std::time::{Duration, Instant};
+
+use crate::support::queue::{HANG, Out, Running, Ws};
+
+/// A running `hookq ui`.
+pub struct Served {
+    run: Running,
+    /// Its base URL, `http://127.0.0.1:PORT/`.
+    pub url: String,
+    /// What it printed before serving.
+    pub stdout: String,
+    agent: ureq::Agent,
+    /// Sent as `Authorization: Bearer` with every request when set.
+    pub bearer: Option<String>,
+}
+
+/// A response: status, headers that matter here, body.
+#[derive(Debug)]
+pub struct Page {
+    pub status: u16,
+    pub location: Option<String>,
+    pub set_cookie: Option<String>,
+    pub content_type: Option<String>,
+    pub body: String,
+}
+
+impl Page {
+    /// Asserts status 200; returns the body.
+    #[track_caller]
+    pub fn ok(self) -> String {
+        assert_eq!(self.status, 200, "{}", self.body);
+        self.body
+    }
+
+    /// The body as JSON.
+    #[track_caller]
+    pub fn json(self) -> serde_json::Value {
+        assert_eq!(self.status, 200, "{}", self.body);
+        serde_json::from_str(&self.body).unwrap()
+    }
+
+    /// The content of `<main id="main">`, where every page has its content.
+    #[track_caller]
+    pub fn main(self) -> String {
+        let body = self.ok();
+        let start = body.find(r#"<main id="main">"#).expect("a main#main");
+        let end = body.find("</main>").expect("main ends");
+        body[start..end].to_owned()
+    }
+}
+
+impl Served {
+    /// Starts `hookq ui ARGS` in `ws` and waits for the line saying where it serves.
+    pub fn start(ws: &Ws, args: &[&str]) -> Served {
+        Self::start_env(ws, args, &[])
+    }
+
+    /// [`Served::start`] with extra environment variables.
+    pub fn start_env(ws: &Ws, args: &[&str], env: &[(&str, &str)]) -> Served {
+        let mut all = vec!["ui"];
+        all.extend_from_slice(args);
+        let mut run = ws.spawn_env(&all, env);
+        let deadline = Instant::now() + HANG;
+        let (url, stdout) = loop {
+            let out = run.stdout_so_far();
+            if let Some(line) = out.lines().find(|l| l.starts_with("hookq ui: serving ")) {
+                let url = line.rsplit_once(" at ").unwrap().1.to_owned();
+                // The token line, when there is one, is printed before serving begins.
+                std::thread::sleep(Duration::from_millis(20));
+                break (url, run.stdout_so_far());
+            }
+            assert!(
+                !run.exited(),
+                "hookq ui ended before serving: {}{}",
+                out,
+                run.stderr_so_far()
+            );
+            assert!(Instant::now() < deadline, "hookq ui did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .timeout_global(Some(HANG))
+            .build()
+            .into();
+        Served {
+            run,
+            url,
+            stdout,
+            agent,
+            bearer: None,
+        }
+    }
+
+    /// `url` with its host made `127.0.0.1` (for a server listening on `0.0.0.0`).
+    pub fn via_loopback(&mut self) {
+        let port = self.url.rsplit_once(':').unwrap().1.trim_end_matches('/');
+        self.url = format!("http://127.0.0.1:{port}/");
+    }
+
+    fn page(resp: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Page {
+        let mut resp = resp.unwrap();
+        let header = |name: &str| {
+            resp.headers()
+                .get(name)
+                .map(|v| v.to_str().unwrap().to_owned())
+        };
+        let (location, set_cookie, content_type) = (
+            header("location"),
+            header("set-cookie"),
+            header("content-type"),
+        );
+        Page {
+            status: resp.status().as_u16(),
+            location,
+            set_cookie,
+            content_type,
+            body: resp.body_mut().read_to_string().unwrap(),
+        }
+    }
+
+    /// GET `path` (relative to the view's root), with these extra headers.
+    pub fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> Page {
+        let mut req = self.agent.get(format!("{}{path}", self.url));
+        if let Some(t) = &self.bearer {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        Self::page(req.call())
+    }
+
+    /// GET `path` (relative to the view's root).
+    pub fn get(&self, path: &str) -> Page {
+        self.get_with(path, &[])
+    }
+
+    /// POST the form `fields` to `path`.
+    pub fn post(&self, path: &str, fields: &[(&str, &str)]) -> Page {
+        let mut req = self.agent.post(format!("{}{path}", self.url));
+        if let Some(t) = &self.bearer {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        Self::page(req.send_form(fields.iter().copied()))
+    }
+
+    /// Sends SIGTERM and asserts it ends with exit 0, saying nothing on stderr.
+    pub fn stop(self) -> Out {
+        self.run.signal(rustix::process::Signal::TERM);
+        self.run.wait_within(HANG).ok()
+    }
+}
+
+/// The value of attribute `attr` on the first element after `marker` in `html`.
+pub fn attr_after(html: &str, marker: &str, attr: &str) -> String {
+    let at = html
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker} in {html}"));
+    let rest = &html[at..];
+    let key = format!("{attr}=\"");
+    let start = rest.find(&key).unwrap() + key.len();
+    rest[start..][..rest[start..].find('"').unwrap()].to_owned()
+}
+
+/// Every value of attribute `attr` in `html`.
+pub fn attrs(html: &str, attr: &str) -> Vec<String> {
+    let key = format!(" {attr}=\"");
+    html.match_indices(&key)
+        .map(|(i, _)| {
+            let rest = &html[i + key.len()..];
+            rest[..rest.find('"').unwrap()].to_owned()
+        })
+        .collect()
+}
