@@ -570,6 +570,13 @@ impl Element<'_> {
             .map(str::to_owned)
     }
 
+    /// A property's value as the page sees it (`href` resolved against the page's base).
+    #[track_caller]
+    pub fn property(&self, name: &str) -> serde_json::Value {
+        self.browser
+            .command("GET", &self.path(&format!("/property/{name}")), json!({}))
+    }
+
     /// Its tag name, lowercase.
     #[track_caller]
     pub fn tag(&self) -> String {
