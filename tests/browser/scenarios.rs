@@ -334,14 +334,15 @@ pub fn a_move_shows_live(test: &str, ws: &Ws) {
 
 /// The log page of a running hook shows what it printed so far, and what it prints next
 /// without a reload. The hook prints a line, waits for a file the test makes, prints another
-/// (each computed, so that the command's own text in the log's header does not hold it).
+/// (each computed, so that the command's own text in the log's header does not hold it). The
+/// hook waits two minutes at most, so that a failed test leaves no hook waiting for ever.
 /// `write_hooks` writes the workspace's config with a `[hooks]` body.
 pub fn the_log_page_tails_a_running_hook(test: &str, ws: &Ws, write_hooks: impl Fn(&Ws, &str)) {
     let go = ws.base().join("go");
     write_hooks(
         ws,
         &format!(
-            "after_fail = ['echo \"tail $((40 + 2))\"; while [ ! -e {go} ]; do sleep 0.05; done; echo \"tail $((50 + 1))\"']\n",
+            "after_fail = ['echo \"tail $((40 + 2))\"; n=0; while [ ! -e {go} ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n + 1)); done; echo \"tail $((50 + 1))\"']\n",
             go = go.display()
         ),
     );
@@ -372,7 +373,7 @@ pub fn the_log_page_tails_a_running_hook(test: &str, ws: &Ws, write_hooks: impl 
         b.find_all("ul#logs a")
             .into_iter()
             .find(|a| a.text().contains("after_fail"))
-            .and_then(|a| a.attr("href"))
+            .and_then(|a| a.property("href").as_str().map(str::to_owned))
     });
     b.goto(&href);
     let text = b.text_of("pre#log").expect("pre#log");
