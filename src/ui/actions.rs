@@ -8,9 +8,10 @@ use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
+use crate::queue::Queue;
+
 use super::app::{self, App};
 use super::auth;
-use crate::queue::Queue;
 use super::error::UiError;
 use super::fmt;
 

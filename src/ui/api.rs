@@ -2,7 +2,7 @@
 //! `task show --json` and `queue log --json` print; the same query parameters as the pages.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 
 use crate::queue::store::now_ms;
@@ -33,7 +33,7 @@ pub(crate) async fn overview(State(app): State<App>) -> Response {
 }
 
 /// `/api/pending`: a page of pending points, as `hookq queue --json` prints it.
-pub(crate) async fn pending(State(app): State<App>, Query(raw): Query<Raw>) -> Response {
+pub(crate) async fn pending(State(app): State<App>, raw: Raw) -> Response {
     let r = async {
         let f = raw.pending()?;
         app.db().call(move |db| model::pending(db, &f)).await
@@ -42,7 +42,7 @@ pub(crate) async fn pending(State(app): State<App>, Query(raw): Query<Raw>) -> R
 }
 
 /// `/api/history`: a page of history rows, as `hookq queue history --json` prints them.
-pub(crate) async fn history(State(app): State<App>, Query(raw): Query<Raw>) -> Response {
+pub(crate) async fn history(State(app): State<App>, raw: Raw) -> Response {
     let r = async {
         let f = raw.history()?;
         app.db()

@@ -5,13 +5,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, OriginalUri, Request};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::Response;
 use axum::routing::{get, post};
 
+use crate::queue::Queue;
 use crate::queue::workspace::Workspace;
 
 use super::auth;
 use super::db::Shared;
-use crate::queue::Queue;
 use super::error::UiError;
 use super::{actions, api, assets, pages};
 
@@ -88,8 +91,7 @@ impl App {
     /// Keeps `message` for the next page that asks for `key`; the oldest messages go first.
     pub(crate) fn leave_flash(&self, message: String) -> String {
         let mut f = self.0.flashes.lock().unwrap_or_else(PoisonError::into_inner);
-        self.0.flash_count.fetch_add(1, Ordering::Relaxed);
-        let key = self.0.flash_count.load(Ordering::Relaxed).to_string();
+        let key = (self.0.flash_count.fetch_add(1, Ordering::Relaxed) + 1).to_string();
         if f.len() >= 64 {
             f.remove(0);
         }
@@ -155,7 +157,7 @@ pub fn router(config: UiConfig) -> Result<Router, UiError> {
 }
 
 fn routes(app: App) -> Router {
-    let mut r = Router::new()
+    let mut pages = Router::new()
         .route("/", get(pages::overview))
         .route("/pending", get(pages::pending))
         .route("/history", get(pages::history))
@@ -168,21 +170,39 @@ fn routes(app: App) -> Router {
         .route("/api/task/{id}/logs", get(api::logs))
         .route("/assets/style.css", get(assets::style));
     if app.actions() {
-        r = r
+        pages = pages
             .route("/action/retry/{id}", post(actions::retry))
             .route("/action/drop/{id}", post(actions::drop))
             .route("/action/pause", post(actions::pause))
             .route("/action/resume", post(actions::resume));
     }
-    // The live updates (`/events`, a log's `/tail`, `/assets/live.js`) merge here.
-    r.fallback(pages::not_found)
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            auth::require_token,
-        ))
-        .with_state(app)
+    let view: Router = pages
+        .fallback(pages::not_found)
+        .with_state(app.clone());
+    // The live updates (`/events`, a log's `/tail`, `/assets/live.js`) merge in here, under
+    // the same token check and body limit: `view.merge(live::routes(..))`.
+    view.layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(app, auth::require_token))
+        .layer(axum::middleware::from_fn(secure_headers))
 }
+
+/// Sets the headers that keep every response to itself: no framing, no sniffing, no
+/// referrer, scripts and styles from the view only.
+async fn secure_headers(req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
+        ),
+    );
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    resp
+}
+
 
 /// The prefix a host nested this router under (`/hooks`), empty when it is served at `/`.
 pub(crate) fn mount(req: &Request) -> String {

@@ -64,6 +64,31 @@ pub fn host(h: &HistoryRow) -> Option<String> {
     h.host.clone()
 }
 
+/// The choices of a filter's `<select>`: each value with whether it is the one chosen.
+pub fn choices(all: &[&'static str], chosen: Option<&str>) -> Vec<(&'static str, bool)> {
+    all.iter().map(|v| (*v, chosen == Some(*v))).collect()
+}
+
+/// Every point's name, for the point filter.
+pub fn points() -> Vec<&'static str> {
+    crate::queue::phase::Point::ALL
+        .iter()
+        .map(|p| p.as_str())
+        .collect()
+}
+
+/// Every outcome a history row can have, for the outcome filter.
+pub const OUTCOMES: [&str; 8] = [
+    "ok",
+    "failed",
+    "timed_out",
+    "signalled",
+    "spawn_failed",
+    "empty",
+    "abandoned",
+    "dropped",
+];
+
 /// `s` percent-encoded for a path segment or a query value: everything but ASCII letters,
 /// digits and `-._~` escaped.
 pub fn enc(s: &str) -> String {

@@ -4,11 +4,10 @@
 use serde::Serialize;
 
 use crate::queue::ids::TaskId;
-use crate::queue::store::{HistoryRow, PendingRow, Stats, TaskRow};
+use crate::queue::store::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, Stats, TaskRow};
+use crate::queue::{LockState, Queue};
 
 use super::chart::{self, Hour};
-use crate::queue::store::{HistoryFilter, PendingFilter};
-use crate::queue::{LockState, Queue};
 use super::error::UiError;
 
 /// How many of the slowest hooks the overview lists.

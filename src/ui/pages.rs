@@ -4,18 +4,17 @@
 use std::io::{Read as _, Seek as _, SeekFrom};
 
 use askama::Template;
-use axum::extract::{OriginalUri, Path, Query, State};
+use axum::extract::{OriginalUri, Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Response};
 
 use crate::queue::Queue;
 use crate::queue::ids::TaskId;
 use crate::queue::logs::LogFile;
-use crate::queue::store::{HistoryRow, now_ms};
+use crate::queue::store::{HistoryFilter, HistoryRow, PendingFilter, now_ms};
 
 use super::ansi::{self, Span};
 use super::app::{self, App};
-use crate::queue::store::{HistoryFilter, PendingFilter};
 use super::error::UiError;
 use super::params::Raw;
 use super::{chart, fmt, model};
@@ -157,7 +156,7 @@ pub(crate) async fn overview(
     State(app): State<App>,
     OriginalUri(outer): OriginalUri,
     uri: Uri,
-    Query(raw): Query<Raw>,
+    raw: Raw,
 ) -> Response {
     let now = now_ms();
     match app.db().call(move |db| model::overview(db, now)).await {
@@ -182,6 +181,7 @@ pub(crate) async fn overview(
 #[template(path = "pending.html", config = "src/ui/askama.toml")]
 struct PendingPage {
     page: Chrome,
+    points: Vec<(&'static str, bool)>,
     filter: PendingFilter,
     listing: model::Listing,
     next: Option<String>,
@@ -194,7 +194,7 @@ pub(crate) async fn pending(
     State(app): State<App>,
     OriginalUri(outer): OriginalUri,
     uri: Uri,
-    Query(raw): Query<Raw>,
+    raw: Raw,
 ) -> Response {
     let filter = match raw.pending() {
         Ok(f) => f,
@@ -220,6 +220,7 @@ pub(crate) async fn pending(
                 StatusCode::OK,
                 &PendingPage {
                     page,
+                    points: fmt::choices(&fmt::points(), filter.point.as_deref()),
                     filter,
                     listing,
                     next,
@@ -236,6 +237,8 @@ pub(crate) async fn pending(
 #[template(path = "history.html", config = "src/ui/askama.toml")]
 struct HistoryPage {
     page: Chrome,
+    points: Vec<(&'static str, bool)>,
+    outcomes: Vec<(&'static str, bool)>,
     filter: HistoryFilter,
     history: Vec<HistoryRow>,
     postgres: bool,
@@ -248,7 +251,7 @@ pub(crate) async fn history(
     State(app): State<App>,
     OriginalUri(outer): OriginalUri,
     uri: Uri,
-    Query(raw): Query<Raw>,
+    raw: Raw,
 ) -> Response {
     let filter = match raw.history() {
         Ok(f) => f,
@@ -275,6 +278,8 @@ pub(crate) async fn history(
                 StatusCode::OK,
                 &HistoryPage {
                     page,
+                    points: fmt::choices(&fmt::points(), filter.point.as_deref()),
+                    outcomes: fmt::choices(&fmt::OUTCOMES, filter.outcome.as_deref()),
                     filter,
                     history,
                     postgres: app.is_postgres(),
@@ -309,7 +314,7 @@ pub(crate) async fn task(
     OriginalUri(outer): OriginalUri,
     uri: Uri,
     Path(id): Path<String>,
-    Query(raw): Query<Raw>,
+    raw: Raw,
 ) -> Response {
     let read = async {
         let id = task_id(&id)?;
@@ -385,9 +390,8 @@ pub(crate) fn read_log(
     }
     // A queue many hosts drain: a run's log is on the host that ran it, which its history
     // row names.
-    #[cfg(feature = "postgres")]
     if db.is_postgres() {
-        let here = crate::queue::pg::lock::host_name();
+        let here = this_host();
         let rows = db.history(&HistoryFilter {
             task: Some(id.as_str().to_owned()),
             limit: 1000,
@@ -405,6 +409,14 @@ pub(crate) fn read_log(
     Err(UiError::NotFound(format!(
         "no hook log {file} of task {id} on this host"
     )))
+}
+
+/// This machine's name, as a PostgreSQL queue's history rows name the host that ran them.
+fn this_host() -> String {
+    #[cfg(feature = "postgres")]
+    return crate::queue::pg::lock::host_name();
+    #[cfg(not(feature = "postgres"))]
+    String::new()
 }
 
 /// The last `max` bytes of the file at `path`, from a line's start, as text (invalid UTF-8
@@ -437,7 +449,7 @@ pub(crate) async fn log(
     OriginalUri(outer): OriginalUri,
     uri: Uri,
     Path((id, file)): Path<(String, String)>,
-    Query(raw): Query<Raw>,
+    raw: Raw,
 ) -> Response {
     let read = async {
         let tid = task_id(&id)?;

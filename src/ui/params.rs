@@ -1,19 +1,24 @@
 //! The query parameters of the listings, checked: empty means unset, numbers must be numbers,
 //! a point must be one hookq has, and no value is longer than an id can be.
 
-use serde::Deserialize;
+use std::convert::Infallible;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 
 use crate::queue::phase::Point;
-
 use crate::queue::store::{HistoryFilter, PendingFilter};
+
 use super::error::UiError;
 use super::model::PAGE;
 
 /// The longest filter value taken (ids are at most 128 characters).
 const MAX_VALUE: usize = 256;
 
-/// A listing's query string as sent: every parameter optional text.
-#[derive(Debug, Default, Deserialize)]
+/// A listing's query string as sent: every parameter optional text, the last of a repeated
+/// one counting. Taken from any query string: what is wrong with a value is told by the
+/// listing's filter ([`Raw::pending`], [`Raw::history`]).
+#[derive(Debug, Default)]
 pub(crate) struct Raw {
     task: Option<String>,
     point: Option<String>,
@@ -23,6 +28,36 @@ pub(crate) struct Raw {
     before: Option<String>,
     /// The key of a flash message an action left for this page.
     pub(crate) flash: Option<String>,
+}
+
+impl Raw {
+    /// The parameters of `query` (`task=t1&after=3`); unknown ones are left out.
+    pub(crate) fn parse(query: &str) -> Raw {
+        let mut r = Raw::default();
+        for pair in query.split('&') {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let v = Some(super::auth::percent_decode(v));
+            match super::auth::percent_decode(k).as_str() {
+                "task" => r.task = v,
+                "point" => r.point = v,
+                "outcome" => r.outcome = v,
+                "host" => r.host = v,
+                "after" => r.after = v,
+                "before" => r.before = v,
+                "flash" => r.flash = v,
+                _ => {}
+            }
+        }
+        r
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Raw {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Raw, Infallible> {
+        Ok(Raw::parse(parts.uri.query().unwrap_or_default()))
+    }
 }
 
 fn text(name: &str, v: &Option<String>) -> Result<Option<String>, UiError> {
@@ -96,6 +131,18 @@ mod tests {
             }
         }
         r
+    }
+
+    #[test]
+    fn query_strings_are_decoded_and_the_last_counts() {
+        let r = Raw::parse("task=a&task=t%201&point=after_merge&x=1&after&flash=3&=&&%zz=q+r");
+        assert_eq!(r.task.as_deref(), Some("t 1"));
+        assert_eq!(r.point.as_deref(), Some("after_merge"));
+        assert_eq!(r.after.as_deref(), Some(""));
+        assert_eq!(r.flash.as_deref(), Some("3"));
+        assert_eq!(r.outcome, None);
+        let p = r.pending().unwrap();
+        assert_eq!((p.task.as_deref(), p.after), (Some("t 1"), 0));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::Request;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 
@@ -27,8 +27,7 @@ pub fn token_for(ip: IpAddr, from_env: Option<String>) -> std::io::Result<Option
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then gives the requests under way
-/// a short grace. Every response gets headers that keep a page to itself: no framing, no
-/// sniffing, no referrer, scripts and styles from the view only. A server with no token
+/// a short grace. A server with no token
 /// (`loopback_only`) answers only requests addressed to a loopback name, so a page of another
 /// site that rebinds its DNS name to 127.0.0.1 reads nothing.
 pub async fn serve(
@@ -37,7 +36,7 @@ pub async fn serve(
     loopback_only: bool,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let mut app = router.layer(middleware::from_fn(secure_headers));
+    let mut app = router;
     if loopback_only {
         app = app.layer(middleware::from_fn(loopback_host));
     }
@@ -54,22 +53,6 @@ pub async fn serve(
         // Requests still open (live streams): the server ends with them.
         Err(_) => Ok(()),
     }
-}
-
-/// Sets the headers that keep a page to itself.
-async fn secure_headers(req: Request, next: Next) -> Response {
-    let mut resp = next.run(req).await;
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'",
-        ),
-    );
-    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    resp
 }
 
 /// Answers 421 to a request whose `Host` is not a loopback name or address.

@@ -28,6 +28,7 @@ mod parity;
 mod pause;
 mod relay;
 mod takeover;
+mod ui;
 mod writers;
 // Each binary uses a different part of the shared helpers.
 #[allow(dead_code)]

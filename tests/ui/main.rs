@@ -8,6 +8,7 @@
 mod support;
 
 mod actions;
+mod cli;
 mod fuzz;
 mod hostile;
 mod nest;

@@ -42,6 +42,8 @@ fn every_page_shows_the_queue_and_sigterm_ends_it() {
         page.content_type.as_deref(),
         Some("text/html; charset=utf-8")
     );
+    let csp = page.csp.clone().expect("a content security policy");
+    assert!(csp.starts_with("default-src 'self'"), "{csp}");
     let body = page.ok();
     assert!(body.contains(r#"<script src="assets/live.js" defer></script>"#));
     assert!(body.contains(r#"<base href="./">"#));
@@ -98,8 +100,20 @@ fn every_page_shows_the_queue_and_sigterm_ends_it() {
     assert!(log.contains(r#"<base href="../../../">"#));
     let pre = &log[log.find(r#"<pre id="log""#).unwrap()..];
     assert!(pre.contains("hello from after_rework\n"), "{pre}");
+    assert!(
+        log.contains(r#"<pre id="log" data-tail="after_rework-01.log/tail" data-offset=""#),
+        "{log}"
+    );
     assert!(pre.contains(r#"<span class="fg-2">green</span>"#), "{pre}");
     assert!(!log.contains('\u{1b}'));
+    let size = std::fs::metadata(ws.log_path("t1", "after_rework", 1))
+        .unwrap()
+        .len();
+    assert_eq!(
+        attr_after(&log, r#"<pre id="log""#, "data-offset"),
+        size.to_string(),
+        "a live tail reads on from the end of what the page shows"
+    );
     for missing in [
         "task/t1/log/after_merge-01.log",
         "task/t2/log/after_rework-01.log",
@@ -114,6 +128,12 @@ fn every_page_shows_the_queue_and_sigterm_ends_it() {
         assert!(page.body.contains(r#"<main id="main">"#));
     }
     assert_eq!(ui.get("pending?after=x").status, 400);
+    let repeated = ui.get("pending?task=t1&task=t2&unknown=%ff").main();
+    assert_eq!(
+        attrs(&repeated, "data-id").len(),
+        1,
+        "the last task= counts"
+    );
     assert_eq!(ui.get("history?point=after_mrge").status, 400);
     let css = ui.get("assets/style.css");
     assert_eq!(css.content_type.as_deref(), Some("text/css; charset=utf-8"));
@@ -217,6 +237,11 @@ fn pending_and_history_page_through_and_filter() {
     let second = ui.get(&next).main();
     assert_eq!(attrs(&second, "data-id").len(), 50);
     assert!(!second.contains(r#"class="next""#));
+    let failed = ui.get("history?outcome=failed&point=after_merge").main();
+    assert_eq!(attrs(&failed, "data-id").len(), 50);
+    assert!(failed.contains(r#"<option value="failed" selected>failed</option>"#));
+    assert!(failed.contains(r#"<option value="after_merge" selected>after_merge</option>"#));
+    assert!(failed.contains(r#"<option value="ok">ok</option>"#));
     let failed = ui.get("api/history?outcome=failed&task=t9").json();
     assert_eq!(failed.as_array().unwrap().len(), 50);
     assert!(

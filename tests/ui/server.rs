@@ -23,6 +23,7 @@ pub struct Page {
     pub location: Option<String>,
     pub set_cookie: Option<String>,
     pub content_type: Option<String>,
+    pub csp: Option<String>,
     pub body: String,
 }
 
@@ -108,16 +109,18 @@ impl Served {
                 .get(name)
                 .map(|v| v.to_str().unwrap().to_owned())
         };
-        let (location, set_cookie, content_type) = (
+        let (location, set_cookie, content_type, csp) = (
             header("location"),
             header("set-cookie"),
             header("content-type"),
+            header("content-security-policy"),
         );
         Page {
             status: resp.status().as_u16(),
             location,
             set_cookie,
             content_type,
+            csp,
             body: resp.body_mut().read_to_string().unwrap(),
         }
     }
@@ -150,8 +153,13 @@ impl Served {
 
     /// Sends SIGTERM and asserts it ends with exit 0, saying nothing on stderr.
     pub fn stop(self) -> Out {
-        self.run.signal(rustix::process::Signal::TERM);
-        self.run.wait_within(HANG).ok()
+        self.stop_with(rustix::process::Signal::TERM).ok()
+    }
+
+    /// Sends `sig` and waits for it to end.
+    pub fn stop_with(self, sig: rustix::process::Signal) -> Out {
+        self.run.signal(sig);
+        self.run.wait_within(HANG)
     }
 }
 

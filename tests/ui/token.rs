@@ -28,6 +28,10 @@ fn off_loopback_every_request_needs_the_token() {
     ] {
         let page = ui.get(path);
         assert_eq!(page.status, 401, "{path}: {}", page.body);
+        assert!(
+            page.csp.is_some(),
+            "{path}: a refusal is kept to itself too"
+        );
         assert!(!page.body.contains("t2"));
     }
     let wrong = ui.get_with("", &[("authorization", "Bearer 0123")]);

@@ -1,0 +1,119 @@
+//! `hookq ui` on a workspace whose queue is on PostgreSQL: the same pages and JSON over real
+//! HTTP, history naming the host that ran each hook and filtered by it, a log another host ran
+//! said to be there, and the database's password nowhere.
+
+// The ui binary's HTTP helpers; this test uses a part of them.
+#[allow(dead_code)]
+#[path = "../ui/server.rs"]
+mod server;
+
+use hookq::queue::pg::lock::host_name;
+use server::{Served, attrs};
+
+use crate::cli::pg_workspace_with;
+use crate::cluster::{PASSWORD, cluster};
+use crate::support::queue::Config;
+
+#[test]
+fn the_view_shows_a_postgres_queue() {
+    let cfg = Config::hooks(
+        r#"after_rework = ['echo rework $ARC_TASK; printf "\033[33mamber\033[0m\n"']"#,
+    );
+    let (ws, db, _url) = pg_workspace_with(&cfg, "");
+    ws.settle_config();
+    ws.task_add("t1", "p1", "todo.ready").ok();
+    ws.hookq(&["task", "move", "t1", "review.rework_pending"])
+        .ok();
+    ws.task_add("t2", "p2", "todo.ready").ok();
+    ws.hookq(&["task", "move", "t2", "review.rework_pending", "--no-run"])
+        .ok();
+    // A run another host made: its history row names that host and its log is there.
+    let mut admin = cluster().admin(&db);
+    let now = chrono::Utc::now().timestamp_millis();
+    admin
+        .execute(
+            "INSERT INTO hookq_hook_history (queue, occurrence, task, point, state, recorded_ms,
+                 passes, command_index, command, outcome, exit_code, started_ms, duration_ms,
+                 log_path, finished_ms, host)
+             VALUES ('q', 99, 't1', 'after_merge', 'done.merged', $1, 1, 1, 'make deploy',
+                 'failed', 2, $1, 40, '/srv/other/runs/t1/hooks/after_merge-01.log', $1,
+                 'build-box-7')",
+            &[&now],
+        )
+        .unwrap();
+
+    let ui = Served::start(&ws, &["--actions"]);
+    assert!(
+        ui.stdout
+            .contains("hookq ui: serving queue q on postgres://hookq:***@127.0.0.1:"),
+        "{}",
+        ui.stdout
+    );
+    let overview = ui.get("").main();
+    assert!(
+        overview.contains(r#"<p id="lock" class="free">free</p>"#),
+        "{overview}"
+    );
+    assert!(overview.contains(
+        r#"<a href="pending?point=after_rework">after_rework</a></td><td class="num">1</td>"#
+    ));
+    assert!(overview.contains("hook runs per hour over the last 24 hours: 2 in all"));
+
+    let pending = ui.get("pending").main();
+    assert_eq!(attrs(&pending, "data-id").len(), 1, "{pending}");
+    assert!(pending.contains(r#"<td class="task"><a href="task/t2">t2</a></td>"#));
+
+    let here = host_name();
+    let history = ui.get("history").main();
+    assert_eq!(attrs(&history, "data-id").len(), 2, "{history}");
+    assert!(history.contains("<th>Host</th>"));
+    assert!(
+        history.contains(&format!(r#"<td class="host">{here}</td>"#)),
+        "{history}"
+    );
+    assert!(history.contains(r#"<td class="host">build-box-7</td>"#));
+    let elsewhere = ui.get("history?host=build-box-7").main();
+    assert_eq!(attrs(&elsewhere, "data-id").len(), 1);
+    let rows = ui.get(&format!("api/history?host={here}")).json();
+    assert_eq!(rows.as_array().unwrap().len(), 1);
+    assert_eq!(rows[0]["host"], here.as_str());
+
+    let task = ui.get("task/t1").main();
+    assert!(task.contains(r#"<dd id="phase">review.rework_pending</dd>"#));
+    assert!(
+        task.contains(r#"href="task/t1/log/after_rework-01.log""#),
+        "{task}"
+    );
+    let log = ui.get("task/t1/log/after_rework-01.log").main();
+    assert!(log.contains("rework t1\n"), "{log}");
+    assert!(log.contains(r#"<span class="fg-3">amber</span>"#), "{log}");
+    let other = ui.get("task/t1/log/after_merge-01.log").main();
+    assert!(
+        other.contains(r#"this log is on host <strong class="host">build-box-7</strong>"#),
+        "{other}"
+    );
+    assert_eq!(ui.get("task/t1/log/after_fail-01.log").status, 404);
+
+    // Paused from the view, for every host: `hookq queue stats` reads it back.
+    let csrf = server::attr_after(&ui.get("").ok(), r#"name="csrf""#, "value");
+    let done = ui.post("action/pause", &[("csrf", &csrf), ("back", "")]);
+    assert_eq!(done.status, 303);
+    let stats = ws.hookq(&["queue", "stats", "--json"]).ok().stdout();
+    assert!(!stats.contains("\"paused_since_ms\": null"), "{stats}");
+
+    for page in [
+        "",
+        "pending",
+        "history",
+        "task/t1",
+        "api/overview",
+        "api/pending",
+    ] {
+        assert!(
+            !ui.get(page).body.contains(PASSWORD),
+            "{page} shows the password"
+        );
+    }
+    assert!(!ui.stdout.contains(PASSWORD));
+    ui.stop();
+}

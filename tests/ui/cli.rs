@@ -1,0 +1,72 @@
+//! `hookq ui` as a command: `--open` hands the address to the desktop's opener, a missing
+//! opener is a warning; Ctrl-C ends it cleanly; outside a workspace it says so.
+
+use rustix::process::Signal;
+
+use crate::pages::moved;
+use crate::server::Served;
+use crate::support::queue::Ws;
+
+/// A `PATH` of `bin` and the test's own.
+fn path_with(bin: &std::path::Path) -> String {
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
+    )
+}
+
+#[test]
+fn open_hands_the_address_to_the_opener() {
+    let mut ws = moved();
+    let bin = ws.base().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let opened = ws.base().join("opened");
+    let script = bin.join("xdg-open");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$1\" > '{}'\n",
+            opened.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    ws.set_env("PATH", path_with(&bin));
+    let ui = Served::start(&ws, &["--open"]);
+    let deadline = std::time::Instant::now() + crate::support::HANG;
+    while !opened.is_file() || std::fs::read_to_string(&opened).unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the opener never ran");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(std::fs::read_to_string(&opened).unwrap().trim_end(), ui.url);
+    ui.stop();
+}
+
+#[test]
+fn a_missing_opener_is_a_warning_and_ctrl_c_ends_it() {
+    let mut ws = moved();
+    let empty = ws.base().join("empty-bin");
+    std::fs::create_dir_all(&empty).unwrap();
+    ws.set_env("PATH", empty.display().to_string());
+    let ui = Served::start(&ws, &["--open"]);
+    assert_eq!(ui.get("").status, 200, "it serves all the same");
+    let out = ui.stop_with(Signal::INT);
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let warnings = out.warnings();
+    assert_eq!(warnings.len(), 1, "{}", out.describe());
+    assert!(
+        warnings[0].starts_with("warning: cannot open a browser (xdg-open): "),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn outside_a_workspace_it_says_so() {
+    let ws = Ws::new();
+    let out = ws.hookq(&["ui"]);
+    assert_ne!(out.code(), Some(0));
+    assert!(out.stdout().is_empty(), "{}", out.describe());
+    assert_eq!(out.errors().len(), 1, "{}", out.describe());
+}
