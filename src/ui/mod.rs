@@ -15,6 +15,7 @@ mod chart;
 mod db;
 mod error;
 mod fmt;
+pub mod live;
 mod model;
 mod pages;
 mod params;

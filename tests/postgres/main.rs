@@ -24,6 +24,13 @@ mod cli;
 mod cluster;
 mod fault;
 mod handle;
+#[cfg(feature = "ui")]
+mod live;
+// The live view's test client, shared with the `ui_live` binary.
+#[cfg(feature = "ui")]
+#[allow(dead_code)]
+#[path = "../ui_live/client.rs"]
+mod live_client;
 mod parity;
 mod pause;
 mod relay;

@@ -1,0 +1,217 @@
+//! Live updates of the web view: one watcher per server tells every open page when the queue
+//! changed, and a log page is sent what its hook appends.
+//!
+//! [`Live::start`] spawns the watcher, one thread with one connection of its own that reads a
+//! small mark of the queue a few times a second (see [`watch`] for what it reads on SQLite and
+//! PostgreSQL) and bumps a [`generation`](Live::generation) when the mark moves. [`routes`]
+//! serves:
+//!
+//! - `GET /events`: Server-Sent Events. First `event: hello` with the current generation,
+//!   then `event: change` with the new one whenever the watcher sees a change, and keep-alive
+//!   comments. Every stream waits on the same channel the watcher feeds: however many pages
+//!   are open, the database is read as often as for one ([`Live::reads`]).
+//! - `GET /task/{id}/log/{file}/tail?from=N`: Server-Sent Events of the text appended to one of
+//!   the task's hook logs from byte `N` (or the `Last-Event-ID` a reconnecting browser sends):
+//!   `event: append` with the text, ANSI escape sequences and control bytes removed but for
+//!   newlines and tabs, invalid UTF-8 replaced, and the offset it reaches as the event's id;
+//!   `event: reset` when the file was emptied. `{file}` must be a name
+//!   [`task_logs`](crate::queue::logs::task_logs) lists for the task, else 404.
+//! - `GET /assets/live.js`: the page script that uses both.
+
+mod clean;
+mod events;
+mod tail;
+pub mod watch;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::header;
+use axum::routing::get;
+use tokio::sync::watch as channel;
+
+use crate::queue::error::Error as QueueError;
+use crate::queue::workspace::Workspace;
+
+pub use clean::Clean;
+
+/// The page script: live updates of `#main` and tailed logs.
+pub const LIVE_JS: &str = include_str!("assets/live.js");
+
+/// What can keep the live view from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// The queue's database cannot be opened or read.
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    /// The watcher's thread cannot be started.
+    #[error("cannot start the live view's watcher: {0}")]
+    Spawn(#[source] std::io::Error),
+}
+
+/// The live view of one server: its watcher, and the channel that tells every open page.
+pub struct Live {
+    shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What the watcher's thread and the request handlers share.
+pub(crate) struct Shared {
+    ws: Workspace,
+    generation: AtomicU64,
+    reads: AtomicU64,
+    stopped: Mutex<bool>,
+    wake: Condvar,
+    /// Fed by the watcher; taken (closing every stream) on stop.
+    sender: Mutex<Option<channel::Sender<u64>>>,
+    /// What each new stream subscribes through.
+    receiver: channel::Receiver<u64>,
+}
+
+impl Shared {
+    /// Sleeps `d`, or less when stopped.
+    fn sleep(&self, d: Duration) {
+        let stopped = self.stopped.lock().unwrap_or_else(PoisonError::into_inner);
+        if !*stopped {
+            drop(
+                self.wake
+                    .wait_timeout(stopped, d)
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        *self.stopped.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn bump(&self) {
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(tx) = &*self.sender.lock().unwrap_or_else(PoisonError::into_inner) {
+            tx.send_replace(generation);
+        }
+    }
+
+    /// A receiver of the generations to come; closed once the view stops.
+    pub(crate) fn subscribe(&self) -> channel::Receiver<u64> {
+        self.receiver.clone()
+    }
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("root", &self.shared.ws.root())
+            .field("generation", &self.generation())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Live {
+    /// Opens the queue `ws` names (its SQLite file, or the PostgreSQL queue `HOOKQ_DATABASE_URL`
+    /// or its config names) on a connection of the watcher's own, creating the database or
+    /// schema as a runner would, and starts the watcher's thread. Fails when the database
+    /// cannot be opened; a read that fails later is logged once and retried every second.
+    pub fn start(ws: Workspace) -> Result<Arc<Live>, LiveError> {
+        let (tx, rx) = channel::channel(0);
+        let shared = Arc::new(Shared {
+            ws: ws.clone(),
+            generation: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+            stopped: Mutex::new(false),
+            wake: Condvar::new(),
+            sender: Mutex::new(Some(tx)),
+            receiver: rx,
+        });
+        let mut source = watch::Source::open(&ws, &shared)?;
+        let theirs = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("hookq-ui-watch".into())
+            .spawn(move || {
+                while !theirs.stopped() {
+                    if source.step(&theirs) && !theirs.stopped() {
+                        theirs.bump();
+                    }
+                }
+            })
+            .map_err(LiveError::Spawn)?;
+        Ok(Arc::new(Live {
+            shared,
+            thread: Mutex::new(Some(thread)),
+        }))
+    }
+
+    /// How many changes the watcher has seen: a page rendered at one generation is current
+    /// until the next.
+    pub fn generation(&self) -> u64 {
+        self.shared.generation.load(Ordering::SeqCst)
+    }
+
+    /// How many times the watcher has read the database, however many pages listen.
+    pub fn reads(&self) -> u64 {
+        self.shared.reads.load(Ordering::Relaxed)
+    }
+
+    /// The workspace watched.
+    pub fn workspace(&self) -> &Workspace {
+        &self.shared.ws
+    }
+
+    /// Ends the watcher (closing its connection) and every event and tail stream, so that a
+    /// server shutting down gracefully is not held open by its pages. Waits for the watcher's
+    /// thread, at most one poll. Also done when the last [`Arc`] of the view is dropped.
+    pub fn stop(&self) {
+        *self
+            .shared
+            .stopped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = true;
+        self.shared.wake.notify_all();
+        drop(
+            self.shared
+                .sender
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread
+            && thread.join().is_err()
+        {
+            tracing::warn!("the live view's watcher panicked");
+        }
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The live view's routes, to merge into the pages' router: `/events`, a log's `/tail` and
+/// `/assets/live.js` (see the module's documentation).
+pub fn routes(live: Arc<Live>) -> Router {
+    Router::new()
+        .route("/events", get(events::events))
+        .route("/task/{id}/log/{file}/tail", get(tail::tail))
+        .route("/assets/live.js", get(script))
+        .with_state(live)
+}
+
+async fn script() -> impl axum::response::IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        LIVE_JS,
+    )
+}

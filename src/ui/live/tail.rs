@@ -1,0 +1,133 @@
+//! `GET /task/{id}/log/{file}/tail?from=N`: what a hook appends to its log, as Server-Sent
+//! Events.
+
+use std::convert::Infallible;
+use std::io::SeekFrom;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream;
+use serde::Deserialize;
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+use tokio::sync::watch;
+
+use crate::queue::ids::TaskId;
+use crate::queue::logs::task_logs;
+
+use super::Live;
+use super::clean::Clean;
+use super::events::{KEEP_ALIVE, RETRY};
+
+/// How often the log's size is looked at.
+pub const TICK: Duration = Duration::from_millis(250);
+/// The most bytes one event carries.
+const CHUNK: u64 = 64 * 1024;
+
+/// `?from=N`.
+#[derive(Debug, Deserialize)]
+pub(super) struct From {
+    from: Option<u64>,
+}
+
+/// Where one tail stream stands.
+struct Tail {
+    path: PathBuf,
+    offset: u64,
+    clean: Clean,
+    /// The watcher's channel, only to end with the view.
+    stop: watch::Receiver<u64>,
+}
+
+/// The tail of one of the task's logs, found by its name among the ones the task has: the
+/// request's text never becomes a path. 404 for an invalid task id or a name not listed.
+pub(super) async fn tail(
+    State(live): State<Arc<Live>>,
+    Path((id, file)): Path<(String, String)>,
+    Query(query): Query<From>,
+    headers: HeaderMap,
+) -> Response {
+    let Ok(task) = TaskId::new(id) else {
+        return (StatusCode::NOT_FOUND, "no such task").into_response();
+    };
+    let ws = live.workspace().clone();
+    let listed = tokio::task::spawn_blocking(move || task_logs(&ws, &task, None)).await;
+    let Some(log) = listed
+        .ok()
+        .and_then(Result::ok)
+        .and_then(|logs| logs.into_iter().find(|l| l.name() == file))
+    else {
+        return (StatusCode::NOT_FOUND, "no such log").into_response();
+    };
+    // A browser connecting again says where the last event it got ended.
+    let resumed = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    let state = Tail {
+        path: log.path,
+        offset: resumed.or(query.from).unwrap_or(0),
+        clean: Clean::new(),
+        stop: live.shared.subscribe(),
+    };
+    let events = stream::unfold(state, |mut t| async move {
+        let event = t.next().await?;
+        Some((Ok::<_, Infallible>(event.retry(RETRY)), t))
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response()
+}
+
+impl Tail {
+    /// The next event: text appended, or the file emptied; `None` once the view stops.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(event) = self.look().await {
+                return Some(event);
+            }
+            tokio::select! {
+                () = tokio::time::sleep(TICK) => {}
+                changed = self.stop.changed() => changed.ok()?,
+            }
+        }
+    }
+
+    /// What the file holds past the offset now, if anything.
+    async fn look(&mut self) -> Option<Event> {
+        let len = tokio::fs::metadata(&self.path).await.ok()?.len();
+        if len < self.offset {
+            self.offset = 0;
+            self.clean = Clean::new();
+            return Some(Event::default().event("reset").data("").id("0"));
+        }
+        while len > self.offset {
+            let mut file = tokio::fs::File::open(&self.path).await.ok()?;
+            file.seek(SeekFrom::Start(self.offset)).await.ok()?;
+            let mut bytes = Vec::new();
+            let read = file
+                .take((len - self.offset).min(CHUNK))
+                .read_to_end(&mut bytes)
+                .await
+                .ok()?;
+            if read == 0 {
+                return None;
+            }
+            self.offset += read as u64;
+            let text = self.clean.push(&bytes);
+            if !text.is_empty() {
+                return Some(
+                    Event::default()
+                        .event("append")
+                        .data(text)
+                        .id(self.offset.to_string()),
+                );
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,171 @@
+//! The web view's live updates on a queue in PostgreSQL: the mark the watcher polls moves with
+//! every change a page shows, a start (an `UPDATE` that notifies no one) too, and an open page
+//! hears of a task move, a hook's start and its end.
+
+use std::time::{Duration, Instant};
+
+use hookq::Workspace;
+use hookq::queue::pg::{record, store};
+use hookq::queue::store::{Cleared, NewHistory, Outcome};
+use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
+use hookq::ui::live::{Live, watch::PG_POLL};
+
+use crate::cli::{open, pg_workspace_with};
+use crate::cluster::cluster;
+use crate::live_client::Server;
+use crate::support::queue::{Config, Ws};
+
+#[test]
+fn the_view_mark_moves_with_every_change_a_page_shows() {
+    let db = cluster().database();
+    let url = cluster().url(&db, "");
+    let mut s = open(&url, "q");
+    let mut runner = open(&url, "q");
+    let q = s.queue().clone();
+    let mut mark = || store::view_mark(&mut s).unwrap();
+    let mut seen = mark();
+    let moved = |what: &str, seen: &mut i64, now: i64| {
+        assert_ne!(now, *seen, "{what} left the mark as it was");
+        *seen = now;
+    };
+    assert_eq!(mark(), seen, "nothing changed");
+
+    let (t, p) = (TaskId::new("t1").unwrap(), PlanId::new("p").unwrap());
+    runner
+        .write(|tx, q| record::add_task(tx, q, &t, &p, &Phase::new("failed.x").unwrap()))
+        .unwrap();
+    moved("a point recorded", &mut seen, mark());
+
+    let mut lock = runner.lock(Wait::No).unwrap().unwrap();
+    moved("the runner lock taken", &mut seen, mark());
+
+    let entry = store::pending(lock.client(), &q, 0, 10, None)
+        .unwrap()
+        .remove(0);
+    let change = store::change_mark(lock.client(), &q).unwrap();
+    assert_eq!(
+        store::mark_started(&mut lock, &entry).unwrap(),
+        Mark::Started
+    );
+    assert_eq!(
+        store::change_mark(lock.client(), &q).unwrap(),
+        change,
+        "the hubs' mark does not see a start"
+    );
+    moved("a start", &mut seen, mark());
+
+    let entry = store::pending_entry(lock.client(), &q, entry.id)
+        .unwrap()
+        .unwrap();
+    store::clear_all(
+        &mut lock,
+        &[Cleared {
+            entry,
+            rows: vec![NewHistory::bare(Outcome::Ok)],
+        }],
+    )
+    .unwrap();
+    moved("a clear", &mut seen, mark());
+
+    runner
+        .write(|tx, q| {
+            record::move_task(
+                tx,
+                q,
+                &t,
+                &Phase::new("failed.y").unwrap(),
+                &MoveFacts::default(),
+            )
+        })
+        .unwrap();
+    moved("a second point", &mut seen, mark());
+    let dropped = store::pending(lock.client(), &q, 0, 10, None).unwrap()[0].id;
+    store::drop_entry(lock.client(), &q, dropped).unwrap();
+    moved("a drop", &mut seen, mark());
+
+    {
+        let mut tx = runner.client().transaction().unwrap();
+        store::pause(&mut tx, &q).unwrap();
+        tx.commit().unwrap();
+    }
+    moved("a pause", &mut seen, mark());
+    {
+        let mut tx = runner.client().transaction().unwrap();
+        store::resume(&mut tx, &q).unwrap();
+        tx.commit().unwrap();
+    }
+    moved("a resume", &mut seen, mark());
+
+    // Another queue of the same database changes nothing of this one's.
+    let mut other = open(&url, "other");
+    other
+        .write(|tx, q| record::add_task(tx, q, &t, &p, &Phase::new("failed.x").unwrap()))
+        .unwrap();
+    assert_eq!(mark(), seen);
+}
+
+#[test]
+fn an_open_page_hears_of_a_move_a_start_and_an_end() {
+    let scratch = tempfile::tempdir().unwrap();
+    let (started, go) = (scratch.path().join("started"), scratch.path().join("go"));
+    let hooks = format!(
+        "after_proposed = ['touch {}; while [ ! -e {} ]; do sleep 0.05; done']\n",
+        started.display(),
+        go.display()
+    );
+    let (ws, _db, _url) = pg_workspace_with(&Config::hooks(&hooks), "");
+    ws.settle_config();
+    let live = Live::start(Workspace::at(ws.root())).unwrap();
+    let server = Server::start(live.clone());
+    let page = server.events("/events");
+    let hello = page.hello();
+
+    ws.task_add("t1", "p", "todo.proposed").ok();
+    let moved = page.change_after(hello, "task add");
+
+    let quiet = page.settle(moved);
+    let runner = ws.spawn(&["run"]);
+    ws.eventually("the hook to start", || started.exists());
+    let start = page.change_after(quiet, "the hook's start");
+
+    let running = page.settle(start);
+    std::fs::write(&go, "").unwrap();
+    page.change_after(running, "the hook's end");
+    runner.wait_within(Duration::from_secs(120)).ok();
+
+    let idle = page.settle(live.generation());
+    ws.hookq(&["queue", "pause"]).ok();
+    page.change_after(idle, "queue pause");
+}
+
+#[test]
+fn fifty_pages_cost_the_database_what_one_does() {
+    let (ws, _db, _url) = pg_workspace_with(&Config::default(), "");
+    let live = Live::start(Workspace::at(ws.root())).unwrap();
+    let server = Server::start(live.clone());
+    for (pages, tag) in [(1, "a"), (50, "b")] {
+        let (reads, polls) = reads_with_pages(&ws, &server, &live, pages, tag);
+        // A read a poll, and one for each of the three notifications: whatever the pages.
+        assert!(
+            reads <= polls + 1 + 3,
+            "{reads} reads in {polls} polls with {pages} page(s) open"
+        );
+    }
+}
+
+/// The watcher's reads over a window in which `pages` pages are open and three tasks are
+/// recorded, each heard of by every page: (reads, polls the window had time for).
+fn reads_with_pages(ws: &Ws, server: &Server, live: &Live, pages: usize, tag: &str) -> (u64, u64) {
+    let open: Vec<_> = (0..pages).map(|_| server.events("/events")).collect();
+    let mut seen: Vec<u64> = open.iter().map(|p| p.hello()).collect();
+    let (reads, since) = (live.reads(), Instant::now());
+    for i in 0..3 {
+        ws.task_add(&format!("{tag}{i}"), "p", "todo.proposed").ok();
+        for (page, seen) in open.iter().zip(&mut seen) {
+            *seen = page.change_after(*seen, "task add");
+        }
+    }
+    let reads = live.reads() - reads;
+    let polls = since.elapsed().as_millis() / PG_POLL.as_millis();
+    (reads, u64::try_from(polls).unwrap())
+}

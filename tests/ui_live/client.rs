@@ -1,0 +1,238 @@
+//! The live routes served on 127.0.0.1 by a runtime of the test's own, and a plain HTTP client
+//! that reads Server-Sent Events as a browser's `EventSource` parses them.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use hookq::ui::live::{Live, routes};
+
+/// How long to wait for something the server should send: only there to catch a hang.
+pub const EVENTUALLY: Duration = Duration::from_secs(60);
+/// How long a stream must stay silent to count as settled.
+const SILENCE: Duration = Duration::from_millis(500);
+
+/// The live routes of `live`, served on a free port of 127.0.0.1.
+pub struct Server {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Server {
+    pub fn start(live: Arc<Live>) -> Server {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let addr = listener.local_addr().unwrap();
+        runtime.spawn(async move { axum::serve(listener, routes(live)).await });
+        Server {
+            addr,
+            runtime: Some(runtime),
+        }
+    }
+
+    /// `GET path`: the status, the headers (lowercase names) and the body.
+    pub fn get(&self, path: &str) -> (u16, Vec<(String, String)>, Vec<u8>) {
+        let mut reader = BufReader::new(self.request(path));
+        let (status, headers) = head(&mut reader);
+        let mut body = Vec::new();
+        reader.read_to_end(&mut body).unwrap();
+        (status, headers, body)
+    }
+
+    /// `GET path` as an `EventSource` would, read on a thread of its own.
+    pub fn events(&self, path: &str) -> Events {
+        self.events_with(path, "")
+    }
+
+    /// [`Server::events`] with extra header lines (`"Last-Event-ID: 10\r\n"`).
+    pub fn events_with(&self, path: &str, headers: &str) -> Events {
+        let stream = self.request_with(path, headers);
+        let reader_stream = stream.try_clone().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let (status_tx, status_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(reader_stream);
+            let (status, _) = head(&mut reader);
+            let _ = status_tx.send(status);
+            let mut event = Event::default();
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                let line = line.trim_end_matches(['\n', '\r']);
+                if line.is_empty() {
+                    let done = std::mem::take(&mut event);
+                    if (!done.data.is_empty() || !done.event.is_empty()) && tx.send(done).is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                if line.starts_with(':') {
+                    continue;
+                }
+                let (field, value) = line.split_once(':').unwrap_or((line, ""));
+                let value = value.strip_prefix(' ').unwrap_or(value);
+                match field {
+                    "event" => event.event = value.to_owned(),
+                    "data" => {
+                        if event.has_data {
+                            event.data.push('\n');
+                        }
+                        event.data.push_str(value);
+                        event.has_data = true;
+                    }
+                    "id" => event.id = Some(value.to_owned()),
+                    _ => {}
+                }
+            }
+        });
+        let status = status_rx.recv_timeout(EVENTUALLY).unwrap();
+        assert_eq!(status, 200, "GET {path}");
+        Events { rx, stream }
+    }
+
+    fn request(&self, path: &str) -> TcpStream {
+        self.request_with(path, "")
+    }
+
+    fn request_with(&self, path: &str, headers: &str) -> TcpStream {
+        let mut stream = TcpStream::connect(self.addr).unwrap();
+        stream.set_read_timeout(Some(EVENTUALLY * 2)).unwrap();
+        // HTTP/1.0: the body ends when the connection closes, with no chunks to take apart.
+        write!(
+            stream,
+            "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n{headers}\r\n"
+        )
+        .unwrap();
+        stream
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// The status line's code and the headers.
+fn head(reader: &mut impl BufRead) -> (u16, Vec<(String, String)>) {
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("status line {line:?}"));
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        let l = line.trim_end();
+        if l.is_empty() {
+            return (status, headers);
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+        }
+    }
+}
+
+/// One event as `EventSource` dispatches it.
+#[derive(Debug, Default, Clone)]
+pub struct Event {
+    pub event: String,
+    pub data: String,
+    pub id: Option<String>,
+    has_data: bool,
+}
+
+/// An open event stream.
+pub struct Events {
+    rx: Receiver<Event>,
+    stream: TcpStream,
+}
+
+impl Events {
+    /// The next event, or `None` once the stream ended; fails the test after [`EVENTUALLY`].
+    pub fn next(&self) -> Option<Event> {
+        match self.rx.recv_timeout(EVENTUALLY) {
+            Ok(e) => Some(e),
+            Err(RecvTimeoutError::Disconnected) => None,
+            Err(RecvTimeoutError::Timeout) => panic!("no event within {EVENTUALLY:?}"),
+        }
+    }
+
+    /// The first event, `hello`: its generation.
+    pub fn hello(&self) -> u64 {
+        let e = self.next().expect("an open stream");
+        assert_eq!(e.event, "hello", "{e:?}");
+        e.data.parse().unwrap()
+    }
+
+    /// Waits for a `change` to a generation after `seen`; returns it.
+    pub fn change_after(&self, seen: u64, what: &str) -> u64 {
+        let deadline = Instant::now() + EVENTUALLY;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let e = match self.rx.recv_timeout(left) {
+                Ok(e) => e,
+                Err(e) => panic!("no change after {what}: {e:?}"),
+            };
+            assert_eq!(e.event, "change", "{e:?}");
+            let g: u64 = e.data.parse().unwrap();
+            if g > seen {
+                return g;
+            }
+        }
+    }
+
+    /// The last generation `change` events named once the stream has been silent for a while
+    /// (`seen` when none came).
+    pub fn settle(&self, mut seen: u64) -> u64 {
+        while let Ok(e) = self.rx.recv_timeout(SILENCE) {
+            assert_eq!(e.event, "change", "{e:?}");
+            seen = seen.max(e.data.parse().unwrap());
+        }
+        seen
+    }
+
+    /// Appended text until it holds `needle`; all of it.
+    pub fn text_until(&self, needle: &str) -> String {
+        let mut text = String::new();
+        while !text.contains(needle) {
+            let e = self
+                .next()
+                .unwrap_or_else(|| panic!("stream ended before {needle:?}: {text:?}"));
+            assert_eq!(e.event, "append", "{e:?}");
+            text.push_str(&e.data);
+        }
+        text
+    }
+
+    /// Waits for the server to end the stream.
+    pub fn ended(&self) {
+        while let Some(e) = self.next() {
+            assert!(e.event == "change" || e.event == "append", "{e:?}");
+        }
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        let _ = self.stream.shutdown(Shutdown::Both);
+    }
+}

@@ -1,0 +1,123 @@
+//! `GET /task/{id}/log/{file}/tail`: a running hook's log, streamed as it is written, cleaned
+//! of escape sequences; only a log the task has.
+
+use std::time::Duration;
+
+use hookq::Workspace;
+use hookq::ui::live::{LIVE_JS, Live};
+
+use crate::client::Server;
+use crate::support::queue::Ws;
+
+#[test]
+fn a_running_hooks_log_is_streamed_as_it_is_written() {
+    let ws = Ws::init();
+    let go = ws.base().join("go");
+    ws.write_config(&format!(
+        r#"after_proposed = ['echo first line; while [ ! -e {} ]; do sleep 0.05; done; printf "\033[31msecond\033[0m <b>&\r\n"']"#,
+        go.display()
+    ));
+    ws.settle_config();
+    ws.task_add("t1", "p", "todo.proposed").ok();
+    let live = Live::start(Workspace::at(ws.root())).unwrap();
+    let server = Server::start(live.clone());
+    let runner = ws.spawn(&["run"]);
+    let log = ws.log_path("t1", "after_proposed", 1);
+    ws.eventually("the hook's first line", || {
+        ws.read_bytes(&log)
+            .is_some_and(|b| String::from_utf8_lossy(&b).contains("first line\n"))
+    });
+
+    let from_start = server.events("/task/t1/log/after_proposed-01.log/tail?from=0");
+    let head = from_start.text_until("first line\n");
+    assert!(head.starts_with("--- hookq "), "{head:?}");
+    // Another page, rendered with what the log held so far, asks for the rest only.
+    let written = std::fs::metadata(&log).unwrap().len();
+    let rest = server.events(&format!(
+        "/task/t1/log/after_proposed-01.log/tail?from={written}"
+    ));
+
+    std::fs::write(&go, "").unwrap();
+    // The hook's output, then the runner's footer.
+    let footer = "--- hookq exit 0";
+    let tail = from_start.text_until(footer);
+    assert!(
+        tail.starts_with("second <b>&\n--- hookq exit 0 "),
+        "{tail:?}"
+    );
+    let later = rest.text_until(footer);
+    assert_eq!(later, tail, "only what came after the offset, cleaned");
+    runner.wait_within(Duration::from_secs(120)).ok();
+
+    // A browser connecting again says where its last event ended: it is sent the rest only.
+    let again = server.events_with(
+        "/task/t1/log/after_proposed-01.log/tail?from=0",
+        &format!("Last-Event-ID: {written}\r\n"),
+    );
+    let resumed = again.text_until(footer);
+    assert_eq!(resumed, tail);
+    // The colour codes went whole, not just their ESC (the header shows the command's text,
+    // which spells them out).
+    assert!(!tail.contains("[31m") && !tail.contains("[0m"), "{tail:?}");
+    for text in [&head, &tail] {
+        assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
+    }
+
+    // Stopping the view ends the streams.
+    live.stop();
+    from_start.ended();
+    again.ended();
+}
+
+#[test]
+fn a_log_the_task_does_not_list_is_not_found() {
+    let ws = Ws::init();
+    ws.write_config("after_proposed = ['echo ran']");
+    ws.settle_config();
+    ws.task_add("t1", "p", "todo.proposed").ok();
+    ws.hookq(&["run"]).ok();
+    assert!(ws.log_path("t1", "after_proposed", 1).is_file());
+    let live = Live::start(Workspace::at(ws.root())).unwrap();
+    let server = Server::start(live);
+    // The log it has is streamed.
+    let listed = server.events("/task/t1/log/after_proposed-01.log/tail?from=0");
+    listed.text_until("ran\n");
+    for path in [
+        "/task/t1/log/after_proposed-02.log/tail",
+        "/task/t1/log/after_fail-01.log/tail",
+        "/task/t2/log/after_proposed-01.log/tail",
+        "/task/t1/log/..%2F..%2F..%2Farc.db/tail",
+        "/task/t1/log/..%2Fhooks%2Fafter_proposed-01.log/tail",
+        "/task/..%2Ft1/log/after_proposed-01.log/tail",
+        "/task/%2E%2E/log/after_proposed-01.log/tail",
+        "/task/t1/log/%00/tail",
+        "/task/t1/log/config.toml/tail",
+    ] {
+        let (status, _, _) = server.get(path);
+        assert_eq!(status, 404, "{path}");
+    }
+    let (status, _, _) = server.get("/task/t1/log/after_proposed-01.log/tail?from=x");
+    assert_eq!(status, 400, "a bad offset");
+}
+
+#[test]
+fn the_script_is_served_as_javascript() {
+    let ws = Ws::init();
+    let live = Live::start(Workspace::at(ws.root())).unwrap();
+    let server = Server::start(live);
+    let (status, headers, body) = server.get("/assets/live.js");
+    assert_eq!(status, 200);
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(
+        header("content-type"),
+        Some("text/javascript; charset=utf-8")
+    );
+    assert!(header("cache-control").is_some_and(|v| v.contains("max-age")));
+    assert_eq!(body, LIVE_JS.as_bytes());
+    assert!(LIVE_JS.contains("EventSource"));
+}
