@@ -406,6 +406,16 @@ impl Browser {
         v.as_str().map(str::to_owned)
     }
 
+    /// Whether an element matching `css` has `text` in its text content, checked by a script.
+    #[track_caller]
+    pub fn any_text(&self, css: &str, text: &str) -> bool {
+        self.execute(
+            "return Array.from(document.querySelectorAll(arguments[0]))
+                 .some(e => e.textContent.includes(arguments[1]));",
+            vec![json!(css), json!(text)],
+        ) == json!(true)
+    }
+
     /// How many elements match `css`, counted by a script.
     #[track_caller]
     pub fn count(&self, css: &str) -> usize {

@@ -273,9 +273,7 @@ pub fn a_move_shows_live(test: &str, ws: &Ws) {
     ] {
         switch(handle);
         b.wait_for("the first move on an open page", PATIENCE, |b| {
-            b.text_of(css)
-                .is_some_and(|t| t.contains(text))
-                .then_some(())
+            b.any_text(css, text).then_some(())
         });
     }
     for (handle, css, text) in [
