@@ -16,6 +16,7 @@ use crate::queue::workspace::Workspace;
 use super::auth;
 use super::db::Shared;
 use super::error::UiError;
+use super::live::{self, Live, LiveError};
 use super::{actions, api, assets, pages};
 
 /// The largest request body the view reads: an action form is a few dozen bytes.
@@ -57,6 +58,8 @@ struct Inner {
     /// The flash messages actions left for the page they send back to, by key.
     flashes: Mutex<Vec<(String, String)>>,
     flash_count: AtomicU64,
+    /// The live updates' watcher, one per server, however many pages listen.
+    live: Arc<Live>,
 }
 
 impl App {
@@ -125,6 +128,10 @@ impl Ui {
             path: "/dev/urandom".into(),
             source,
         })?;
+        let live = Live::start(config.workspace.clone()).map_err(|e| match e {
+            LiveError::Queue(e) => UiError::Queue(e),
+            LiveError::Spawn(e) => UiError::Internal(e.to_string()),
+        })?;
         let app = App(Arc::new(Inner {
             config,
             db: Shared::new(db),
@@ -133,6 +140,7 @@ impl Ui {
             csrf,
             flashes: Mutex::new(Vec::new()),
             flash_count: AtomicU64::new(0),
+            live,
         }));
         Ok(Ui { app })
     }
@@ -179,8 +187,9 @@ fn routes(app: App) -> Router {
     let view: Router = pages
         .fallback(pages::not_found)
         .with_state(app.clone());
-    // The live updates (`/events`, a log's `/tail`, `/assets/live.js`) merge in here, under
-    // the same token check and body limit: `view.merge(live::routes(..))`.
+    // The live updates (`/events`, a log's `/tail`, `/assets/live.js`), under the same token
+    // check and body limit.
+    let view = view.merge(live::routes(Arc::clone(&app.0.live)));
     view.layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn_with_state(app, auth::require_token))
         .layer(axum::middleware::from_fn(secure_headers))
