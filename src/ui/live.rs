@@ -14,7 +14,8 @@
 //!   the task's hook logs from byte `N` (or the `Last-Event-ID` a reconnecting browser sends):
 //!   `event: append` with the text, ANSI escape sequences and control bytes removed but for
 //!   newlines and tabs, invalid UTF-8 replaced, and the offset it reaches as the event's id;
-//!   `event: reset` when the file was emptied. `{file}` must be a name
+//!   `event: reset` when the file was emptied or replaced (then its text follows from its
+//!   start). `{file}` must be a name
 //!   [`task_logs`](crate::queue::logs::task_logs) lists for the task, else 404.
 //! - `GET /assets/live.js`: the page script that uses both.
 
@@ -34,6 +35,7 @@ use axum::routing::get;
 use tokio::sync::watch as channel;
 
 use crate::queue::error::Error as QueueError;
+use crate::queue::handle::QueueOptions;
 use crate::queue::workspace::Workspace;
 
 pub use clean::Clean;
@@ -75,13 +77,12 @@ impl Shared {
     /// Sleeps `d`, or less when stopped.
     fn sleep(&self, d: Duration) {
         let stopped = self.stopped.lock().unwrap_or_else(PoisonError::into_inner);
-        if !*stopped {
-            drop(
-                self.wake
-                    .wait_timeout(stopped, d)
-                    .unwrap_or_else(PoisonError::into_inner),
-            );
-        }
+        // A spurious wake-up sleeps on: the watcher reads once a poll, never more often.
+        drop(
+            self.wake
+                .wait_timeout_while(stopped, d, |stopped| !*stopped)
+                .unwrap_or_else(PoisonError::into_inner),
+        );
     }
 
     fn stopped(&self) -> bool {
@@ -116,6 +117,13 @@ impl Live {
     /// schema as a runner would, and starts the watcher's thread. Fails when the database
     /// cannot be opened; a read that fails later is logged once and retried every second.
     pub fn start(ws: Workspace) -> Result<Arc<Live>, LiveError> {
+        Live::start_with(ws, QueueOptions::from_env())
+    }
+
+    /// [`Live::start`] with the options a host opens its [`Queue`](crate::queue::Queue) with
+    /// ([`Queue::open_with`](crate::queue::Queue::open_with)), so that both watch the same
+    /// database.
+    pub fn start_with(ws: Workspace, opts: QueueOptions) -> Result<Arc<Live>, LiveError> {
         let (tx, rx) = channel::channel(0);
         let shared = Arc::new(Shared {
             ws: ws.clone(),
@@ -126,7 +134,7 @@ impl Live {
             sender: Mutex::new(Some(tx)),
             receiver: rx,
         });
-        let mut source = watch::Source::open(&ws, &shared)?;
+        let mut source = watch::Source::open(&ws, opts, &shared)?;
         let theirs = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("hookq-ui-watch".into())

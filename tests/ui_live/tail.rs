@@ -63,6 +63,19 @@ fn a_running_hooks_log_is_streamed_as_it_is_written() {
         assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
     }
 
+    // Emptied (as `logrotate` with copytruncate does) or replaced by another file: the page
+    // is told to start again, and sent the new file's text.
+    std::fs::write(&log, "emptied\n").unwrap();
+    let e = again.next().unwrap();
+    assert_eq!((e.event.as_str(), e.id.as_deref()), ("reset", Some("0")));
+    assert_eq!(again.text_until("emptied\n"), "emptied\n");
+    let moved = ws.base().join("rotated.log");
+    std::fs::rename(&log, &moved).unwrap();
+    std::fs::write(&log, "a new file, longer than the last\n").unwrap();
+    let e = again.next().unwrap();
+    assert_eq!(e.event, "reset");
+    again.text_until("a new file, longer than the last\n");
+
     // Stopping the view ends the streams.
     live.stop();
     from_start.ended();

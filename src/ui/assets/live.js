@@ -5,27 +5,54 @@
   var script = document.currentScript;
   // The script is served at <root>/assets/live.js: the view's root, under whatever prefix.
   var root = new URL("../", script ? script.src : location.href);
+  // The generation the page shows: `#main[data-generation]` as rendered, then each one heard.
   var known = null;
   var inFlight = false;
   var queued = false;
+  var stale = false;
+  var retry = null;
 
   function generationOf(doc) {
     var main = doc.getElementById("main");
-    var g = main && main.getAttribute("data-generation");
-    return g === null || g === undefined || g === "" ? null : Number(g);
+    var g = main ? main.getAttribute("data-generation") : null;
+    return g === null || g === "" || isNaN(Number(g)) ? null : Number(g);
   }
 
+  // A person typing into a form or selecting text in `#main` would lose it to a swap.
+  function busy() {
+    var main = document.getElementById("main");
+    if (!main) { return false; }
+    var active = document.activeElement;
+    if (active && main.contains(active) && /^(INPUT|SELECT|TEXTAREA)$/.test(active.tagName)) {
+      return true;
+    }
+    var selection = window.getSelection ? window.getSelection() : null;
+    return !!(selection && !selection.isCollapsed && main.contains(selection.anchorNode));
+  }
+
+  // Fetches the page again and swaps `#main`: one fetch at a time, and one more after it when
+  // changes came meanwhile. A hidden tab or a busy reader waits.
   function refresh() {
+    if (document.hidden) {
+      stale = true;
+      return;
+    }
+    if (busy()) {
+      if (retry === null) {
+        retry = setTimeout(function () { retry = null; refresh(); }, 1000);
+      }
+      return;
+    }
     if (inFlight) {
       queued = true;
       return;
     }
     inFlight = true;
     queued = false;
+    stale = false;
     fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
       .then(function (response) {
-        if (!response.ok) { return null; }
-        return response.text();
+        return response.ok ? response.text() : null;
       })
       .then(function (html) {
         if (html === null) { return; }
@@ -38,14 +65,15 @@
         main.innerHTML = fresh.innerHTML;
         tailLog();
       })
-      .catch(function () { /* offline: the next change tries again */ })
+      .catch(function () { /* the server is away: the next change tries again */ })
       .then(function () {
         inFlight = false;
         if (queued) { refresh(); }
       });
   }
 
-  // The tailed log, if this page shows one: `pre#log[data-tail][data-offset]`.
+  // The log this page shows, tailed: `pre#log[data-tail]`, the tail's URL relative to the
+  // page's own, from `data-offset`, the bytes of the file the page shows.
   var tail = null;
   var tailed = null;
 
@@ -59,9 +87,10 @@
     url.searchParams.set("from", pre.getAttribute("data-offset") || "0");
     tail = new EventSource(url.href);
     tail.addEventListener("append", function (e) {
-      var follow = window.innerHeight + window.scrollY >= document.body.scrollHeight - 4;
+      var end = document.documentElement;
+      var follow = window.innerHeight + window.scrollY >= end.scrollHeight - 4;
       pre.appendChild(document.createTextNode(e.data));
-      if (follow) { window.scrollTo(0, document.body.scrollHeight); }
+      if (follow) { window.scrollTo(0, end.scrollHeight); }
     });
     tail.addEventListener("reset", function () {
       pre.textContent = "";
@@ -73,7 +102,8 @@
     known = generationOf(document);
     var events = new EventSource(new URL("events", root).href);
     events.addEventListener("hello", function (e) {
-      // Connected, or connected again: whatever changed meanwhile is shown now.
+      // Connected, or connected again (perhaps to a restarted server): what changed since
+      // the page was rendered is shown now.
       var g = Number(e.data);
       if (known !== null && g !== known && !tailed) { refresh(); }
       known = g;
@@ -84,6 +114,9 @@
       known = g;
       // A tailed log is kept current by its own stream.
       if (!tailed) { refresh(); }
+    });
+    document.addEventListener("visibilitychange", function () {
+      if (!document.hidden && stale) { refresh(); }
     });
   }
 

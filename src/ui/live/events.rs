@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
+use axum::response::IntoResponse;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use futures_util::Stream;
 use futures_util::stream;
 
 use super::Live;
@@ -19,9 +19,7 @@ pub const RETRY: Duration = Duration::from_secs(1);
 /// `event: hello` with the current generation, then `event: change` with each new one, until
 /// the view stops. Nothing here reads the database: every stream waits on the channel the one
 /// watcher feeds.
-pub(super) async fn events(
-    State(live): State<Arc<Live>>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+pub(super) async fn events(State(live): State<Arc<Live>>) -> impl IntoResponse {
     let mut rx = live.shared.subscribe();
     let first = *rx.borrow_and_update();
     let hello = Event::default()
@@ -34,8 +32,14 @@ pub(super) async fn events(
         let event = Event::default()
             .event("change")
             .data(generation.to_string());
-        Some((Ok(event), rx))
+        Some((Ok::<_, Infallible>(event), rx))
     });
     let stream = futures_util::StreamExt::chain(stream::once(async { Ok(hello) }), changes);
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+    (
+        [UNBUFFERED],
+        Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)),
+    )
 }
+
+/// Asks a proxy in front of the view (nginx) to pass each event on as it comes.
+pub const UNBUFFERED: (&str, &str) = ("x-accel-buffering", "no");

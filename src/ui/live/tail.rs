@@ -3,6 +3,7 @@
 
 use std::convert::Infallible;
 use std::io::SeekFrom;
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +22,7 @@ use crate::queue::logs::task_logs;
 
 use super::Live;
 use super::clean::Clean;
-use super::events::{KEEP_ALIVE, RETRY};
+use super::events::{KEEP_ALIVE, RETRY, UNBUFFERED};
 
 /// How often the log's size is looked at.
 pub const TICK: Duration = Duration::from_millis(250);
@@ -38,6 +39,9 @@ pub(super) struct From {
 struct Tail {
     path: PathBuf,
     offset: u64,
+    /// The file's inode when last read: another one at the path (a log rotated by moving it
+    /// away) is read from its start.
+    inode: Option<u64>,
     clean: Clean,
     /// The watcher's channel, only to end with the view.
     stop: watch::Receiver<u64>,
@@ -71,6 +75,7 @@ pub(super) async fn tail(
     let state = Tail {
         path: log.path,
         offset: resumed.or(query.from).unwrap_or(0),
+        inode: None,
         clean: Clean::new(),
         stop: live.shared.subscribe(),
     };
@@ -78,8 +83,10 @@ pub(super) async fn tail(
         let event = t.next().await?;
         Some((Ok::<_, Infallible>(event.retry(RETRY)), t))
     });
-    Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+    (
+        [UNBUFFERED],
+        Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)),
+    )
         .into_response()
 }
 
@@ -99,11 +106,14 @@ impl Tail {
 
     /// What the file holds past the offset now, if anything.
     async fn look(&mut self) -> Option<Event> {
-        let len = tokio::fs::metadata(&self.path).await.ok()?.len();
-        if len < self.offset {
+        let meta = tokio::fs::metadata(&self.path).await.ok()?;
+        let len = meta.len();
+        let replaced = self.inode.replace(meta.ino()).is_some_and(|i| i != meta.ino());
+        if len < self.offset || replaced {
             self.offset = 0;
             self.clean = Clean::new();
-            return Some(Event::default().event("reset").data("").id("0"));
+            // With data: a browser drops an event without any.
+            return Some(Event::default().event("reset").data("0").id("0"));
         }
         while len > self.offset {
             let mut file = tokio::fs::File::open(&self.path).await.ok()?;

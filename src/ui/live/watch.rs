@@ -18,7 +18,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
 use crate::queue::error::Error;
-use crate::queue::store::Store;
+use crate::queue::handle::QueueOptions;
+use crate::queue::store::{Store, StoreOptions};
 use crate::queue::workspace::Workspace;
 
 use super::Shared;
@@ -40,16 +41,20 @@ pub(super) enum Source {
 }
 
 impl Source {
-    /// Opens the queue `ws` names, and reads its first mark.
-    pub(super) fn open(ws: &Workspace, shared: &Shared) -> Result<Source, Error> {
+    /// Opens the queue `ws` names, as [`Queue::open_with`](crate::queue::Queue::open_with)
+    /// would with `opts`, and reads its first mark.
+    pub(super) fn open(
+        ws: &Workspace,
+        opts: QueueOptions,
+        shared: &Shared,
+    ) -> Result<Source, Error> {
         #[cfg(feature = "postgres")]
         {
-            let env = std::env::var(crate::queue::pg::DATABASE_ENV).ok();
-            if let Some(choice) = crate::queue::pg::choose(ws, env.as_deref())? {
+            if let Some(choice) = crate::queue::pg::choose(ws, opts.database_url.as_deref())? {
                 return pg::PgSource::open(choice, shared).map(|p| Source::Postgres(Box::new(p)));
             }
         }
-        SqliteSource::open(ws, shared).map(|s| Source::Sqlite(Box::new(s)))
+        SqliteSource::open(ws, opts.store, shared).map(|s| Source::Sqlite(Box::new(s)))
     }
 
     /// Waits about one poll (less when stopped), then tells whether the queue changed since
@@ -74,6 +79,7 @@ struct SqliteMark {
 /// A SQLite queue's watcher connection.
 pub(super) struct SqliteSource {
     db: PathBuf,
+    opts: StoreOptions,
     starts: PathBuf,
     store: Option<Store>,
     last: Option<SqliteMark>,
@@ -81,12 +87,17 @@ pub(super) struct SqliteSource {
 }
 
 impl SqliteSource {
-    fn open(ws: &Workspace, shared: &Shared) -> Result<SqliteSource, Error> {
+    fn open(
+        ws: &Workspace,
+        opts: StoreOptions,
+        shared: &Shared,
+    ) -> Result<SqliteSource, Error> {
         let db = ws.db_path();
-        let store = Store::open(&db).map_err(|e| Error::store(&db, e))?;
+        let store = Store::open_with(&db, opts).map_err(|e| Error::store(&db, e))?;
         let mut source = SqliteSource {
             starts: crate::queue::starts::path_for(&db),
             db,
+            opts,
             store: Some(store),
             last: None,
             failing: false,
@@ -98,9 +109,10 @@ impl SqliteSource {
     fn mark(&mut self, shared: &Shared) -> Result<SqliteMark, Error> {
         let store = match &mut self.store {
             Some(s) => s,
-            None => self
-                .store
-                .insert(Store::open(&self.db).map_err(|e| Error::store(&self.db, e))?),
+            None => self.store.insert(
+                Store::open_with(&self.db, self.opts)
+                    .map_err(|e| Error::store(&self.db, e))?,
+            ),
         };
         // The start log first: a fold empties it in the same pass that commits, so a start
         // folded between the two reads still changes the data version read second.
@@ -145,6 +157,7 @@ mod pg {
     use postgres::fallible_iterator::FallibleIterator;
 
     use crate::queue::error::Error;
+    use crate::queue::pg::connect::guard_session;
     use crate::queue::pg::{CHANNEL, PgChoice, PgError, PgStore, QueueName, Target};
 
     use super::super::Shared;
@@ -190,6 +203,8 @@ mod pg {
         fn connect(&mut self) -> Result<&mut PgStore, PgError> {
             if self.store.is_none() {
                 let mut store = PgStore::open(&self.target, self.queue.clone())?;
+                // A server that stops answering fails a read instead of hanging the watcher.
+                guard_session(store.client(), &self.target)?;
                 store.client().batch_execute(&format!("LISTEN {CHANNEL}"))?;
                 self.store = Some(store);
             }

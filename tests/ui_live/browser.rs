@@ -1,0 +1,266 @@
+//! `live.js` in headless Chromium (Debian's `chromium` and `chromium-driver`, over WebDriver),
+//! on stand-in pages that render what the database holds: a change swaps `#main` without a
+//! reload, a form being filled in waits for its field to lose focus, a running hook's log is
+//! tailed, and nothing reaches the console.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::State;
+use axum::response::Html;
+use axum::routing::get;
+use hookq::Workspace;
+use hookq::ui::live::{Live, routes};
+use serde_json::{Value, json};
+
+use crate::client::EVENTUALLY;
+use crate::support::queue::Ws;
+
+/// What the stand-in pages read.
+#[derive(Clone)]
+struct Pages {
+    db: PathBuf,
+    log: PathBuf,
+    live: Arc<Live>,
+}
+
+const HEAD: &str = r#"<!doctype html><html><head><meta charset="utf-8"><title>live</title>
+<link rel="icon" href="data:,"><base href="/"><script src="assets/live.js" defer></script></head>"#;
+
+/// `/`: how many points are pending, and a filter form.
+async fn overview(State(p): State<Pages>) -> Html<String> {
+    // Read before the database: a change while the page renders is a later generation.
+    let generation = p.live.generation();
+    let pending: i64 = rusqlite::Connection::open(&p.db)
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM pending_hooks", [], |r| r.get(0))
+        .unwrap();
+    Html(format!(
+        r#"{HEAD}<body><main id="main" data-generation="{generation}"><p id="pending">pending {pending}</p>
+<form><input id="task" name="task"></form></main></body></html>"#
+    ))
+}
+
+/// `/task/t1/log/after_proposed-01.log`: the log as it is, tailed from its end.
+async fn log(State(p): State<Pages>) -> Html<String> {
+    let bytes = std::fs::read(&p.log).unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes)
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('\u{1b}', "");
+    Html(format!(
+        r#"{HEAD}<body><main id="main"><pre id="log" data-tail="after_proposed-01.log/tail" data-offset="{}">{text}</pre></main></body></html>"#,
+        bytes.len()
+    ))
+}
+
+/// A WebDriver session of a headless Chromium, and its driver, ended on drop.
+struct Browser {
+    driver: Child,
+    session: String,
+}
+
+impl Browser {
+    fn start() -> Browser {
+        // A free port for the driver: it cannot be told to choose one and say which.
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver (Debian's chromium-driver) on PATH");
+        let base = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + EVENTUALLY;
+        while ureq::get(&format!("{base}/status")).call().is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut browser = Browser {
+            driver,
+            session: String::new(),
+        };
+        let created = post(
+            &format!("{base}/session"),
+            json!({"capabilities": {"alwaysMatch": {
+                "goog:chromeOptions": {"args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]},
+                "goog:loggingPrefs": {"browser": "ALL"}
+            }}}),
+        );
+        let id = created["sessionId"].as_str().unwrap();
+        browser.session = format!("{base}/session/{id}");
+        browser
+    }
+
+    fn open(&self, url: &str) {
+        post(&format!("{}/url", self.session), json!({"url": url}));
+    }
+
+    fn run(&self, script: &str) -> Value {
+        post(
+            &format!("{}/execute/sync", self.session),
+            json!({"script": script, "args": []}),
+        )
+    }
+
+    fn text(&self, id: &str) -> String {
+        let v = self.run(&format!(
+            "return document.getElementById('{id}').textContent"
+        ));
+        v.as_str().unwrap_or_default().to_owned()
+    }
+
+    fn eventually(&self, id: &str, what: &str, wanted: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + EVENTUALLY;
+        loop {
+            let text = self.text(id);
+            if wanted(&text) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "gave up waiting for {what}: {text:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// What the page logged to the console.
+    fn console(&self) -> Value {
+        post(
+            &format!("{}/se/log", self.session),
+            json!({"type": "browser"}),
+        )
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let _ = ureq::delete(&self.session).call();
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn post(url: &str, body: Value) -> Value {
+    let mut response = ureq::post(url)
+        .send_json(body)
+        .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+    let v: Value = response.body_mut().read_json().unwrap();
+    v["value"].clone()
+}
+
+/// The stand-in pages and the live routes, served on 127.0.0.1.
+fn serve(pages: Pages, runtime: &tokio::runtime::Runtime) -> SocketAddr {
+    let live = Arc::clone(&pages.live);
+    let app = Router::new()
+        .route("/", get(overview))
+        .route("/task/t1/log/after_proposed-01.log", get(log))
+        .with_state(pages)
+        .merge(routes(live));
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    runtime.spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
+#[test]
+fn a_page_is_kept_current_and_a_log_tailed_in_a_real_browser() {
+    let ws = Ws::init();
+    let go = ws.base().join("go");
+    ws.write_config(&format!(
+        r#"after_proposed = ['echo first; while [ ! -e {} ]; do sleep 0.05; done; printf "\033[31m<i>second</i>\033[0m\n"']"#,
+        go.display()
+    ));
+    ws.settle_config();
+    let live = Live::start(Workspace::at(ws.root())).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = serve(
+        Pages {
+            db: ws.db_path(),
+            log: ws.log_path("t1", "after_proposed", 1),
+            live: Arc::clone(&live),
+        },
+        &runtime,
+    );
+    let browser = Browser::start();
+
+    browser.open(&format!("http://{addr}/"));
+    assert_eq!(browser.text("pending"), "pending 0");
+    // The script is listening once the page it rendered is current.
+    browser.run("document.getElementById('main').dataset.marker = 'kept'; return 1");
+    ws.task_add("t1", "p", "todo.proposed").ok();
+    browser.eventually("pending", "the move on the open page", |t| t == "pending 1");
+    assert_eq!(
+        browser.run("return location.href"),
+        json!(format!("http://{addr}/")),
+    );
+    assert_eq!(
+        browser.run("return document.getElementById('main').dataset.marker"),
+        json!("kept"),
+        "the page was reloaded, not its main swapped"
+    );
+
+    // A field being filled in is not swapped away; the change shows once it loses focus.
+    browser.run("var f = document.getElementById('task'); f.focus(); f.value = 'typ'; return 1");
+    let before = live.generation();
+    ws.task_add("t2", "p", "todo.proposed").ok();
+    let deadline = Instant::now() + EVENTUALLY;
+    while live.generation() == before {
+        assert!(Instant::now() < deadline, "the watcher saw no change");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(browser.text("pending"), "pending 1");
+    assert_eq!(
+        browser.run("return document.getElementById('task').value"),
+        json!("typ")
+    );
+    browser.run("document.getElementById('task').blur(); return 1");
+    browser.eventually("pending", "the change after the field's blur", |t| {
+        t == "pending 2"
+    });
+
+    // A running hook's log page, then the hook's last lines appended as they are written.
+    let runner = ws.spawn(&["run"]);
+    let log = ws.log_path("t1", "after_proposed", 1);
+    ws.eventually("the hook's first line", || {
+        ws.read_bytes(&log)
+            .is_some_and(|b| String::from_utf8_lossy(&b).contains("first\n"))
+    });
+    browser.open(&format!("http://{addr}/task/t1/log/after_proposed-01.log"));
+    assert!(browser.text("log").ends_with("first\n"));
+    std::fs::write(&go, "").unwrap();
+    let text = browser.eventually("log", "the tail", |t| t.contains("--- hookq exit 0"));
+    assert!(
+        text.contains("first\n<i>second</i>\n--- hookq exit 0"),
+        "{text:?}"
+    );
+    assert_eq!(
+        browser.run("return document.querySelectorAll('#log i').length"),
+        json!(0),
+        "log text became markup"
+    );
+    runner.wait_within(Duration::from_secs(120)).ok();
+
+    assert_eq!(browser.console(), json!([]), "the console");
+    drop(browser);
+    live.stop();
+    runtime.shutdown_background();
+}
