@@ -75,7 +75,7 @@ pub(crate) struct Listing {
 
 pub(crate) fn pending(db: &mut Queue, q: &PendingFilter) -> Result<Listing, UiError> {
     let lock = db.lock()?;
-    let paused_since_ms = db.stats()?.paused_since_ms;
+    let paused_since_ms = db.paused()?;
     let mut pending = db.pending(&PendingFilter {
         limit: q.limit + 1,
         ..q.clone()
