@@ -12,6 +12,7 @@ mod harness;
 
 mod actions;
 mod hostile;
+mod navigation;
 mod own_page;
 mod pages;
 mod scenarios;
