@@ -37,6 +37,8 @@ on_linux! {
     pub mod exec;
     pub mod failure;
     pub mod lifecycle;
+    #[cfg(feature = "ui")]
+    pub mod metrics;
     pub mod queue;
     /// What the crate's own tests and benches reach that a host should not: not a stable API.
     #[doc(hidden)]

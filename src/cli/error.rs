@@ -36,6 +36,9 @@ pub enum Error {
     /// the command they just ran.
     #[error(transparent)]
     Checked(ConfigError),
+    /// `hookq hub --metrics` could not serve its metrics.
+    #[error(transparent)]
+    Metrics(#[from] hookq::metrics::ServeError),
     /// Another I/O failure.
     #[error("{what} {}: {source}", path.display())]
     Io {
@@ -61,7 +64,7 @@ impl Error {
             Error::Usage(_) => code::USAGE,
             Error::NotFound(_) => code::NOT_FOUND,
             Error::Queue(e) => e.exit_code(),
-            Error::Io { .. } => code::FAILURE,
+            Error::Io { .. } | Error::Metrics(_) => code::FAILURE,
             Error::Lifecycle(e) => e.exit_code(),
             Error::Reported(code) => *code,
             Error::Checked(_) => code::CONFIG,

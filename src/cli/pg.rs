@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use crate::cli::error::Error;
 use hookq::exec::Stop;
+use hookq::metrics::HubMetrics;
 use hookq::queue::Error as QueueError;
 use hookq::queue::drain::Drainer;
 use hookq::queue::hub::{self, HubEvent, HubOptions};
@@ -164,6 +165,7 @@ pub(super) fn hub(
     stop: &Stop,
     opts: HubOptions,
     poll_interval: std::time::Duration,
+    counts: Option<&HubMetrics>,
 ) -> Result<(), Error> {
     let opts = hub::PgHubOptions {
         hub: opts,
@@ -172,15 +174,33 @@ pub(super) fn hub(
         ..hub::PgHubOptions::default()
     };
     let target = &choice.target;
+    // A connection after a loss is a reconnection; one after a first refusal is not.
+    let mut lost = false;
     let mut on_event = |event| match event {
         HubEvent::PassFailed(e) => errln!("error: {e}"),
         HubEvent::CannotReachYet(e) => errln!(
             "warning: hub cannot reach the queue's database {target} yet; trying again with backoff: {e}"
         ),
-        HubEvent::Lost(e) => errln!(
-            "warning: hub lost the queue's database {target}; connecting again with backoff: {e}"
-        ),
-        HubEvent::Connected => tracing::info!("the hub is connected again to {target}"),
+        HubEvent::Lost(e) => {
+            lost = true;
+            errln!(
+                "warning: hub lost the queue's database {target}; connecting again with backoff: {e}"
+            )
+        }
+        HubEvent::Connected => {
+            if std::mem::take(&mut lost)
+                && let Some(c) = counts
+            {
+                c.reconnected();
+            }
+            tracing::info!("the hub is connected again to {target}")
+        }
+        HubEvent::TookOver(t) => {
+            if let Some(c) = counts {
+                c.took_over(t.ended_expired);
+            }
+            tracing::info!("the hub took the queue's runner lock over from another holder")
+        }
     };
     Ok(hub::run_postgres(
         ws,

@@ -75,3 +75,17 @@ pub(crate) async fn logs(State(app): State<App>, Path(id): Path<String>) -> Resp
     };
     json(r.await)
 }
+
+/// `/metrics`: the queue's metrics in Prometheus text format (`hookq::metrics`): pending by
+/// point, the oldest pending point's age, the runner lock held, paused, parked.
+pub(crate) async fn metrics(State(app): State<App>) -> Response {
+    let text = app
+        .db()
+        .call(|db| Ok(crate::metrics::read_queue_metrics(db)?))
+        .await;
+    match text {
+        Ok(text) => ([(axum::http::header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text)
+            .into_response(),
+        Err(e) => (e.status(), e.to_string()).into_response(),
+    }
+}

@@ -176,6 +176,7 @@ fn routes(app: App) -> Router {
         .route("/api/history", get(api::history))
         .route("/api/task/{id}", get(api::task))
         .route("/api/task/{id}/logs", get(api::logs))
+        .route("/metrics", get(api::metrics))
         .route("/assets/style.css", get(assets::style));
     if app.actions() {
         pages = pages
@@ -193,6 +194,20 @@ fn routes(app: App) -> Router {
     view.layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn_with_state(app, auth::require_token))
         .layer(axum::middleware::from_fn(secure_headers))
+        .layer(axum::middleware::from_fn(server_timing))
+}
+
+/// Says how long the server took to make each response, in a `Server-Timing` header
+/// (`app;dur=<ms>`): a browser's network panel shows it, and the benchmark reads it. For a
+/// page, the whole of its work: its reads and its rendering. For a stream, until it began.
+async fn server_timing(req: Request, next: Next) -> Response {
+    let start = std::time::Instant::now();
+    let mut resp = next.run(req).await;
+    let ms = start.elapsed().as_secs_f64() * 1000.0;
+    if let Ok(v) = HeaderValue::from_str(&format!("app;dur={ms:.3}")) {
+        resp.headers_mut().insert("server-timing", v);
+    }
+    resp
 }
 
 /// Sets the headers that keep every response to itself: no framing, no sniffing, no
@@ -211,7 +226,6 @@ async fn secure_headers(req: Request, next: Next) -> Response {
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     resp
 }
-
 
 /// The prefix a host nested this router under (`/hooks`), empty when it is served at `/`.
 pub(crate) fn mount(req: &Request) -> String {

@@ -28,5 +28,6 @@ mod support;
 mod bench_smoke;
 mod cli_docs;
 mod layout;
+mod metrics;
 mod readme;
 mod schema;

@@ -184,11 +184,17 @@ fn only_the_embedding_example_is_rust() {
             .iter()
             .filter(|(i, _)| i.starts_with("rust"))
             .collect();
-        assert_eq!(rust.len(), 1, "exactly one ```rust block: the doctest");
         if p.name == "docs/embedding.md" {
+            // Two doctests: recording inside the host's transaction, then reading and
+            // steering the queue through `Queue`.
+            assert_eq!(rust.len(), 2, "exactly two ```rust blocks: the doctests");
             assert!(rust[0].1.contains("store.transaction()"));
             assert!(rust[0].1.contains("tx.rollback()"));
-        } else if p.name == "docs/postgres.md" {
+            assert!(rust[1].1.contains("Queue::open"));
+            continue;
+        }
+        assert_eq!(rust.len(), 1, "exactly one ```rust block: the doctest");
+        if p.name == "docs/postgres.md" {
             // Compiled, not run: it needs a server.
             assert!(rust[0].1.contains("record::move_task"));
             assert!(rust[0].1.contains("tx.commit()"));

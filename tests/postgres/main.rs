@@ -31,6 +31,7 @@ mod live;
 #[allow(dead_code)]
 #[path = "../ui_live/client.rs"]
 mod live_client;
+mod metrics;
 mod parity;
 mod pause;
 mod relay;

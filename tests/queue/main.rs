@@ -18,6 +18,7 @@ mod concurrency;
 mod config_writes;
 mod crash;
 mod hostile;
+mod hub_metrics;
 mod notify;
 mod props;
 mod wal_spill;

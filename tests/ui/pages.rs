@@ -43,6 +43,13 @@ fn every_page_shows_the_queue_and_sigterm_ends_it() {
         Some("text/html; charset=utf-8")
     );
     let csp = page.csp.clone().expect("a content security policy");
+    // How long the server took, for a browser's network panel and the benchmark.
+    let timing = page.server_timing.clone().expect("a Server-Timing header");
+    let ms: f64 = timing
+        .strip_prefix("app;dur=")
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or_else(|| panic!("Server-Timing {timing:?}"));
+    assert!(ms >= 0.0, "{timing}");
     assert!(csp.starts_with("default-src 'self'"), "{csp}");
     let body = page.ok();
     assert!(body.contains(r#"<script src="assets/live.js" defer></script>"#));
@@ -161,6 +168,27 @@ fn every_page_shows_the_queue_and_sigterm_ends_it() {
     assert_eq!(overview["lock"]["held"], false);
     assert_eq!(overview["hours"].as_array().unwrap().len(), 24);
     assert_eq!(overview["slowest"][0]["task"], "t1");
+
+    // The queue's metrics, in Prometheus text format.
+    let metrics = ui.get("metrics");
+    assert!(
+        metrics
+            .content_type
+            .as_deref()
+            .is_some_and(|t| t.starts_with("text/plain; version=0.0.4")),
+        "{:?}",
+        metrics.content_type
+    );
+    let text = metrics.ok();
+    for line in [
+        "hookq_pending{point=\"after_rework\"} 1",
+        "hookq_pending{point=\"after_merge\"} 0",
+        "hookq_runner_lock_held 0",
+        "hookq_paused 0",
+        "hookq_parked 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in:\n{text}");
+    }
     let missing = ui.get("api/task/nope");
     assert_eq!(missing.status, 404);
     assert!(missing.body.contains("\"error\""));

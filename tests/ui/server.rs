@@ -24,6 +24,7 @@ pub struct Page {
     pub set_cookie: Option<String>,
     pub content_type: Option<String>,
     pub csp: Option<String>,
+    pub server_timing: Option<String>,
     pub body: String,
 }
 
@@ -109,11 +110,12 @@ impl Served {
                 .get(name)
                 .map(|v| v.to_str().unwrap().to_owned())
         };
-        let (location, set_cookie, content_type, csp) = (
+        let (location, set_cookie, content_type, csp, server_timing) = (
             header("location"),
             header("set-cookie"),
             header("content-type"),
             header("content-security-policy"),
+            header("server-timing"),
         );
         Page {
             status: resp.status().as_u16(),
@@ -121,6 +123,7 @@ impl Served {
             set_cookie,
             content_type,
             csp,
+            server_timing,
             body: resp.body_mut().read_to_string().unwrap(),
         }
     }

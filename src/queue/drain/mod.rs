@@ -25,6 +25,7 @@
 
 mod clears;
 mod next;
+mod observe;
 mod pass;
 mod point;
 mod pool;
@@ -32,4 +33,5 @@ mod pool;
 mod tests;
 
 pub use clears::{CLEAR_AFTER, CLEAR_BATCH};
+pub use observe::DrainEvent;
 pub use pass::{Drainer, PassReport};

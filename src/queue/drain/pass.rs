@@ -18,6 +18,7 @@ use crate::queue::workspace::Workspace;
 
 use super::clears::{CLEAR_AFTER, Clears};
 use super::next::next;
+use super::observe::DrainEvent;
 use super::point::{Around, Done, Job, Ran, execute};
 
 /// How many pending rows one read fetches.
@@ -67,6 +68,9 @@ impl PassReport {
     }
 }
 
+/// What [`Drainer::observe`] keeps.
+type Observer<'a> = Box<dyn FnMut(DrainEvent<'_>) + 'a>;
+
 /// Drains pending points of one workspace. Keep one across passes: it caches the parsed config
 /// and the base environment.
 pub struct Drainer<'a> {
@@ -81,6 +85,8 @@ pub struct Drainer<'a> {
     /// The next point's first log, opened while the point before it ran.
     pub(super) ahead: Option<exec::OpenedLog>,
     pub(super) warn: Box<dyn FnMut(&str) + 'a>,
+    /// Told of each command run and each pass ended ([`Drainer::observe`]).
+    pub(super) observer: Option<Observer<'a>>,
 }
 
 impl std::fmt::Debug for Drainer<'_> {
@@ -110,12 +116,21 @@ impl<'a> Drainer<'a> {
             clears: Clears::default(),
             ahead: None,
             warn: Box::new(warn),
+            observer: None,
         }
     }
 
     /// Runs up to `jobs` points of different tasks at once (default 1).
     pub fn jobs(mut self, jobs: usize) -> Self {
         self.jobs = jobs.max(1);
+        self
+    }
+
+    /// Tells `observer` of each hook command that runs to its end and of each pass as it ends
+    /// (a host's metrics count them). It is called on the thread that drains, between the
+    /// drain's own steps: it should return at once.
+    pub fn observe(mut self, observer: impl FnMut(DrainEvent<'_>) + 'a) -> Self {
+        self.observer = Some(Box::new(observer));
         self
     }
 
@@ -200,6 +215,19 @@ impl<'a> Drainer<'a> {
     /// Points recorded while the pass runs are taken too. Holding the runner lock is the
     /// caller's proof that no one else runs hooks meanwhile.
     pub fn drain<S: QueueStore>(
+        &mut self,
+        store: &mut S,
+        lock: &RunnerLock,
+    ) -> Result<PassReport, Error> {
+        let passed = self.drain_once(store, lock);
+        if let Some(observer) = &mut self.observer {
+            observer(DrainEvent::Pass(passed.as_ref()));
+        }
+        passed
+    }
+
+    /// [`Drainer::drain`] but for telling the observer.
+    fn drain_once<S: QueueStore>(
         &mut self,
         store: &mut S,
         lock: &RunnerLock,
@@ -528,6 +556,15 @@ impl<'a> Drainer<'a> {
         }
         report.commands += done.commands;
         report.failed += done.warnings.len();
+        if let Some(observer) = &mut self.observer {
+            for run in &done.runs {
+                observer(DrainEvent::Command {
+                    point: run.point,
+                    outcome: run.outcome,
+                    duration: run.duration,
+                });
+            }
+        }
         match done.ran {
             Ran::Completed(rows) => {
                 self.clears.push(Cleared {

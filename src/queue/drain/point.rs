@@ -14,6 +14,8 @@ use crate::queue::workspace::Workspace;
 
 use crate::queue::error::Error;
 
+use super::observe::CommandRun;
+
 /// A point ready to run: its commands and environment fixed. Its start is counted while its
 /// first command waits at its gate (see [`Around::mark`]).
 pub(super) struct Job {
@@ -52,6 +54,8 @@ pub(super) struct Done {
     pub(super) entry: PendingRow,
     pub(super) ran: Ran,
     pub(super) commands: usize,
+    /// Each command that ran to its end, in order.
+    pub(super) runs: Vec<CommandRun>,
     pub(super) warnings: Vec<String>,
     /// The log `execute` was asked to open for the point after this one.
     pub(super) ahead: Option<exec::OpenedLog>,
@@ -64,6 +68,7 @@ impl Done {
             entry: job.entry,
             ran,
             commands: 0,
+            runs: Vec::new(),
             warnings: Vec::new(),
             ahead: None,
         }
@@ -100,6 +105,7 @@ pub(super) fn execute(
     let mut rows = Vec::with_capacity(lines.len());
     let mut warnings = Vec::new();
     let mut commands = 0;
+    let mut runs = Vec::with_capacity(lines.len());
     let (point, task) = (job.point, &job.task);
     let entry = &mut job.entry;
     let mut ran = None;
@@ -196,6 +202,11 @@ pub(super) fn execute(
         }
         commands += 1;
         let outcome = outcome_of(done.ending);
+        runs.push(CommandRun {
+            point,
+            outcome,
+            duration: done.duration,
+        });
         if outcome != Outcome::Ok {
             // "timed out (SIGTERM to the process group)" says its outcome already.
             let how = match outcome {
@@ -231,6 +242,7 @@ pub(super) fn execute(
         ran: ran.unwrap_or(Ran::Completed(rows)),
         entry: job.entry,
         commands,
+        runs,
         warnings,
         ahead,
     }

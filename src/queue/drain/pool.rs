@@ -99,6 +99,7 @@ fn panicked(entry: PendingRow, payload: &(dyn std::any::Any + Send)) -> Done {
         entry,
         ran: Ran::Failed(error),
         commands: 0,
+        runs: Vec::new(),
         warnings: Vec::new(),
         ahead: None,
     }

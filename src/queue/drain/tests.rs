@@ -9,7 +9,7 @@ use crate::queue::lock::Wait;
 use crate::queue::phase::Phase;
 use crate::queue::phase::Point;
 use crate::queue::record::{self, MoveFacts};
-use crate::queue::store::Store;
+use crate::queue::store::{Outcome, Store};
 use crate::queue::store::StoreOptions;
 use crate::queue::workspace::Workspace;
 
@@ -768,4 +768,57 @@ fn a_pause_mid_parallel_pass_lets_the_running_points_finish_and_starts_no_other(
             .collect::<Vec<_>>(),
         [("c", 0)]
     );
+}
+
+/// What an observer was told, as text: `after_fail ok`, `after_fail failed slept` (a failure
+/// that lasted 50 ms or more), `pass 2 cleared 4 commands`, `pass failed`.
+fn observed(ws: &Workspace, store: &mut Store, jobs: usize) -> Vec<String> {
+    let stop = Stop::new();
+    let seen = std::cell::RefCell::new(Vec::new());
+    let mut drainer = Drainer::with_warnings(ws.clone(), &stop, |_| {})
+        .jobs(jobs)
+        .observe(|event| {
+            seen.borrow_mut().push(match event {
+                DrainEvent::Command {
+                    point,
+                    outcome,
+                    duration,
+                } => {
+                    // The failing command sleeps 50 ms first: its duration is at least that.
+                    let long = duration >= Duration::from_millis(50);
+                    let mark = if outcome == Outcome::Failed && long { " slept" } else { "" };
+                    format!("{} {}{mark}", point.as_str(), outcome.as_str())
+                }
+                DrainEvent::Pass(Ok(r)) => {
+                    format!("pass {} cleared {} commands", r.cleared, r.commands)
+                }
+                DrainEvent::Pass(Err(_)) => "pass failed".to_owned(),
+            })
+        });
+    let lock = runner_lock(ws);
+    let _ = drainer.drain(store, &lock);
+    drop(drainer);
+    seen.into_inner()
+}
+
+#[test]
+fn an_observer_is_told_of_each_command_and_each_pass() {
+    for jobs in [1, 2] {
+        let (_dir, ws, mut store) = workspace("after_fail = ['true', 'sleep 0.05; exit 3']");
+        let mut seen = observed(&ws, &mut store, jobs);
+        assert_eq!(seen.pop().as_deref(), Some("pass 2 cleared 4 commands"));
+        seen.sort();
+        assert_eq!(
+            seen,
+            [
+                "after_fail failed slept",
+                "after_fail failed slept",
+                "after_fail ok",
+                "after_fail ok"
+            ],
+            "jobs {jobs}"
+        );
+        std::fs::write(ws.config_path(), "[hooks]\nafter_fail = [").unwrap();
+        assert_eq!(observed(&ws, &mut store, jobs), ["pass failed"]);
+    }
 }

@@ -13,7 +13,7 @@ use crate::queue::hub::{self, HubOptions};
 use crate::queue::lock::Wait;
 use crate::queue::pg::connect::guard_session;
 use crate::queue::pg::error::PgError;
-use crate::queue::pg::lock::{Lease, PgRunnerLock};
+use crate::queue::pg::lock::{Lease, PgRunnerLock, Takeover};
 use crate::queue::pg::name::QueueName;
 use crate::queue::pg::queue::PgQueue;
 use crate::queue::pg::store::PgStore;
@@ -65,6 +65,10 @@ pub enum HubEvent {
     /// Connected again, holding the runner lock, after [`HubEvent::CannotReachYet`] or
     /// [`HubEvent::Lost`].
     Connected,
+    /// The hub took the runner lock after waiting for another holder: it takes the queue over
+    /// from a hub that stopped, died or froze (or from its own session of before an outage,
+    /// which the server had not ended yet).
+    TookOver(Takeover),
 }
 
 /// `source`, a failure of `queue`'s database.
@@ -81,8 +85,8 @@ fn transient(e: &Error) -> bool {
 }
 
 /// Opens `queue` on `target`, its reads guarded with timeouts, and takes its runner lock
-/// (waiting until it is free or `stop` is requested: `Ok(None)`). Sets `reached` once the
-/// database answered.
+/// (waiting until it is free or `stop` is requested: `Ok(None)`), saying whether it was taken
+/// from another holder. Sets `reached` once the database answered.
 fn connect(
     target: &Target,
     queue: &QueueName,
@@ -90,7 +94,7 @@ fn connect(
     lease: Lease,
     poll_interval: Duration,
     reached: &mut bool,
-) -> Result<Option<PgQueue>, PgError> {
+) -> Result<Option<(PgQueue, Option<Takeover>)>, PgError> {
     let mut store = PgStore::open(target, queue.clone())?;
     *reached = true;
     guard_session(store.client(), target)?;
@@ -99,7 +103,8 @@ fn connect(
     else {
         return Ok(None);
     };
-    PgQueue::new(store, lock).map(|q| Some(q.poll_interval(poll_interval)))
+    let took_over = lock.took_over();
+    PgQueue::new(store, lock).map(|q| Some((q.poll_interval(poll_interval), took_over)))
 }
 
 /// Runs the hub of `queue` on `target` until `stop` is requested: takes the queue's runner
@@ -133,9 +138,12 @@ pub fn run_postgres(
             &mut connected_once,
         ) {
             Ok(None) => return Ok(()),
-            Ok(Some(mut held)) => {
+            Ok(Some((mut held, took_over))) => {
                 if down {
                     on_event(HubEvent::Connected);
+                }
+                if let Some(t) = took_over {
+                    on_event(HubEvent::TookOver(t));
                 }
                 down = false;
                 backoff = opts.backoff_first;

@@ -140,6 +140,15 @@ pub struct PgRunnerLock {
     prepared: Prepared,
     lease: Lease,
     clock: Arc<LeaseClock>,
+    took_over: Option<Takeover>,
+}
+
+/// How a lock was taken from another holder ([`PgRunnerLock::took_over`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Takeover {
+    /// Whether the waiter ended the holder's session itself, its lease having run out, rather
+    /// than the holder letting go (it released the lock, stopped, or lost its connection).
+    pub ended_expired: bool,
 }
 
 impl std::fmt::Debug for PgRunnerLock {
@@ -207,6 +216,7 @@ impl PgRunnerLock {
         let number = queue_number(&mut client, queue)?;
         let mut last_break_check = Instant::now();
         let mut may_break = true;
+        let mut took_over: Option<Takeover> = None;
         let deadline = match wait {
             Wait::No => Some(Instant::now()),
             Wait::For(d) => Instant::now().checked_add(d),
@@ -222,13 +232,22 @@ impl PgRunnerLock {
             if taken {
                 break;
             }
+            took_over.get_or_insert(Takeover {
+                ended_expired: false,
+            });
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if left.is_some_and(|l| l.is_zero()) || !keep_waiting() {
                 return Ok(None);
             }
             if may_break && last_break_check.elapsed() >= BREAK_CHECK {
                 last_break_check = Instant::now();
-                may_break = break_expired(&mut client, queue, number)?;
+                let ended = break_expired(&mut client, queue, number)?;
+                may_break = ended.is_some();
+                if ended.is_some_and(|n| n > 0) {
+                    took_over = Some(Takeover {
+                        ended_expired: true,
+                    });
+                }
                 continue;
             }
             std::thread::sleep(left.map_or(RETRY, |l| l.min(RETRY)));
@@ -254,7 +273,15 @@ impl PgRunnerLock {
             prepared: Prepared::default(),
             lease,
             clock: Arc::new(LeaseClock(Mutex::new(Ok(sent + lease.duration)))),
+            took_over,
         }))
+    }
+
+    /// `Some` when the lock was taken after waiting for another holder, whoever it was (a
+    /// standby hub taking over from one that stopped, died or froze); `None` when it was free
+    /// at the first try.
+    pub fn took_over(&self) -> Option<Takeover> {
+        self.took_over
     }
 
     /// The lease this lock keeps.
@@ -426,9 +453,13 @@ pub(crate) fn lease_live(clock: &LeaseClock, queue: &QueueName) -> Result<(), Pg
 }
 
 /// Ends the session of `queue`'s holder when its lease has run out, which frees the lock.
-/// Returns whether to look again later: false once the server refused to end it (this role
-/// may not signal the holder's), after one warning.
-fn break_expired(client: &mut Client, queue: &QueueName, number: i32) -> Result<bool, PgError> {
+/// Returns how many sessions it ended, or `None` not to look again: the server refused to end
+/// it (this role may not signal the holder's), after one warning.
+fn break_expired(
+    client: &mut Client,
+    queue: &QueueName,
+    number: i32,
+) -> Result<Option<usize>, PgError> {
     let ended = client.query(
         &format!(
             "SELECT r.backend_pid, r.host, r.pid, {SERVER_NOW_MS} - r.lease_until_ms,
@@ -448,18 +479,18 @@ fn break_expired(client: &mut Client, queue: &QueueName, number: i32) -> Result<
                 "queue {queue}: the runner lock's holder let its lease run out, but this role may not end its session ({}); waiting for the server's keepalives to end it",
                 crate::queue::pg::error::error_chain(&e)
             );
-            return Ok(false);
+            return Ok(None);
         }
         Err(e) => return Err(e.into()),
     };
-    for r in rows {
+    for r in &rows {
         let (backend, host, pid, late): (i32, String, i64, i64) =
             (r.get(0), r.get(1), r.get(2), r.get(3));
         tracing::warn!(
             "queue {queue}: ended the session of the runner lock's holder, pid {pid} on {host} (backend {backend}): its lease ran out {late} ms ago (it is stopped, or cut off from the server); taking the queue over"
         );
     }
-    Ok(true)
+    Ok(Some(rows.len()))
 }
 
 /// Who holds a queue's runner lock.

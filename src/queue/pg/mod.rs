@@ -28,7 +28,7 @@ pub use choose::{ChosenBy, DATABASE_ENV, PgChoice, choose};
 pub use connect::connect;
 pub use error::{ConnectFailure, PgError};
 pub use hub::{HubEvent, PgHubOptions, run_postgres};
-pub use lock::{Lease, PgHolder, PgRunnerLock, holder};
+pub use lock::{Lease, PgHolder, PgRunnerLock, Takeover, holder};
 pub use name::QueueName;
 pub use queue::PgQueue;
 pub use record::{CHANNEL, notify_hubs};
