@@ -38,8 +38,6 @@ use crate::queue::error::Error as QueueError;
 use crate::queue::handle::QueueOptions;
 use crate::queue::workspace::Workspace;
 
-pub use clean::Clean;
-
 /// The page script: live updates of `#main` and tailed logs.
 pub const LIVE_JS: &str = include_str!("assets/live.js");
 

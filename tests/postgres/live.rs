@@ -8,7 +8,8 @@ use hookq::Workspace;
 use hookq::queue::pg::{record, store};
 use hookq::queue::store::{Cleared, NewHistory, Outcome};
 use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
-use hookq::ui::live::{Live, watch::PG_POLL};
+use hookq::ui::live::Live;
+use hookq::ui::live::watch::{PG_GAP, PG_POLL};
 
 use crate::cli::{open, pg_workspace_with};
 use crate::cluster::cluster;
@@ -168,4 +169,36 @@ fn reads_with_pages(ws: &Ws, server: &Server, live: &Live, pages: usize, tag: &s
     let reads = live.reads() - reads;
     let polls = since.elapsed().as_millis() / PG_POLL.as_millis();
     (reads, u64::try_from(polls).unwrap())
+}
+
+#[test]
+fn a_burst_of_notified_commits_costs_a_read_a_gap_at_most() {
+    let (ws, _db, url) = pg_workspace_with(&Config::default(), "");
+    let live = Live::start(Workspace::at(ws.root())).unwrap();
+    let server = Server::start(live.clone());
+    let page = server.events("/events");
+    let hello = page.hello();
+    let mut s = open(&url, "q");
+    let (reads, since) = (live.reads(), Instant::now());
+    // Each commit notifies the queue's listeners once it is in.
+    for i in 0..300 {
+        let t = TaskId::new(format!("t{i}")).unwrap();
+        s.write(|tx, q| {
+            record::add_task(
+                tx,
+                q,
+                &t,
+                &PlanId::new("p").unwrap(),
+                &Phase::new("failed.x").unwrap(),
+            )
+        })
+        .unwrap();
+    }
+    page.change_after(hello, "the burst");
+    let reads = live.reads() - reads;
+    let gaps = since.elapsed().as_millis() / PG_GAP.as_millis();
+    assert!(
+        reads <= u64::try_from(gaps).unwrap() + 1,
+        "{reads} reads for 300 notifications in {gaps} gaps"
+    );
 }

@@ -28,6 +28,9 @@ use super::Shared;
 pub const SQLITE_POLL: Duration = Duration::from_millis(100);
 /// How often the watcher reads a PostgreSQL queue's mark, notifications aside.
 pub const PG_POLL: Duration = Duration::from_millis(250);
+/// The least time between two reads of a PostgreSQL queue's mark: a burst of notifications
+/// (writers committing one after another) costs one read, and one change, each this long.
+pub const PG_GAP: Duration = Duration::from_millis(50);
 /// How long the watcher waits before it opens the database again after a failed read.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -161,7 +164,7 @@ mod pg {
     use crate::queue::pg::{CHANNEL, PgChoice, PgError, PgStore, QueueName, Target};
 
     use super::super::Shared;
-    use super::{PG_POLL, RETRY};
+    use super::{PG_GAP as GAP, PG_POLL, RETRY};
 
     /// How long one wait for a notification lasts, so that a stop is seen soon.
     const SLICE: Duration = Duration::from_millis(100);
@@ -219,20 +222,30 @@ mod pg {
             crate::queue::pg::store::view_mark(store)
         }
 
-        /// Whether a notification for this queue came within `timeout`.
+        /// Whether a notification for this queue is buffered or comes within `timeout`. Takes
+        /// every buffered one, so that a burst answered by one read is not answered again.
         fn notified(&mut self, timeout: Duration) -> Result<bool, PgError> {
             let queue = self.queue.as_str().to_owned();
+            let ours = |n: &postgres::Notification| n.channel() == CHANNEL && n.payload() == queue;
             let store = self.connect()?;
             let mut notes = store.client().notifications();
             let mut woken = false;
-            let mut iter = notes.timeout_iter(timeout);
-            while let Some(n) = iter.next()? {
-                woken |= n.channel() == CHANNEL && n.payload() == queue;
-                if woken {
-                    break;
+            {
+                let mut buffered = notes.iter();
+                while let Some(n) = buffered.next()? {
+                    woken |= ours(&n);
                 }
             }
-            Ok(woken)
+            if woken || timeout.is_zero() {
+                return Ok(woken);
+            }
+            let mut waiting = notes.timeout_iter(timeout);
+            while let Some(n) = waiting.next()? {
+                if ours(&n) {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
         }
 
         pub(super) fn step(&mut self, shared: &Shared) -> bool {
@@ -247,6 +260,12 @@ mod pg {
                 let notified = self.notified(left.min(SLICE))?;
                 if !notified && self.polled.elapsed() < PG_POLL {
                     return Ok(false);
+                }
+                let since = self.polled.elapsed();
+                if since < GAP {
+                    shared.sleep(GAP - since);
+                    // What came meanwhile is answered by the read below.
+                    self.notified(Duration::ZERO)?;
                 }
                 self.polled = Instant::now();
                 let mark = self.mark(shared)?;
