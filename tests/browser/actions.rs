@@ -2,24 +2,31 @@
 //! resume each work from their button and say what they did; and off loopback, a page without
 //! the token is refused while `/?token=…` lets the browser in.
 
+use serde_json::json;
+
 use crate::harness::{Browser, PATIENCE};
-use crate::scenarios::{HOOKS, populate};
+use crate::scenarios::{HOOKS, hookq_ok, populate};
 use crate::server::Ui;
 use crate::support::queue::Ws;
 
 /// Clicks the submit button of the first `form.<class>` inside `scope` (a CSS selector) and
-/// waits for the page it redirects to to show its flash message; returns the message.
+/// waits for the page it redirects to, a new document, to show its flash message; returns the
+/// message.
 #[track_caller]
 fn act(b: &Browser, scope: &str, class: &str) -> String {
     let before = b.url();
     let form = b.find(&format!("{scope} form.{class}"));
     assert_eq!(form.attr("method").unwrap().to_lowercase(), "post");
+    b.execute("window.__hookqActed = true;", vec![]);
     form.find("button, input[type=submit]").click();
     b.wait_for(
         &format!("the flash of {class} (from {before})"),
         PATIENCE,
         |b| {
-            b.text_of("#flash")
+            let new_page = b.execute("return !window.__hookqActed;", vec![]) == json!(true);
+            new_page
+                .then(|| b.text_of("#flash"))
+                .flatten()
                 .map(|t| t.trim().to_owned())
                 .filter(|t| !t.is_empty())
         },
@@ -109,8 +116,26 @@ fn with_actions_retry_drop_pause_and_resume_work() {
     let paused = b.text_of("#paused").unwrap();
     assert!(paused.contains("paused since"), "{paused:?}");
     assert!(queue_paused(&ws), "the queue is not paused");
+    // The message stays while the live script swaps in the page anew after a change.
+    b.execute("document.getElementById('lock').dataset.old = '1';", vec![]);
+    hookq_ok(
+        &ws,
+        &[
+            "task",
+            "add",
+            "probe",
+            "--plan",
+            "p",
+            "--phase",
+            "todo.ready",
+        ],
+    );
+    b.wait_for("the overview swapped in anew", PATIENCE, |b| {
+        (b.count("#lock[data-old]") == 0).then_some(())
+    });
+    assert_eq!(b.text_of("#flash").map(|t| t.trim().to_owned()), Some(said));
     let said = act(&b, "main#main", "action-resume");
-    assert!(said.to_lowercase().contains("resume"), "{said:?}");
+    assert!(said.contains("queue resumed"), "{said:?}");
     let paused = b.text_of("#paused").unwrap();
     assert!(paused.contains("running"), "{paused:?}");
     assert!(!queue_paused(&ws), "the queue is still paused");
