@@ -62,7 +62,13 @@
         if (!fresh || !main) { return; }
         var g = generationOf(doc);
         if (g !== null && (known === null || g > known)) { known = g; }
+        // What an action said is shown once, on the page it led to: the change the action
+        // itself made must not swap it away.
+        var flash = document.getElementById("flash");
         main.innerHTML = fresh.innerHTML;
+        if (flash && !document.getElementById("flash")) {
+          main.insertBefore(flash, main.firstChild);
+        }
         tailLog();
       })
       .catch(function () { /* the server is away: the next change tries again */ })
