@@ -60,3 +60,8 @@ on_linux! {
 #[cfg(all(doctest, target_os = "linux", target_env = "gnu"))]
 #[doc = include_str!("../docs/embedding.md")]
 pub struct EmbeddingDoctests;
+
+/// The router example of docs/ui.md runs as a doctest of this item.
+#[cfg(all(doctest, feature = "ui", target_os = "linux", target_env = "gnu"))]
+#[doc = include_str!("../docs/ui.md")]
+pub struct UiDoctests;

@@ -165,6 +165,7 @@ fn only_the_embedding_example_is_rust() {
         "docs/agent.md",
         "docs/lifecycle.md",
         "docs/postgres.md",
+        "docs/ui.md",
     ];
     for p in pages() {
         let fences = fences(&p.text);
@@ -198,6 +199,8 @@ fn only_the_embedding_example_is_rust() {
             // Compiled, not run: it needs a server.
             assert!(rust[0].1.contains("record::move_task"));
             assert!(rust[0].1.contains("tx.commit()"));
+        } else if p.name == "docs/ui.md" {
+            assert!(rust[0].1.contains(".nest(\"/hooks\", view)"));
         } else if p.name == "docs/lifecycle.md" {
             assert!(rust[0].1.contains("Worktrees::discover"));
         } else {
