@@ -28,3 +28,13 @@ fn the_log_page_tails_a_running_hook() {
         |ws, hooks| ws.write_config(hooks),
     );
 }
+
+#[test]
+fn a_hook_starting_and_ending_shows_within_a_second() {
+    let ws = Ws::init();
+    scenarios::a_hook_starting_and_ending_shows_live(
+        "a_hook_starting_and_ending_shows_within_a_second",
+        &ws,
+        |ws, hooks| ws.write_config(hooks),
+    );
+}

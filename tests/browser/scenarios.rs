@@ -1,9 +1,9 @@
 //! The scenarios of the pages in the browser, written once for both backends, each on a
 //! workspace the real binary recorded into: every page renders what the queue holds with no
 //! console error (screenshots of each, light and dark, under target/ui-screens), a `task move`
-//! shows on an open overview and pending page within a second without a reload, and the log
-//! page tails a running hook. The SQLite tests run them here (`pages`), the PostgreSQL tests on
-//! a workspace whose queue is on the tests' own cluster.
+//! shows on an open overview and pending page within a second without a reload, so do a hook
+//! starting and ending, and the log page tails a running hook. The SQLite tests run them in
+//! `pages`, the PostgreSQL tests on a workspace whose queue is on the tests' own cluster.
 
 use std::time::Duration;
 
@@ -394,4 +394,105 @@ pub fn the_log_page_tails_a_running_hook(test: &str, ws: &Ws, write_hooks: impl 
     let out = mover.wait_within(Duration::from_secs(120));
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     b.assert_no_console_errors("the tailed log page");
+}
+
+/// With the overview open, a hook starting shows the runner lock held, and its end shows it
+/// free again, each within a second of the moment the hook itself noted (its first and last
+/// commands write the time, in milliseconds, on the clock the page's recorder reads). The hook
+/// waits between them for a file the test makes.
+pub fn a_hook_starting_and_ending_shows_live(test: &str, ws: &Ws, write_hooks: impl Fn(&Ws, &str)) {
+    let (go, began, ended) = (
+        ws.base().join("go"),
+        ws.base().join("began"),
+        ws.base().join("ended"),
+    );
+    write_hooks(
+        ws,
+        &format!(
+            "after_fail = ['date +%s%3N > {began}; n=0; while [ ! -e {go} ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n + 1)); done; date +%s%3N > {ended}']\n",
+            began = began.display(),
+            go = go.display(),
+            ended = ended.display(),
+        ),
+    );
+    hookq_ok(
+        ws,
+        &[
+            "task",
+            "add",
+            "hook",
+            "--plan",
+            "p",
+            "--phase",
+            "todo.ready",
+        ],
+    );
+    let ui = Ui::start(ws, &[], &[]);
+    let Some(b) = Browser::start_alone(test) else {
+        return;
+    };
+    b.goto(&ui.url(""));
+    // The page is live before the measured hook: a first move shows on it.
+    hookq_ok(
+        ws,
+        &[
+            "task",
+            "add",
+            "warm",
+            "--plan",
+            "p",
+            "--phase",
+            "todo.ready",
+        ],
+    );
+    hookq_ok(ws, &["task", "move", "warm", "todo.proposed", "--no-run"]);
+    b.wait_for("the first move on the open overview", PATIENCE, |b| {
+        b.any_text("#pending-by-point", "after_proposed")
+            .then_some(())
+    });
+    assert_eq!(b.count("#lock.free"), 1, "the runner lock is not free");
+    record_first(&b, "started", "#lock.held", "");
+    let before = mark(&b);
+
+    let stamp = |path: &std::path::Path| -> i64 {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let mover = ws.spawn(&["task", "move", "hook", "failed.x"]);
+    ws.eventually("the hook to start", || {
+        std::fs::read_to_string(&began).is_ok_and(|t| t.ends_with('\n'))
+    });
+    let at = b.wait_for("the hook's start on the overview", PATIENCE, |b| {
+        seen(b, "started")
+    });
+    let after_start = at - stamp(&began);
+    println!("the hook's start showed {after_start} ms after it began");
+    assert!(
+        after_start <= 1000,
+        "the hook's start showed {after_start} ms after it began"
+    );
+
+    record_first(&b, "ended", "#lock.free", "");
+    assert_eq!(
+        seen(&b, "ended"),
+        None,
+        "the lock shows free while the hook runs"
+    );
+    std::fs::write(&go, "").unwrap();
+    let out = mover.wait_within(Duration::from_secs(120));
+    assert_eq!(out.code(), Some(0), "{}", out.describe());
+    let at = b.wait_for("the hook's end on the overview", PATIENCE, |b| {
+        seen(b, "ended")
+    });
+    let after_end = at - stamp(&ended);
+    println!("the hook's end showed {after_end} ms after its last command");
+    assert!(
+        after_end <= 1000,
+        "the hook's end showed {after_end} ms after its last command"
+    );
+    assert_eq!(mark(&b), before, "the overview was reloaded");
+    b.assert_no_console_errors("the live overview");
 }

@@ -61,3 +61,15 @@ fn the_view_never_shows_the_database_password() {
     }
     assert!(!ui.stdout().contains(PASSWORD) && !ui.stderr().contains(PASSWORD));
 }
+
+#[test]
+fn a_hook_starting_and_ending_shows_within_a_second_on_postgres() {
+    let (ws, _db, url) = pg_workspace_with(&Config::default(), "");
+    scenarios::a_hook_starting_and_ending_shows_live(
+        "a_hook_starting_and_ending_shows_within_a_second_on_postgres",
+        &ws,
+        |ws, hooks| {
+            ws.write_config_text(pg_config(&Config::hooks(hooks), &url, "q", "").as_bytes())
+        },
+    );
+}
