@@ -1,6 +1,24 @@
 //! The queue on PostgreSQL against a real server, which this binary starts itself (see
 //! `cluster.rs`): recording and its rules inside the host's transaction, queues kept apart in
-//! one database, the runner lock, the errors a user meets, concurrent writers, TLS.
+//! one database, the runner lock, the errors a user meets, concurrent writers, TLS, and the web
+//! view in a real browser.
+
+#[cfg(feature = "ui")]
+mod browser;
+// The browser tests' harness and scenarios, shared with the `browser` binary; each binary uses
+// a different part of them.
+#[cfg(feature = "ui")]
+#[allow(dead_code)]
+#[path = "../browser/harness.rs"]
+mod harness;
+#[cfg(feature = "ui")]
+#[allow(dead_code)]
+#[path = "../browser/scenarios.rs"]
+mod scenarios;
+#[cfg(feature = "ui")]
+#[allow(dead_code)]
+#[path = "../browser/server.rs"]
+mod server;
 
 mod cli;
 mod cluster;

@@ -62,7 +62,13 @@
         if (!fresh || !main) { return; }
         var g = generationOf(doc);
         if (g !== null && (known === null || g > known)) { known = g; }
+        // What an action said is shown once, on the page it led to: the change the action
+        // itself made must not swap it away.
+        var flash = document.getElementById("flash");
         main.innerHTML = fresh.innerHTML;
+        if (flash && !document.getElementById("flash")) {
+          main.insertBefore(flash, main.firstChild);
+        }
         tailLog();
       })
       .catch(function () { /* the server is away: the next change tries again */ })
@@ -87,6 +93,8 @@
     url.searchParams.set("from", pre.getAttribute("data-offset") || "0");
     tail = new EventSource(url.href);
     tail.addEventListener("append", function (e) {
+      // Where the page's text now ends, for a tail opened again (see `stop`).
+      if (e.lastEventId) { pre.setAttribute("data-offset", e.lastEventId); }
       var end = document.documentElement;
       var follow = window.innerHeight + window.scrollY >= end.scrollHeight - 4;
       pre.appendChild(document.createTextNode(e.data));
@@ -94,13 +102,16 @@
     });
     tail.addEventListener("reset", function () {
       pre.textContent = "";
+      pre.setAttribute("data-offset", "0");
     });
   }
 
+  var events = null;
+
   function listen() {
     if (typeof EventSource === "undefined") { return; }
-    known = generationOf(document);
-    var events = new EventSource(new URL("events", root).href);
+    if (known === null) { known = generationOf(document); }
+    events = new EventSource(new URL("events", root).href);
     events.addEventListener("hello", function (e) {
       // Connected, or connected again (perhaps to a restarted server): what changed since
       // the page was rendered is shown now.
@@ -115,15 +126,30 @@
       // A tailed log is kept current by its own stream.
       if (!tailed) { refresh(); }
     });
-    document.addEventListener("visibilitychange", function () {
-      if (!document.hidden && stale) { refresh(); }
-    });
   }
 
   function start() {
     tailLog();
     listen();
   }
+
+  // A page the browser keeps in its back/forward cache would keep its streams open, and a
+  // browser opens six connections to one server at most: after a few clicks through the view,
+  // the next page would wait for one. So the streams close when the page is put away and open
+  // again, catching up, when it is shown again.
+  function stop() {
+    if (events) { events.close(); events = null; }
+    if (tail) { tail.close(); tail = null; }
+    tailed = null;
+  }
+
+  window.addEventListener("pagehide", stop);
+  window.addEventListener("pageshow", function (e) {
+    if (e.persisted) { start(); }
+  });
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden && stale) { refresh(); }
+  });
 
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", start);

@@ -1,0 +1,134 @@
+//! Hostile values from the queue (a task id, plan, state and command holding markup and
+//! quotes, as only SQL written by hand can record them) show as text on every page that lists
+//! them: no alert, no element they inject.
+
+use rusqlite::params;
+
+use crate::harness::Browser;
+use crate::scenarios::{HOOKS, hookq_ok, populate};
+use crate::server::Ui;
+use crate::support::queue::Ws;
+
+const TASK: &str = r#"<script>alert("task")</script>'"&amp;"#;
+const PLAN: &str = r#"<img src=x onerror=alert("plan")>"#;
+const STATE: &str = r#""><svg onload=alert("state")>"#;
+const COMMAND: &str = r#"</pre></table><script>alert("command")</script>"#;
+
+/// Writes a task with a hostile id, a pending point and a history row of it straight into the
+/// workspace's database.
+fn record_hostile(ws: &Ws) {
+    let now = crate::server::now_ms();
+    let db = ws.db();
+    db.execute(
+        "INSERT INTO tasks (id, plan, phase, attempt, created_ms, updated_ms)
+         VALUES (?1, ?2, 'failed.x', 1, ?3, ?3)",
+        params![TASK, PLAN, now],
+    )
+    .unwrap();
+    db.execute(
+        "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES (?1, 'after_fail', ?2)",
+        params![TASK, now],
+    )
+    .unwrap();
+    db.execute(
+        "INSERT INTO pending_hook_states (hook_id, state) VALUES (last_insert_rowid(), ?1)",
+        params![STATE],
+    )
+    .unwrap();
+    db.execute(
+        "INSERT INTO hook_history (occurrence, task, point, state, recorded_ms, passes,
+             command_index, command, outcome, exit_code, started_ms, duration_ms, finished_ms)
+         VALUES (1000000, ?1, 'after_fail', ?2, ?3, 1, 1, ?4, 'failed', 3, ?3, 5000, ?3)",
+        params![TASK, STATE, now, COMMAND],
+    )
+    .unwrap();
+}
+
+/// Fails the test if the open page shows an alert or holds an element or attribute one of the
+/// hostile values would have made.
+#[track_caller]
+fn nothing_injected(b: &Browser, page: &str) {
+    assert_eq!(b.alert_text(), None, "an alert on the {page} page");
+    let injected = b.execute(
+        r#"const found = [];
+for (const e of document.querySelectorAll('*')) {
+  if (e.tagName === 'SCRIPT' && e.textContent.includes('alert(')) found.push(e.outerHTML);
+  if (e.tagName === 'IMG' && e.getAttribute('src') === 'x') found.push(e.outerHTML);
+  for (const a of e.attributes) {
+    if (a.name.startsWith('on') && a.value.includes('alert(')) found.push(e.outerHTML);
+  }
+}
+return found;"#,
+        vec![],
+    );
+    assert_eq!(
+        injected,
+        serde_json::json!([]),
+        "injected on the {page} page"
+    );
+}
+
+#[test]
+fn a_hostile_task_id_shows_as_text() {
+    let ws = Ws::init();
+    ws.write_config(HOOKS);
+    populate(&ws);
+    record_hostile(&ws);
+    // The CLI lists what the view will, so the rows are there to show.
+    let listed = hookq_ok(&ws, &["queue", "--json"]).stdout();
+    assert!(listed.contains("alert(\\\"task\\\")"), "{listed}");
+
+    let ui = Ui::start(&ws, &["--actions"], &[]);
+    let Some(b) = Browser::start("a_hostile_task_id_shows_as_text") else {
+        return;
+    };
+    let body = |b: &Browser| b.text_of("body").unwrap_or_default();
+
+    b.goto(&ui.url("pending"));
+    nothing_injected(&b, "pending");
+    let tasks: Vec<String> = b
+        .find_all("table#pending tr[data-id] td.task")
+        .iter()
+        .map(|e| e.text())
+        .collect();
+    assert!(tasks.iter().any(|t| t == TASK), "{tasks:?}");
+    assert!(body(&b).contains(STATE), "the state as text");
+    b.screenshot("hostile-pending");
+
+    b.goto(&ui.url("history"));
+    nothing_injected(&b, "history");
+    let history = b.text_of("table#history").unwrap();
+    assert!(history.contains(TASK), "{history:?}");
+
+    b.goto(&ui.url(""));
+    nothing_injected(&b, "overview");
+
+    b.assert_no_console_errors("the pages listing a hostile task");
+
+    // The task's own page, by the link the pending page gives it: the task with its values as
+    // text, or (an id no command could have recorded) a page saying there is no such task,
+    // which names it as text too.
+    b.goto(&ui.url("pending"));
+    let link = b
+        .find_all("table#pending tr[data-id] a")
+        .into_iter()
+        .find(|a| a.text() == TASK)
+        .expect("a link to the hostile task's page");
+    link.click();
+    let shown = b.wait_for("the task page", crate::harness::PATIENCE, |b| {
+        b.text_of("#phase")
+            .map(|_| true)
+            .or_else(|| b.text_of("#error").map(|_| false))
+    });
+    nothing_injected(&b, "task");
+    let page = body(&b);
+    if shown {
+        for value in [TASK, PLAN, STATE] {
+            assert!(page.contains(value), "{value:?} not shown as text");
+        }
+    } else {
+        let error = b.text_of("#error").unwrap();
+        assert!(error.contains("<script>alert("), "{error:?}");
+    }
+    b.screenshot("hostile-task");
+}

@@ -1,0 +1,40 @@
+//! Every page of `hookq ui` on a SQLite queue, in the browser: the scenarios of `scenarios`.
+
+use crate::scenarios::{self, HOOKS, populate};
+use crate::support::queue::Ws;
+
+#[test]
+fn every_page_renders_with_no_console_error() {
+    let ws = Ws::init();
+    ws.write_config(HOOKS);
+    populate(&ws);
+    scenarios::every_page_renders("every_page_renders_with_no_console_error", &ws, "");
+}
+
+#[test]
+fn a_task_move_shows_on_open_pages_within_a_second() {
+    let ws = Ws::init();
+    ws.write_config(HOOKS);
+    populate(&ws);
+    scenarios::a_move_shows_live("a_task_move_shows_on_open_pages_within_a_second", &ws);
+}
+
+#[test]
+fn the_log_page_tails_a_running_hook() {
+    let ws = Ws::init();
+    scenarios::the_log_page_tails_a_running_hook(
+        "the_log_page_tails_a_running_hook",
+        &ws,
+        |ws, hooks| ws.write_config(hooks),
+    );
+}
+
+#[test]
+fn a_hook_starting_and_ending_shows_within_a_second() {
+    let ws = Ws::init();
+    scenarios::a_hook_starting_and_ending_shows_live(
+        "a_hook_starting_and_ending_shows_within_a_second",
+        &ws,
+        |ws, hooks| ws.write_config(hooks),
+    );
+}
