@@ -63,6 +63,11 @@ struct Inner {
 }
 
 impl App {
+    /// How many changes the live view's watcher has seen.
+    pub(crate) fn generation(&self) -> u64 {
+        self.0.live.generation()
+    }
+
     /// Whether actions are on.
     pub(crate) fn actions(&self) -> bool {
         self.0.config.actions

@@ -35,11 +35,31 @@ pub(crate) struct Chrome {
     csrf: String,
     /// This page, relative to the root, as an action form's `back` field names it.
     here: String,
+    /// The live view's generation when the request came, before the page's reads
+    /// (`#main[data-generation]`): the live script asks again when it hears of a later one.
+    generation: u64,
+}
+
+/// The live view's generation when a request came: an extractor, so it is read before the
+/// handler reads the queue. A page rendered from those reads shows at least this generation,
+/// so a change after it reaches the page (a later read would let one slip between the two).
+pub(crate) struct Generation(u64);
+
+impl axum::extract::FromRequestParts<App> for Generation {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        _: &mut axum::http::request::Parts,
+        app: &App,
+    ) -> Result<Generation, std::convert::Infallible> {
+        Ok(Generation(app.generation()))
+    }
 }
 
 impl Chrome {
     fn new(
         app: &App,
+        Generation(generation): &Generation,
         outer: &Uri,
         uri: &Uri,
         title: impl Into<String>,
@@ -67,6 +87,7 @@ impl Chrome {
             actions: app.actions(),
             csrf: app.csrf().to_owned(),
             here,
+            generation: *generation,
         }
     }
 }
@@ -121,7 +142,7 @@ fn error_page(app: &App, outer: &Uri, uri: &Uri, e: &UiError) -> Response {
     render(
         e.status(),
         &ErrorPage {
-            page: Chrome::new(app, outer, uri, heading, None),
+            page: Chrome::new(app, &Generation(app.generation()), outer, uri, heading, None),
             heading: heading.to_owned(),
             message: e.to_string(),
         },
@@ -154,6 +175,7 @@ struct OverviewPage {
 /// `/`: the queue at a glance.
 pub(crate) async fn overview(
     State(app): State<App>,
+    generation: Generation,
     OriginalUri(outer): OriginalUri,
     uri: Uri,
     raw: Raw,
@@ -162,7 +184,7 @@ pub(crate) async fn overview(
     match app.db().call(move |db| model::overview(db, now)).await {
         Ok(o) => {
             let chart = chart::svg(&o.hours);
-            let page = Chrome::new(&app, &outer, &uri, "overview", raw.flash.as_deref());
+            let page = Chrome::new(&app, &generation, &outer, &uri, "overview", raw.flash.as_deref());
             render(
                 StatusCode::OK,
                 &OverviewPage {
@@ -192,6 +214,7 @@ struct PendingPage {
 /// `/pending`: pending points, oldest first, a page at a time.
 pub(crate) async fn pending(
     State(app): State<App>,
+    generation: Generation,
     OriginalUri(outer): OriginalUri,
     uri: Uri,
     raw: Raw,
@@ -215,7 +238,7 @@ pub(crate) async fn pending(
                 .then(|| listing.pending.last().map(|p| format!("pending{}", pairs(Some(p.id)))))
                 .flatten();
             let first = format!("pending{}", pairs(None));
-            let page = Chrome::new(&app, &outer, &uri, "pending", raw.flash.as_deref());
+            let page = Chrome::new(&app, &generation, &outer, &uri, "pending", raw.flash.as_deref());
             render(
                 StatusCode::OK,
                 &PendingPage {
@@ -249,6 +272,7 @@ struct HistoryPage {
 /// `/history`: what ran, newest first, a page at a time.
 pub(crate) async fn history(
     State(app): State<App>,
+    generation: Generation,
     OriginalUri(outer): OriginalUri,
     uri: Uri,
     raw: Raw,
@@ -273,7 +297,7 @@ pub(crate) async fn history(
                 .then(|| history.last().map(|h| format!("history{}", pairs(Some(h.id)))))
                 .flatten();
             let first = format!("history{}", pairs(None));
-            let page = Chrome::new(&app, &outer, &uri, "history", raw.flash.as_deref());
+            let page = Chrome::new(&app, &generation, &outer, &uri, "history", raw.flash.as_deref());
             render(
                 StatusCode::OK,
                 &HistoryPage {
@@ -311,6 +335,7 @@ struct TaskPage {
 /// `/task/{id}`: a task's phase, pending points, history and logs.
 pub(crate) async fn task(
     State(app): State<App>,
+    generation: Generation,
     OriginalUri(outer): OriginalUri,
     uri: Uri,
     Path(id): Path<String>,
@@ -331,7 +356,7 @@ pub(crate) async fn task(
     };
     match read.await {
         Ok((t, logs, shared_logs)) => {
-            let page = Chrome::new(&app, &outer, &uri, format!("task {}", t.task.id), raw.flash.as_deref());
+            let page = Chrome::new(&app, &generation, &outer, &uri, format!("task {}", t.task.id), raw.flash.as_deref());
             render(
                 StatusCode::OK,
                 &TaskPage {
@@ -446,6 +471,7 @@ fn read_end(path: &std::path::Path, max: u64) -> Result<(String, u64, u64), UiEr
 /// `/task/{id}/log/{file}`: a hook log's text.
 pub(crate) async fn log(
     State(app): State<App>,
+    generation: Generation,
     OriginalUri(outer): OriginalUri,
     uri: Uri,
     Path((id, file)): Path<(String, String)>,
@@ -456,7 +482,7 @@ pub(crate) async fn log(
         let f = file.clone();
         app.db().call(move |db| read_log(db, &tid, &f)).await
     };
-    let page = |app: &App| Chrome::new(app, &outer, &uri, format!("{id} {file}"), raw.flash.as_deref());
+    let page = |app: &App| Chrome::new(app, &generation, &outer, &uri, format!("{id} {file}"), raw.flash.as_deref());
     match read.await {
         Ok(LogText::Here { text, skipped, end }) => render(
             StatusCode::OK,

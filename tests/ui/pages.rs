@@ -54,7 +54,7 @@ fn every_page_shows_the_queue_and_sigterm_ends_it() {
     let body = page.ok();
     assert!(body.contains(r#"<script src="assets/live.js" defer></script>"#));
     assert!(body.contains(r#"<base href="./">"#));
-    let main = &body[body.find(r#"<main id="main">"#).unwrap()..];
+    let main = &body[body.find(r#"<main id="main""#).unwrap()..];
     assert!(
         main.contains(r#"<p id="lock" class="free">free</p>"#),
         "{main}"
@@ -132,7 +132,7 @@ fn every_page_shows_the_queue_and_sigterm_ends_it() {
     ] {
         let page = ui.get(missing);
         assert_eq!(page.status, 404, "{missing}: {}", page.body);
-        assert!(page.body.contains(r#"<main id="main">"#));
+        assert!(page.body.contains(r#"<main id="main" data-generation=""#));
     }
     assert_eq!(ui.get("pending?after=x").status, 400);
     let repeated = ui.get("pending?task=t1&task=t2&unknown=%ff").main();
@@ -282,5 +282,34 @@ fn pending_and_history_page_through_and_filter() {
     let api = ui.get("api/pending?point=after_fail").json();
     assert_eq!(api["pending"].as_array().unwrap().len(), 100);
     assert_eq!(api["more"], true);
+    ui.stop();
+}
+
+/// Each page names the live view's generation it was read at, so that its live script asks
+/// again for a change that came while it loaded; a later page names a later one.
+#[test]
+fn a_page_names_the_generation_it_was_read_at() {
+    let ws = moved();
+    let ui = Served::start(&ws, &[]);
+    let generation = |path: &str| -> u64 {
+        let body = ui.get(path).ok();
+        attr_after(&body, r#"<main id="main""#, "data-generation")
+            .parse()
+            .unwrap()
+    };
+    let before = generation("");
+    for path in ["pending", "history", "task/t1"] {
+        assert!(generation(path) >= before, "{path}");
+    }
+    ws.hookq(&["task", "move", "t2", "failed.error", "--no-run"])
+        .ok();
+    let deadline = std::time::Instant::now() + crate::support::queue::HANG;
+    while generation("pending") <= before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the page never named a later generation"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     ui.stop();
 }

@@ -47,7 +47,7 @@ impl Page {
     #[track_caller]
     pub fn main(self) -> String {
         let body = self.ok();
-        let start = body.find(r#"<main id="main">"#).expect("a main#main");
+        let start = body.find(r#"<main id="main""#).expect("a main#main");
         let end = body.find("</main>").expect("main ends");
         body[start..end].to_owned()
     }
