@@ -118,39 +118,9 @@ pub(super) fn table(header: &[&str], rows: &[Vec<String>]) {
     }
 }
 
-/// A unix-ms time as RFC 3339 (UTC, seconds).
-pub(super) fn time(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-        .unwrap_or_else(|| ms.to_string())
-}
-
-/// How long ago a unix-ms time was, shortly: `42s`, `5m`, `3h`, `2d`.
-pub(super) fn age(ms: i64, now_ms: i64) -> String {
-    let s = (now_ms - ms).max(0) / 1000;
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m", s / 60),
-        3600..86_400 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
-    }
-}
+pub(super) use hookq::queue::times::{age, rfc3339 as time};
 
 /// An optional value, or `-`.
 pub(super) fn or_dash<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ages() {
-        assert_eq!(age(0, 59_999), "59s");
-        assert_eq!(age(0, 60_000), "1m");
-        assert_eq!(age(0, 7_200_000), "2h");
-        assert_eq!(age(0, 3 * 86_400_000), "3d");
-        assert_eq!(age(10, 0), "0s");
-    }
 }

@@ -1,13 +1,12 @@
 //! `hookq task`: add, move, list, show.
 
-use serde::Serialize;
-
 use crate::cli::error::Error;
 use hookq::queue::ids::{PlanId, TaskId};
 use hookq::queue::phase::Phase;
 use hookq::queue::record::{self, MoveFacts, Transition};
-use hookq::queue::store::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, TaskRow, now_ms};
-use hookq::queue::{DrainIfFree, Queue};
+use hookq::queue::shown;
+use hookq::queue::store::{TaskRow, now_ms};
+use hookq::queue::{DrainIfFree, Queue, TaskShown, TaskView};
 
 use super::app::{Ctx, stop_on_signals};
 use super::output;
@@ -119,7 +118,13 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
 
 fn list(tasks: &[TaskRow], json: bool) -> Result<(), Error> {
     if json {
-        return output::json(&tasks.iter().map(TaskView::from).collect::<Vec<_>>());
+        return output::json(
+            &tasks
+                .iter()
+                .cloned()
+                .map(TaskView::from)
+                .collect::<Vec<_>>(),
+        );
     }
     let now = now_ms();
     let rows: Vec<Vec<String>> = tasks
@@ -129,7 +134,7 @@ fn list(tasks: &[TaskRow], json: bool) -> Result<(), Error> {
                 t.id.clone(),
                 t.plan.clone(),
                 t.phase.clone(),
-                attempt(t),
+                shown::attempt(t),
                 output::age(t.updated_ms, now),
             ]
         })
@@ -203,90 +208,15 @@ fn parse_attempt(task: &TaskId, arg: &str) -> Result<u32, Error> {
     )))
 }
 
-/// A task's attempt as `ARC_ATTEMPT` spells it: `<task>-<n>`.
-fn attempt(t: &TaskRow) -> String {
-    format!("{}-{}", t.id, t.attempt)
-}
-
-/// A task as `--json` shows it: the stored row, with the attempt spelt as everywhere else.
-#[derive(Serialize)]
-struct TaskView<'a> {
-    id: &'a str,
-    plan: &'a str,
-    phase: &'a str,
-    /// `<task>-<n>`.
-    attempt: String,
-    merged_sha: Option<&'a str>,
-    created_ms: i64,
-    updated_ms: i64,
-}
-
-impl<'a> From<&'a TaskRow> for TaskView<'a> {
-    fn from(t: &'a TaskRow) -> Self {
-        Self {
-            id: &t.id,
-            plan: &t.plan,
-            phase: &t.phase,
-            attempt: attempt(t),
-            merged_sha: t.merged_sha.as_deref(),
-            created_ms: t.created_ms,
-            updated_ms: t.updated_ms,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_attempt_is_task_dash_n_or_n() {
-        let t = TaskId::new("t42").unwrap();
-        assert_eq!(parse_attempt(&t, "t42-3").unwrap(), 3);
-        assert_eq!(parse_attempt(&t, "3").unwrap(), 3);
-        assert_eq!(parse_attempt(&t, "0").unwrap(), 0);
-        for bad in ["t41-3", "t42-", "t42", "-1", "", "3x", "99999999999"] {
-            assert!(parse_attempt(&t, bad).is_err(), "{bad}");
-        }
-    }
-}
-
-#[derive(Serialize)]
-struct Shown<'a> {
-    task: TaskView<'a>,
-    pending: Vec<PendingRow>,
-    /// More of the task's points are pending than `pending` lists.
-    more_pending: bool,
-    history: Vec<HistoryRow>,
-}
-
 /// `task show` of task `task` in `q`.
 fn show(q: &mut Queue, task: &TaskId, json: bool) -> Result<(), Error> {
-    let row = q
-        .task(task)?
+    let shown = q
+        .task_shown(task, SHOWN_PENDING, 20)?
         .ok_or_else(|| Error::NotFound(format!("no task {task} in {}", q.place())))?;
-    let mut pending = q.pending(&PendingFilter {
-        task: Some(task.as_str().to_owned()),
-        limit: SHOWN_PENDING + 1,
-        ..PendingFilter::default()
-    })?;
-    let more_pending = pending.len() > SHOWN_PENDING;
-    pending.truncate(SHOWN_PENDING);
-    let history = q.history(&HistoryFilter {
-        task: Some(task.as_str().to_owned()),
-        limit: 20,
-        ..HistoryFilter::default()
-    })?;
-    let shown = Shown {
-        task: TaskView::from(&row),
-        pending,
-        more_pending,
-        history,
-    };
     if json {
         return output::json(&shown);
     }
-    let Shown {
+    let TaskShown {
         task,
         pending,
         more_pending,
@@ -335,4 +265,20 @@ fn show(q: &mut Queue, task: &TaskId, json: bool) -> Result<(), Error> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_attempt_is_task_dash_n_or_n() {
+        let t = TaskId::new("t42").unwrap();
+        assert_eq!(parse_attempt(&t, "t42-3").unwrap(), 3);
+        assert_eq!(parse_attempt(&t, "3").unwrap(), 3);
+        assert_eq!(parse_attempt(&t, "0").unwrap(), 0);
+        for bad in ["t41-3", "t42-", "t42", "-1", "", "3x", "99999999999"] {
+            assert!(parse_attempt(&t, bad).is_err(), "{bad}");
+        }
+    }
 }

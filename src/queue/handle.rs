@@ -16,6 +16,7 @@ use crate::queue::lock::{self, Holder, RunnerLock, Wait};
 use crate::queue::logs::{self, LogFile};
 use crate::queue::phase::{Phase, Point};
 use crate::queue::record::{self, MoveFacts, Occurrence, Transition};
+use crate::queue::shown::TaskShown;
 use crate::queue::store::{
     HistoryFilter, HistoryRow, OutcomeCount, Paused, PendingFilter, PendingRow, Stats, Store,
     StoreError, StoreOptions, TaskRow,
@@ -317,6 +318,38 @@ impl Queue {
         on!(self, |s| s.task(task.as_str()), |p, q| crate::queue::pg::store::task(p.client(), &q, task.as_str()))
     }
 
+    /// Task `task` with at most `pending` of its pending points and its `history` newest
+    /// history rows, as `hookq task show` and the web view's task page read it; `None` when
+    /// the queue has no such task.
+    pub fn task_shown(
+        &mut self,
+        task: &TaskId,
+        pending: usize,
+        history: usize,
+    ) -> Result<Option<TaskShown>, Error> {
+        let Some(row) = self.task(task)? else {
+            return Ok(None);
+        };
+        let mut points = self.pending(&PendingFilter {
+            task: Some(task.as_str().to_owned()),
+            limit: pending + 1,
+            ..PendingFilter::default()
+        })?;
+        let more_pending = points.len() > pending;
+        points.truncate(pending);
+        let history = self.history(&HistoryFilter {
+            task: Some(task.as_str().to_owned()),
+            limit: history,
+            ..HistoryFilter::default()
+        })?;
+        Ok(Some(TaskShown {
+            task: row.into(),
+            pending: points,
+            more_pending,
+            history,
+        }))
+    }
+
     /// The queue's tasks, of one plan or all, by id.
     pub fn tasks(&mut self, plan: Option<&str>) -> Result<Vec<TaskRow>, Error> {
         on!(self, |s| s.tasks(plan), |p, q| crate::queue::pg::store::tasks(p.client(), &q, plan))
@@ -370,11 +403,7 @@ impl Queue {
     /// has not cleared it: its commands may be running, and the drop cannot take them back.
     fn dropped_note(&mut self, entry: &PendingRow) -> Option<String> {
         let started = entry.last_started_ms?;
-        let time = |ms: i64| {
-            chrono::DateTime::from_timestamp_millis(ms)
-                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-                .unwrap_or_else(|| ms.to_string())
-        };
+        let time = crate::queue::times::rfc3339;
         let since = |s: &str| {
             chrono::DateTime::parse_from_rfc3339(s).is_ok_and(|t| started >= t.timestamp_millis())
         };

@@ -24,8 +24,10 @@ pub mod pg;
 pub mod phase;
 pub mod record;
 pub mod row_error;
+pub mod shown;
 pub(crate) mod starts;
 pub mod store;
+pub mod times;
 pub mod workspace;
 
 pub use backend::{ChangeMark, Mark, MarkStarts, QueueStore};
@@ -40,5 +42,6 @@ pub use pg::PgError;
 pub use phase::{Phase, Point};
 pub use record::{MoveFacts, Transition};
 pub use row_error::RowError;
+pub use shown::{TaskShown, TaskView};
 pub use store::{Store, StoreError};
 pub use workspace::Workspace;

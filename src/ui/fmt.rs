@@ -1,23 +1,16 @@
 //! How pages write values: times, ages, durations, hook names, query strings.
 
 use crate::queue::store::HistoryRow;
+use crate::queue::times;
 
 /// A unix-ms time as RFC 3339 (UTC, seconds).
 pub fn time(ms: &i64) -> String {
-    chrono::DateTime::from_timestamp_millis(*ms)
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-        .unwrap_or_else(|| ms.to_string())
+    times::rfc3339(*ms)
 }
 
 /// How long before `now_ms` a unix-ms time was, shortly: `42s`, `5m`, `3h`, `2d`.
 pub fn age(ms: &i64, now_ms: &i64) -> String {
-    let s = (now_ms - ms).max(0) / 1000;
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m", s / 60),
-        3600..86_400 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
-    }
+    times::age(*ms, *now_ms)
 }
 
 /// A duration in ms, shortly: `850 ms`, `12.3 s`, `4m 05s`.

@@ -4,8 +4,8 @@
 use serde::Serialize;
 
 use crate::queue::ids::TaskId;
-use crate::queue::store::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, Stats, TaskRow};
-use crate::queue::{LockState, Queue};
+use crate::queue::store::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, Stats};
+use crate::queue::{LockState, Queue, TaskShown};
 
 use super::chart::{self, Hour};
 use super::error::UiError;
@@ -102,62 +102,6 @@ pub(crate) fn history(db: &mut Queue, q: &HistoryFilter) -> Result<(Vec<HistoryR
     Ok((rows, more))
 }
 
-/// A task as `hookq task show --json` shows it: the stored row, its attempt spelt
-/// `<task>-<n>`.
-#[derive(Debug, Serialize)]
-pub(crate) struct TaskView {
-    pub(crate) id: String,
-    pub(crate) plan: String,
-    pub(crate) phase: String,
-    pub(crate) attempt: String,
-    pub(crate) merged_sha: Option<String>,
-    pub(crate) created_ms: i64,
-    pub(crate) updated_ms: i64,
-}
-
-impl From<TaskRow> for TaskView {
-    fn from(t: TaskRow) -> Self {
-        Self {
-            attempt: format!("{}-{}", t.id, t.attempt),
-            id: t.id,
-            plan: t.plan,
-            phase: t.phase,
-            merged_sha: t.merged_sha,
-            created_ms: t.created_ms,
-            updated_ms: t.updated_ms,
-        }
-    }
-}
-
-/// A task with its pending points and recent history, as `hookq task show --json` prints it.
-#[derive(Debug, Serialize)]
-pub(crate) struct TaskShown {
-    pub(crate) task: TaskView,
-    pub(crate) pending: Vec<PendingRow>,
-    pub(crate) more_pending: bool,
-    pub(crate) history: Vec<HistoryRow>,
-}
-
 pub(crate) fn task(db: &mut Queue, id: &TaskId) -> Result<Option<TaskShown>, UiError> {
-    let Some(row) = db.task(id)? else {
-        return Ok(None);
-    };
-    let mut pending = db.pending(&PendingFilter {
-        task: Some(id.as_str().to_owned()),
-        limit: TASK_PENDING + 1,
-        ..PendingFilter::default()
-    })?;
-    let more_pending = pending.len() > TASK_PENDING;
-    pending.truncate(TASK_PENDING);
-    let history = db.history(&HistoryFilter {
-        task: Some(id.as_str().to_owned()),
-        limit: TASK_HISTORY,
-        ..HistoryFilter::default()
-    })?;
-    Ok(Some(TaskShown {
-        task: row.into(),
-        pending,
-        more_pending,
-        history,
-    }))
+    Ok(db.task_shown(id, TASK_PENDING, TASK_HISTORY)?)
 }

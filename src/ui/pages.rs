@@ -325,7 +325,7 @@ pub(crate) fn task_id(id: &str) -> Result<TaskId, UiError> {
 #[template(path = "task.html", config = "src/ui/askama.toml")]
 struct TaskPage {
     page: Chrome,
-    t: model::TaskShown,
+    t: crate::queue::TaskShown,
     logs: Vec<LogFile>,
     shared_logs: Option<&'static str>,
     postgres: bool,
