@@ -35,10 +35,7 @@ fn act(b: &Browser, scope: &str, class: &str) -> String {
 
 /// The texts of `td.task` on the pending page's rows.
 fn pending_tasks(b: &Browser) -> Vec<String> {
-    b.find_all("table#pending tr[data-id] td.task")
-        .iter()
-        .map(|e| e.text())
-        .collect()
+    b.texts_of("table#pending tr[data-id] td.task")
 }
 
 /// Whether `hookq queue` says the queue is paused.

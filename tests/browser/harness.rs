@@ -406,6 +406,37 @@ impl Browser {
         v.as_str().map(str::to_owned)
     }
 
+    /// The text content of every element matching `css`, read by a script: a live page may swap
+    /// its `#main` between finding elements and reading them one by one.
+    #[track_caller]
+    pub fn texts_of(&self, css: &str) -> Vec<String> {
+        let v = self.execute(
+            "return Array.from(document.querySelectorAll(arguments[0])).map(e => e.textContent);",
+            vec![json!(css)],
+        );
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The resolved address of the first link matching `css` whose text holds `text`, read by
+    /// a script (see [`texts_of`](Self::texts_of)).
+    #[track_caller]
+    pub fn href_of(&self, css: &str, text: &str) -> Option<String> {
+        self.execute(
+            "const a = Array.from(document.querySelectorAll(arguments[0]))
+                 .find(e => e.textContent.includes(arguments[1]));
+             return a ? a.href : null;",
+            vec![json!(css), json!(text)],
+        )
+        .as_str()
+        .map(str::to_owned)
+    }
+
     /// Whether an element matching `css` has `text` in its text content, checked by a script.
     #[track_caller]
     pub fn any_text(&self, css: &str, text: &str) -> bool {

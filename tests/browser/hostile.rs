@@ -86,11 +86,7 @@ fn a_hostile_task_id_shows_as_text() {
 
     b.goto(&ui.url("pending"));
     nothing_injected(&b, "pending");
-    let tasks: Vec<String> = b
-        .find_all("table#pending tr[data-id] td.task")
-        .iter()
-        .map(|e| e.text())
-        .collect();
+    let tasks = b.texts_of("table#pending tr[data-id] td.task");
     assert!(tasks.iter().any(|t| t == TASK), "{tasks:?}");
     assert!(body(&b).contains(STATE), "the state as text");
     b.screenshot("hostile-pending");

@@ -144,11 +144,7 @@ pub fn every_page_renders(test: &str, ws: &Ws, prefix: &str) {
     );
 
     b.goto(&ui.url("pending"));
-    let tasks: Vec<String> = b
-        .find_all("table#pending tr[data-id] td.task")
-        .iter()
-        .map(|e| e.text())
-        .collect();
+    let tasks = b.texts_of("table#pending tr[data-id] td.task");
     assert_eq!(tasks, ["t2"]);
 
     b.goto(&ui.url("history"));
@@ -322,11 +318,7 @@ pub fn a_move_shows_live(test: &str, ws: &Ws) {
     }
     // The new point is on the pending page as the server renders it.
     switch(&pending);
-    let tasks: Vec<String> = b
-        .find_all("table#pending tr[data-id] td.task")
-        .iter()
-        .map(|e| e.text())
-        .collect();
+    let tasks = b.texts_of("table#pending tr[data-id] td.task");
     assert!(tasks.contains(&"live".to_owned()), "{tasks:?}");
 }
 
@@ -367,11 +359,9 @@ pub fn the_log_page_tails_a_running_hook(test: &str, ws: &Ws, write_hooks: impl 
     });
 
     b.goto(&ui.url("task/tail"));
+    // Read by a script: the page is live, and the hook's start swaps its `#main`.
     let href = b.wait_for("a link to the running hook's log", PATIENCE, |b| {
-        b.find_all("ul#logs a")
-            .into_iter()
-            .find(|a| a.text().contains("after_fail"))
-            .and_then(|a| a.property("href").as_str().map(str::to_owned))
+        b.href_of("ul#logs a", "after_fail")
     });
     b.goto(&href);
     let text = b.text_of("pre#log").expect("pre#log");
