@@ -4,7 +4,7 @@
 use std::io::{Read as _, Seek as _, SeekFrom};
 
 use askama::Template;
-use axum::extract::{OriginalUri, Path, State};
+use axum::extract::{OriginalUri, Path};
 use axum::http::{StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Response};
 
@@ -40,31 +40,79 @@ pub(crate) struct Chrome {
     generation: u64,
 }
 
-/// The live view's generation when a request came: an extractor, so it is read before the
-/// handler reads the queue. A page rendered from those reads shows at least this generation,
-/// so a change after it reaches the page (a later read would let one slip between the two).
-pub(crate) struct Generation(u64);
+/// What every page reads of its request: the view's state, the live view's generation when the
+/// request came, the address it was asked at (`outer`, under a host's prefix) and the router's
+/// own (`uri`), and its query.
+///
+/// An extractor, so the generation is read before the handler reads the queue: a page rendered
+/// from those reads shows at least this generation, and a change after it reaches the page (a
+/// later read would let one slip between the two).
+pub(crate) struct PageRequest {
+    app: App,
+    generation: u64,
+    outer: Uri,
+    uri: Uri,
+    raw: Raw,
+}
 
-impl axum::extract::FromRequestParts<App> for Generation {
+impl axum::extract::FromRequestParts<App> for PageRequest {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(
-        _: &mut axum::http::request::Parts,
+        parts: &mut axum::http::request::Parts,
         app: &App,
-    ) -> Result<Generation, std::convert::Infallible> {
-        Ok(Generation(app.generation()))
+    ) -> Result<PageRequest, std::convert::Infallible> {
+        let generation = app.generation();
+        let outer = parts
+            .extensions
+            .get::<OriginalUri>()
+            .map_or_else(|| parts.uri.clone(), |o| o.0.clone());
+        Ok(PageRequest {
+            app: app.clone(),
+            generation,
+            outer,
+            uri: parts.uri.clone(),
+            raw: Raw::parse(parts.uri.query().unwrap_or_default()),
+        })
+    }
+}
+
+impl PageRequest {
+    /// What the page titled `title` has around its content.
+    fn chrome(&self, title: impl Into<String>) -> Chrome {
+        Chrome::new(self, title, self.raw.flash.as_deref())
+    }
+
+    /// The page for the failure `e` of this request.
+    fn error(&self, e: &UiError) -> Response {
+        let heading = match e.status() {
+            StatusCode::NOT_FOUND => "Not found",
+            StatusCode::BAD_REQUEST => "Bad request",
+            _ => "The queue cannot be read",
+        };
+        if e.status().is_server_error() {
+            tracing::warn!("hookq ui: {} {}: {e}", self.uri.path(), e.status());
+        }
+        render(
+            e.status(),
+            &ErrorPage {
+                page: Chrome::new(self, heading, None),
+                heading: heading.to_owned(),
+                message: e.to_string(),
+            },
+        )
     }
 }
 
 impl Chrome {
-    fn new(
-        app: &App,
-        Generation(generation): &Generation,
-        outer: &Uri,
-        uri: &Uri,
-        title: impl Into<String>,
-        flash: Option<&str>,
-    ) -> Self {
+    fn new(req: &PageRequest, title: impl Into<String>, flash: Option<&str>) -> Self {
+        let PageRequest {
+            app,
+            generation,
+            outer,
+            uri,
+            ..
+        } = req;
         let path = uri.path().trim_start_matches('/');
         let query: Vec<&str> = uri
             .query()
@@ -129,38 +177,9 @@ struct ErrorPage {
     message: String,
 }
 
-/// The page for a failed request.
-fn error_page(app: &App, outer: &Uri, uri: &Uri, e: &UiError) -> Response {
-    let heading = match e.status() {
-        StatusCode::NOT_FOUND => "Not found",
-        StatusCode::BAD_REQUEST => "Bad request",
-        _ => "The queue cannot be read",
-    };
-    if e.status().is_server_error() {
-        tracing::warn!("hookq ui: {} {}: {e}", uri.path(), e.status());
-    }
-    render(
-        e.status(),
-        &ErrorPage {
-            page: Chrome::new(app, &Generation(app.generation()), outer, uri, heading, None),
-            heading: heading.to_owned(),
-            message: e.to_string(),
-        },
-    )
-}
-
 /// Any path the view does not have.
-pub(crate) async fn not_found(
-    State(app): State<App>,
-    OriginalUri(outer): OriginalUri,
-    uri: Uri,
-) -> Response {
-    error_page(
-        &app,
-        &outer,
-        &uri,
-        &UiError::NotFound("no such page in this hookq view".into()),
-    )
+pub(crate) async fn not_found(req: PageRequest) -> Response {
+    req.error(&UiError::NotFound("no such page in this hookq view".into()))
 }
 
 #[derive(Template)]
@@ -173,18 +192,13 @@ struct OverviewPage {
 }
 
 /// `/`: the queue at a glance.
-pub(crate) async fn overview(
-    State(app): State<App>,
-    generation: Generation,
-    OriginalUri(outer): OriginalUri,
-    uri: Uri,
-    raw: Raw,
-) -> Response {
+pub(crate) async fn overview(req: PageRequest) -> Response {
+    let app = &req.app;
     let now = now_ms();
     match app.db().call(move |db| model::overview(db, now)).await {
         Ok(o) => {
             let chart = chart::svg(&o.hours);
-            let page = Chrome::new(&app, &generation, &outer, &uri, "overview", raw.flash.as_deref());
+            let page = req.chrome("overview");
             render(
                 StatusCode::OK,
                 &OverviewPage {
@@ -195,7 +209,7 @@ pub(crate) async fn overview(
                 },
             )
         }
-        Err(e) => error_page(&app, &outer, &uri, &e),
+        Err(e) => req.error(&e),
     }
 }
 
@@ -212,16 +226,11 @@ struct PendingPage {
 }
 
 /// `/pending`: pending points, oldest first, a page at a time.
-pub(crate) async fn pending(
-    State(app): State<App>,
-    generation: Generation,
-    OriginalUri(outer): OriginalUri,
-    uri: Uri,
-    raw: Raw,
-) -> Response {
+pub(crate) async fn pending(req: PageRequest) -> Response {
+    let (app, raw) = (&req.app, &req.raw);
     let filter = match raw.pending() {
         Ok(f) => f,
-        Err(e) => return error_page(&app, &outer, &uri, &e),
+        Err(e) => return req.error(&e),
     };
     let f = filter.clone();
     match app.db().call(move |db| model::pending(db, &f)).await {
@@ -238,7 +247,7 @@ pub(crate) async fn pending(
                 .then(|| listing.pending.last().map(|p| format!("pending{}", pairs(Some(p.id)))))
                 .flatten();
             let first = format!("pending{}", pairs(None));
-            let page = Chrome::new(&app, &generation, &outer, &uri, "pending", raw.flash.as_deref());
+            let page = req.chrome("pending");
             render(
                 StatusCode::OK,
                 &PendingPage {
@@ -252,7 +261,7 @@ pub(crate) async fn pending(
                 },
             )
         }
-        Err(e) => error_page(&app, &outer, &uri, &e),
+        Err(e) => req.error(&e),
     }
 }
 
@@ -270,16 +279,11 @@ struct HistoryPage {
 }
 
 /// `/history`: what ran, newest first, a page at a time.
-pub(crate) async fn history(
-    State(app): State<App>,
-    generation: Generation,
-    OriginalUri(outer): OriginalUri,
-    uri: Uri,
-    raw: Raw,
-) -> Response {
+pub(crate) async fn history(req: PageRequest) -> Response {
+    let (app, raw) = (&req.app, &req.raw);
     let filter = match raw.history() {
         Ok(f) => f,
-        Err(e) => return error_page(&app, &outer, &uri, &e),
+        Err(e) => return req.error(&e),
     };
     let f = filter.clone();
     match app.db().call(move |db| model::history(db, &f)).await {
@@ -297,7 +301,7 @@ pub(crate) async fn history(
                 .then(|| history.last().map(|h| format!("history{}", pairs(Some(h.id)))))
                 .flatten();
             let first = format!("history{}", pairs(None));
-            let page = Chrome::new(&app, &generation, &outer, &uri, "history", raw.flash.as_deref());
+            let page = req.chrome("history");
             render(
                 StatusCode::OK,
                 &HistoryPage {
@@ -312,7 +316,7 @@ pub(crate) async fn history(
                 },
             )
         }
-        Err(e) => error_page(&app, &outer, &uri, &e),
+        Err(e) => req.error(&e),
     }
 }
 
@@ -333,14 +337,8 @@ struct TaskPage {
 }
 
 /// `/task/{id}`: a task's phase, pending points, history and logs.
-pub(crate) async fn task(
-    State(app): State<App>,
-    generation: Generation,
-    OriginalUri(outer): OriginalUri,
-    uri: Uri,
-    Path(id): Path<String>,
-    raw: Raw,
-) -> Response {
+pub(crate) async fn task(req: PageRequest, Path(id): Path<String>) -> Response {
+    let app = &req.app;
     let read = async {
         let id = task_id(&id)?;
         app.db()
@@ -356,7 +354,7 @@ pub(crate) async fn task(
     };
     match read.await {
         Ok((t, logs, shared_logs)) => {
-            let page = Chrome::new(&app, &generation, &outer, &uri, format!("task {}", t.task.id), raw.flash.as_deref());
+            let page = req.chrome(format!("task {}", t.task.id));
             render(
                 StatusCode::OK,
                 &TaskPage {
@@ -369,7 +367,7 @@ pub(crate) async fn task(
                 },
             )
         }
-        Err(e) => error_page(&app, &outer, &uri, &e),
+        Err(e) => req.error(&e),
     }
 }
 
@@ -469,25 +467,19 @@ fn read_end(path: &std::path::Path, max: u64) -> Result<(String, u64, u64), UiEr
 }
 
 /// `/task/{id}/log/{file}`: a hook log's text.
-pub(crate) async fn log(
-    State(app): State<App>,
-    generation: Generation,
-    OriginalUri(outer): OriginalUri,
-    uri: Uri,
-    Path((id, file)): Path<(String, String)>,
-    raw: Raw,
-) -> Response {
+pub(crate) async fn log(req: PageRequest, Path((id, file)): Path<(String, String)>) -> Response {
+    let app = &req.app;
     let read = async {
         let tid = task_id(&id)?;
         let f = file.clone();
         app.db().call(move |db| read_log(db, &tid, &f)).await
     };
-    let page = |app: &App| Chrome::new(app, &generation, &outer, &uri, format!("{id} {file}"), raw.flash.as_deref());
+    let page = || req.chrome(format!("{id} {file}"));
     match read.await {
         Ok(LogText::Here { text, skipped, end }) => render(
             StatusCode::OK,
             &LogPage {
-                page: page(&app),
+                page: page(),
                 task: id.clone(),
                 file: file.clone(),
                 elsewhere: None,
@@ -500,7 +492,7 @@ pub(crate) async fn log(
         Ok(LogText::Elsewhere(host)) => render(
             StatusCode::OK,
             &LogPage {
-                page: page(&app),
+                page: page(),
                 task: id.clone(),
                 file: file.clone(),
                 elsewhere: Some(host),
@@ -510,7 +502,7 @@ pub(crate) async fn log(
                 end: 0,
             },
         ),
-        Err(e) => error_page(&app, &outer, &uri, &e),
+        Err(e) => req.error(&e),
     }
 }
 
