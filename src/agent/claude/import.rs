@@ -74,9 +74,9 @@ pub struct ImportedHandler {
 
 /// Reads a Claude Code settings file (`.claude/settings.json`: a top-level `hooks` object, or
 /// the bare events object; a UTF-8 byte order mark ahead of it is skipped) and translates its
-/// hooks: matchers' tool names mapped by [`TOOLS`] and Claude Code's MCP names and patterns to
-/// ones that match MCP tools only (see `translate`), handlers the agent cannot run left out,
-/// commands kept byte for byte. Every change is a note.
+/// hooks: matchers' tool names mapped by [`TOOLS`](super::TOOLS) and Claude Code's MCP names
+/// and patterns to ones that match MCP tools only (see `translate`), handlers the agent cannot
+/// run left out, commands kept byte for byte. Every change is a note.
 pub fn import(path: &Path) -> Result<Import, Error> {
     let text = std::fs::read_to_string(path).map_err(|source| Error::ReadSettings {
         path: path.to_path_buf(),
