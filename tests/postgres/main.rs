@@ -844,6 +844,16 @@ fn eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains() {
         );
     }
     assert!(pending(&mut s).is_empty());
+    // The points' state rows went with them.
+    let states: i64 = s
+        .client()
+        .query_one(
+            "SELECT COUNT(*) FROM hookq_pending_hook_states WHERE queue = $1",
+            &[&q.as_str()],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(states, 0, "state rows left behind their points");
 }
 
 /// Names what a writer process of

@@ -37,6 +37,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "V6__history_host",
         include_str!("../../../migrations/postgres/V6__history_host.sql"),
     ),
+    (
+        "V7__lighter_recording",
+        include_str!("../../../migrations/postgres/V7__lighter_recording.sql"),
+    ),
 ];
 
 /// The advisory lock (of [`ADVISORY_CLASS`]) that serialises migrations: queue locks use the

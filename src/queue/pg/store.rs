@@ -748,10 +748,12 @@ fn clear_in(
             h.push(&p.entry, row);
         }
     }
-    // The state rows go with the points (ON DELETE CASCADE).
+    // The state rows go with the points, in the same statement (no foreign key cascades).
     tx.execute_typed(
         "WITH gone AS (
-             DELETE FROM hookq_pending_hooks WHERE queue = $1 AND id = ANY($17) RETURNING id)
+             DELETE FROM hookq_pending_hooks WHERE queue = $1 AND id = ANY($17) RETURNING id),
+         states AS (
+             DELETE FROM hookq_pending_hook_states WHERE queue = $1 AND hook_id = ANY($17))
          INSERT INTO hookq_hook_history (queue, occurrence, task, point, state, recorded_ms,
              passes, command_index, command, outcome, exit_code, signal, started_ms, duration_ms,
              log_path, finished_ms, host)
