@@ -31,7 +31,7 @@ pub use hub::{HubEvent, PgHubOptions, run_postgres};
 pub use lock::{Lease, PgHolder, PgRunnerLock, Takeover, holder};
 pub use name::QueueName;
 pub use queue::PgQueue;
-pub use record::{CHANNEL, notify_hubs};
+pub use record::{CHANNEL, Recorder, notify_hubs};
 pub use store::PgStore;
 pub use target::{RootCerts, SslMode, Target, has_password, mask};
 
