@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use hookq::exec::Stop;
 use hookq::queue::hub::{self, HubOptions};
+use hookq::queue::pg::postgres::fallible_iterator::FallibleIterator;
 use hookq::queue::pg::{self, PgQueue, PgStore, Target, record, store};
 use hookq::queue::{Drainer, MoveFacts, Wait};
 
@@ -308,4 +309,155 @@ after_rework = ['echo "rework $ARC_TASK" >> ran']"#,
     assert!(super::pending(&mut s).is_empty());
     let h = store::history(s.client(), &q, None, None, 10).unwrap();
     assert_eq!(h.len(), 4, "{h:#?}");
+}
+
+/// A `Notifier` wakes the hubs of the queues it was asked for, without the caller waiting: a
+/// lone call at once, a burst of calls from many threads with few notifications, each naming
+/// every queue asked for since the one before; `flush` waits until all were covered.
+#[test]
+fn a_notifier_wakes_hubs_from_its_own_thread_and_folds_a_burst() {
+    let (db, mut listener) = fresh("notifier");
+    listener
+        .client()
+        .batch_execute(&format!("LISTEN {}", pg::CHANNEL))
+        .unwrap();
+    let received = |l: &mut PgStore| -> Vec<String> {
+        let mut got = Vec::new();
+        let mut notes = l.client().notifications();
+        let mut notes = notes.timeout_iter(Duration::from_millis(300));
+        while let Some(n) = notes.next().unwrap() {
+            got.push(n.payload().to_owned());
+        }
+        got
+    };
+    let target = Target::parse(&cluster().url(&db, "")).unwrap();
+    let notifier = pg::Notifier::new(&target);
+    let (a, b) = (super::queue("notifier"), super::queue("other"));
+
+    notifier.notify(&a);
+    assert!(notifier.flush(HANG));
+    assert_eq!(received(&mut listener), ["notifier"]);
+
+    const THREADS: usize = 8;
+    const CALLS: usize = 500;
+    std::thread::scope(|scope| {
+        for i in 0..THREADS {
+            let (notifier, q) = (notifier.clone(), if i % 2 == 0 { &a } else { &b });
+            scope.spawn(move || {
+                for _ in 0..CALLS {
+                    notifier.notify(q);
+                }
+            });
+        }
+    });
+    assert!(notifier.flush(HANG));
+    let got = received(&mut listener);
+    assert!(
+        got.len() < THREADS * CALLS / 10,
+        "{} notifications for {} calls",
+        got.len(),
+        THREADS * CALLS
+    );
+    // The last notification names both queues: each was asked for after the one before began.
+    assert!(got.iter().any(|p| p == "notifier") && got.iter().any(|p| p == "other"));
+
+    // A store given the notifier wakes the hubs through it after its writes.
+    let mut s = open(&db, "notifier").with_notifier(notifier.clone());
+    s.write(|tx, q| record::add_task(tx, q, &task("t"), &plan("p"), &ph("failed.x")))
+        .unwrap();
+    assert!(notifier.flush(HANG));
+    assert_eq!(received(&mut listener), ["notifier"]);
+
+    // A notifier that cannot connect gives up on what it was asked, and says so only in a log.
+    let closed = Target::parse("postgres://hookq@127.0.0.1:1/none?connect_timeout=2").unwrap();
+    let lost = pg::Notifier::new(&closed);
+    lost.notify(&a);
+    assert!(
+        lost.flush(HANG),
+        "a failed notification still covers its calls"
+    );
+}
+
+/// A `Recorder` records as `record::move_task` does, with its statement prepared once; used in
+/// another connection's transaction it fails (that connection never prepared it) and records
+/// nothing.
+#[test]
+fn a_recorder_moves_tasks_on_its_prepared_statement() {
+    let (db, mut s) = fresh("recorder");
+    s.write(|tx, q| {
+        for t in ["t1", "t2"] {
+            record::add_task(tx, q, &task(t), &plan("p"), &ph("todo.ready"))?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let recorder = pg::Recorder::prepare(s.client()).unwrap();
+    let none = MoveFacts::default();
+    let moved = s
+        .write(|tx, q| recorder.move_task(tx, q, &task("t1"), &ph("failed.a"), &none))
+        .unwrap();
+    assert_eq!(moved.from.as_deref(), Some("todo.ready"));
+    assert!(moved.occurrence.is_some());
+    let same = s
+        .write(|tx, q| recorder.move_task(tx, q, &task("t1"), &ph("failed.a"), &none))
+        .unwrap();
+    assert_eq!(same.from.as_deref(), Some("failed.a"));
+    assert!(
+        same.occurrence.is_none(),
+        "a move into its own phase records nothing"
+    );
+    let missing = s.write(|tx, q| recorder.move_task(tx, q, &task("nope"), &ph("failed.a"), &none));
+    assert!(missing.unwrap_err().to_string().contains("nope"));
+
+    let mut other = open(&db, "recorder");
+    let q = other.queue().clone();
+    let mut tx = other.client().transaction().unwrap();
+    assert!(
+        recorder
+            .move_task(&mut tx, &q, &task("t2"), &ph("failed.b"), &none)
+            .is_err()
+    );
+    drop(tx);
+    let pending = super::pending(&mut s);
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0].1, "t1");
+}
+
+/// A move whose task another transaction moved and then rolled back goes on from the phase it
+/// read: it waited for the row lock, and left the phase that stayed.
+#[test]
+fn a_move_waiting_on_a_rolled_back_move_leaves_the_phase_that_stayed() {
+    let (db, mut a) = fresh("rollback");
+    a.write(|tx, q| record::add_task(tx, q, &task("t1"), &plan("p"), &ph("todo.ready")))
+        .unwrap();
+    let q = a.queue().clone();
+    let mut held = a.client().transaction().unwrap();
+    record::move_task(
+        &mut held,
+        &q,
+        &task("t1"),
+        &ph("failed.a"),
+        &MoveFacts::default(),
+    )
+    .unwrap();
+    let waiting = std::thread::spawn({
+        let db = db.clone();
+        move || {
+            let target = Target::parse(&cluster().url(&db, "application_name=waiting")).unwrap();
+            let mut c = PgStore::open(&target, super::queue("rollback")).unwrap();
+            c.write(|tx, q| {
+                record::move_task(tx, q, &task("t1"), &ph("failed.b"), &MoveFacts::default())
+            })
+            .unwrap()
+        }
+    });
+    eventually("the second move waits for the first's row lock", || {
+        waits_for_a_lock(&db, "waiting")
+    });
+    held.rollback().unwrap();
+    let moved = waiting.join().unwrap();
+    assert_eq!(moved.from.as_deref(), Some("todo.ready"));
+    let pending = super::pending(&mut a);
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0].3.as_deref(), Some("failed.b"));
 }

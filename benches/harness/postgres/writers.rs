@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use hookq::queue::MoveFacts;
 use hookq::queue::pg::record::move_task;
+use hookq::queue::pg::{Notifier, Recorder};
 use hookq::{Phase, TaskId};
 
 use super::super::report::{Row, Target};
@@ -24,8 +25,11 @@ pub struct Writers {
     /// Medians over rounds, ms of wall time per committed transition, all connections together:
     /// bare one-row task updates (P6's floor).
     pub bare_ms: f64,
-    /// The same with every transaction a transition recording a point (P6).
+    /// The same with every transaction a transition recording a point, the hubs woken through
+    /// one `Notifier` the connections share (P6).
     pub recording_ms: f64,
+    /// The same, the hubs woken by `notify_hubs` on each writer's own connection (P6b).
+    pub notify_each_ms: f64,
     /// Transitions per connection per round, and rounds.
     pub per_connection: usize,
     pub rounds: usize,
@@ -62,10 +66,11 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Writers {
         .expect("vacuum");
     server.checkpoint();
 
-    let (mut bare, mut recording) = (Vec::new(), Vec::new());
+    let (mut bare, mut recording, mut notify_each) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
-        bare.push(round(&url, per_connection, false));
-        recording.push(round(&url, per_connection, true));
+        bare.push(round(&url, per_connection, Writer::Bare));
+        recording.push(round(&url, per_connection, Writer::Notifier));
+        notify_each.push(round(&url, per_connection, Writer::NotifyEach));
     }
 
     // P7: one connection's recordings, alone and beside another's open recording transaction.
@@ -110,6 +115,7 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Writers {
     Writers {
         bare_ms: median(&bare),
         recording_ms: median(&recording),
+        notify_each_ms: median(&notify_each),
         per_connection,
         rounds,
         alone_ms: median(&alone),
@@ -118,21 +124,39 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Writers {
     }
 }
 
+/// What the writers of a round commit.
+#[derive(Clone, Copy, PartialEq)]
+enum Writer {
+    /// Bare one-row updates.
+    Bare,
+    /// Transitions recording a point through `PgStore::write`, the hubs woken through one
+    /// `Notifier` the writers share.
+    Notifier,
+    /// The same, the hubs woken by `notify_hubs` on each writer's connection after its commit.
+    NotifyEach,
+}
+
 /// One round: [`CONNECTIONS`] threads, each on its own connection, commit `n` transactions as
 /// fast as they can, all started together; ms of wall time per transaction.
-fn round(url: &str, n: usize, record: bool) -> f64 {
+fn round(url: &str, n: usize, writer: Writer) -> f64 {
     let start = Barrier::new(CONNECTIONS + 1);
+    let notifier = Notifier::new(&hookq::queue::pg::Target::parse(url).expect("a bench URL"));
     let elapsed = std::thread::scope(|scope| {
         for c in 0..CONNECTIONS {
             let start = &start;
+            let notifier = &notifier;
             scope.spawn(move || {
                 let phases = [
                     Phase::new("failed.a").expect("phase"),
                     Phase::new("failed.b").expect("phase"),
                 ];
                 let tasks: Vec<String> = (0..TASKS_EACH).map(|i| format!("w{c}-{i:07}")).collect();
-                if record {
+                if writer != Writer::Bare {
                     let mut store = fixture::open(url);
+                    if writer == Writer::Notifier {
+                        store = store.with_notifier(notifier.clone());
+                    }
+                    let recorder = Recorder::prepare(store.client()).expect("prepare");
                     start.wait();
                     for i in 0..n {
                         let task = TaskId::new(tasks[i % TASKS_EACH].clone()).expect("id");
@@ -140,7 +164,9 @@ fn round(url: &str, n: usize, record: bool) -> f64 {
                         // records a point.
                         let to = &phases[(i / TASKS_EACH) % 2];
                         store
-                            .write(|tx, q| move_task(tx, q, &task, to, &MoveFacts::default()))
+                            .write(|tx, q| {
+                                recorder.move_task(tx, q, &task, to, &MoveFacts::default())
+                            })
                             .expect("record");
                     }
                 } else {
@@ -185,11 +211,22 @@ pub fn rows(w: &Writers) -> Vec<Row> {
         .throughput_vs("8 connections of bare 1-row updates", w.bare_ms)
         .target(Target::ratio_at_least(0.7))
         .note(format!(
-            "{CONNECTIONS} connections of one process, each moving its own {TASKS_EACH} tasks (every move records a point) with PgStore::write (its commit, then notify_hubs), {} each per round, median of {} rounds interleaved with the floor's: {:.0} transitions/s against {:.0} bare one-row update commits/s",
+            "{CONNECTIONS} connections of one process, each moving its own {TASKS_EACH} tasks (every move records a point) with a Recorder through PgStore::write, the hubs woken after each commit through one Notifier the writers share, {} each per round, median of {} rounds interleaved with the floor's: {:.0} transitions/s against {:.0} bare one-row update commits/s",
             w.per_connection,
             w.rounds,
             per_s(w.recording_ms),
             per_s(w.bare_ms)
+        )),
+        Row::new(
+            "P6b",
+            "  PostgreSQL: the same, notify_hubs on each writer's connection after its commit",
+            w.notify_each_ms,
+            "ms",
+        )
+        .throughput_vs("8 connections of bare 1-row updates", w.bare_ms)
+        .note(format!(
+            "as P6, each writer waking the hubs itself with notify_hubs (one round trip after its commit, folded with the other writers'): {:.0} transitions/s",
+            per_s(w.notify_each_ms)
         )),
         Row::new(
             "P7",

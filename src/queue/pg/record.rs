@@ -73,11 +73,7 @@ pub fn notify_hubs(client: &mut Client, queue: &QueueName) -> Result<(), PgError
         break;
     }
     drop(st);
-    // The queue's name is of letters, digits and `._-/:@+` (no quote), so it is a literal as is.
-    let sent = client.batch_execute(&format!(
-        "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_notify('{CHANNEL}', '{}'); COMMIT",
-        queue.as_str()
-    ));
+    let sent = client.batch_execute(&crate::queue::pg::notify::notification([queue]));
     let mut st = fold.state.lock().unwrap_or_else(PoisonError::into_inner);
     st.sending = false;
     if sent.is_ok() {

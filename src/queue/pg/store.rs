@@ -13,6 +13,7 @@ use crate::queue::pg::connect::{Prepared, connect};
 use crate::queue::pg::error::PgError;
 use crate::queue::pg::lock::{PgRunnerLock, host_name, queue_number};
 use crate::queue::pg::name::QueueName;
+use crate::queue::pg::notify::Notifier;
 use crate::queue::pg::schema;
 use crate::queue::pg::target::Target;
 use crate::queue::row_error::RowError;
@@ -27,6 +28,7 @@ pub struct PgStore {
     queue: QueueName,
     target: Target,
     prepared: Prepared,
+    notifier: Option<Notifier>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -50,6 +52,7 @@ impl PgStore {
             queue,
             target: target.clone(),
             prepared: Prepared::default(),
+            notifier: None,
         })
     }
 
@@ -63,6 +66,7 @@ impl PgStore {
             queue,
             target: target.clone(),
             prepared: Prepared::default(),
+            notifier: None,
         })
     }
 
@@ -74,6 +78,14 @@ impl PgStore {
     /// Where it connects (the password masked when shown).
     pub fn target(&self) -> &Target {
         &self.target
+    }
+
+    /// Wakes the queue's hubs after [`PgStore::write`] through `notifier` rather than on the
+    /// store's own connection: the write then returns without waiting for the notification,
+    /// and the writers sharing `notifier` send one per [`Notifier::DEBOUNCE`] between them.
+    pub fn with_notifier(mut self, notifier: Notifier) -> Self {
+        self.notifier = Some(notifier);
+        self
     }
 
     /// The connection, for reads and for a host's own statements.
@@ -106,7 +118,8 @@ impl PgStore {
 
     /// Runs `f` in a transaction and commits it when `f` succeeds: record transitions in it
     /// with [`crate::queue::pg::record`], passing [`PgStore::queue`]. Once committed, the
-    /// queue's hubs are woken ([`notify_hubs`](crate::queue::pg::notify_hubs)); a notification
+    /// queue's hubs are woken ([`notify_hubs`](crate::queue::pg::notify_hubs), or the store's
+    /// [`Notifier`] when it was given one); a notification
     /// that fails is only a `tracing` warning, since the hubs' poll finds the commit anyway.
     pub fn write<T>(
         &mut self,
@@ -115,7 +128,10 @@ impl PgStore {
         let mut tx = self.client.transaction()?;
         let out = f(&mut tx, &self.queue)?;
         tx.commit()?;
-        if let Err(e) = crate::queue::pg::record::notify_hubs(&mut self.client, &self.queue) {
+        if let Some(notifier) = &self.notifier {
+            notifier.notify(&self.queue);
+        } else if let Err(e) = crate::queue::pg::record::notify_hubs(&mut self.client, &self.queue)
+        {
             tracing::warn!(queue = %self.queue, "cannot notify the queue's hubs: {e}");
         }
         Ok(out)
