@@ -78,7 +78,7 @@ impl Shared {
 impl Notifier {
     /// The least time between two notifications of one notifier: commits asked for within it
     /// are named by the next one.
-    pub const DEBOUNCE: Duration = Duration::from_millis(2);
+    pub const DEBOUNCE: Duration = Duration::from_millis(5);
 
     /// Starts a notifier for the database of `target`. It connects when first asked, and again
     /// a second after a failure; a notification that fails is a `tracing` warning and is not
