@@ -3,8 +3,8 @@
 //! server; and what waking the hubs after the commit costs.
 
 use hookq::queue::MoveFacts;
-use hookq::queue::pg::notify_hubs;
 use hookq::queue::pg::record::move_task;
+use hookq::queue::pg::{Recorder, notify_hubs};
 use hookq::{Phase, TaskId};
 
 use super::super::report::{Row, Target};
@@ -16,9 +16,11 @@ use super::{Server, fixture};
 pub struct Recording {
     /// `BEGIN`, one prepared `INSERT` of one row into a bare table, `COMMIT` (P0).
     pub bare_commit: f64,
-    /// A transaction of the host's: `record::move_task` into `review.awaiting_human` (the phase
-    /// written and `after_awaiting_human` recorded) and the commit (P1).
+    /// A transaction of the host's: a `Recorder`'s `move_task` into `review.awaiting_human`
+    /// (the phase written and `after_awaiting_human` recorded) and the commit (P1).
     pub with_point: f64,
+    /// The same through `record::move_task`, its call planned anew each time (P1e).
+    pub unprepared: f64,
     /// `notify_hubs` after such a commit, alone (P1d).
     pub notify: f64,
     /// The same into `todo.ready`: the phase written, nothing recorded.
@@ -39,6 +41,7 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Recording {
     let mut setup = fixture::client(&url);
     fixture::add_tasks(&mut setup, "a", "running.gate", n);
     fixture::add_tasks(&mut setup, "b", "running.gate", n);
+    fixture::add_tasks(&mut setup, "e", "running.gate", n);
     setup
         .batch_execute(
             "CREATE TABLE bare_commit (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v TEXT NOT NULL);
@@ -69,10 +72,11 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Recording {
         .expect("prepare the bare outbox");
     let awaiting = Phase::new("review.awaiting_human").expect("phase");
     let ready = Phase::new("todo.ready").expect("phase");
-    let mut per: [Vec<f64>; 5] = Default::default();
+    let recorder = Recorder::prepare(store.client()).expect("prepare the recording call");
+    let mut per: [Vec<f64>; 6] = Default::default();
     for i in 0..n {
-        for k in 0..5 {
-            let which = (i + k) % 5;
+        for k in 0..6 {
+            let which = (i + k) % 6;
             let ms = match which {
                 3 => {
                     let task = format!("c{:07}", i % 100_000);
@@ -98,21 +102,26 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Recording {
                     .1
                 }
                 _ => {
-                    let (prefix, to) = if which == 1 {
-                        ("a", &awaiting)
-                    } else {
-                        ("b", &ready)
+                    let (prefix, to) = match which {
+                        1 => ("a", &awaiting),
+                        2 => ("b", &ready),
+                        _ => ("e", &awaiting),
                     };
                     let task = TaskId::new(format!("{prefix}{i:07}")).expect("id");
                     let queue = store.queue().clone();
+                    let facts = MoveFacts::default();
                     let (t, ms) = timed(|| {
                         let mut tx = store.client().transaction().expect("begin");
-                        let t = move_task(&mut tx, &queue, &task, to, &MoveFacts::default());
+                        let t = if which == 5 {
+                            move_task(&mut tx, &queue, &task, to, &facts)
+                        } else {
+                            recorder.move_task(&mut tx, &queue, &task, to, &facts)
+                        };
                         tx.commit().expect("commit");
                         t
                     });
                     let t = t.expect("record a transition");
-                    assert_eq!(t.occurrence.is_some(), which == 1);
+                    assert_eq!(t.occurrence.is_some(), which != 2);
                     ms
                 }
             };
@@ -122,6 +131,7 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Recording {
     Recording {
         bare_commit: median(&per[0]),
         with_point: median(&per[1]),
+        unprepared: median(&per[5]),
         without_point: median(&per[2]),
         bare_outbox: median(&per[3]),
         notify: median(&per[4]),
@@ -147,7 +157,7 @@ pub fn rows(r: &Recording, version: &str) -> Vec<Row> {
         Row::new("P1", "PostgreSQL: transition recording a hook point, durable", r.with_point, "ms")
             .vs("bare rows of a point (P1c)", r.bare_outbox)
             .target(Target::ratio_at_most(1.3))
-            .note("a transaction of the host's: pg::record::move_task (the task's row locked and rewritten, the point and its state recorded, the id from a sequence) and one commit"),
+            .note("a transaction of the host's: a pg::Recorder's move_task, prepared once on the connection (the task's row locked and rewritten, the point and its state recorded, the id from a sequence) and one commit"),
         Row::new("P1a", "  PostgreSQL: the same transition against a bare commit", r.with_point, "ms")
             .vs(floor, r.bare_commit)
             .note("P1 against P0: what the outbox's three rows, the task's row lock and the function call add to a one-row commit"),
@@ -157,6 +167,9 @@ pub fn rows(r: &Recording, version: &str) -> Vec<Row> {
         Row::new("P1c", "  floor of P1's ratio: bare task update + point row + state row, durable", r.bare_outbox, "ms")
             .vs(floor, r.bare_commit)
             .note("three bare tables, a primary key each, no foreign key, lock, sequence or function; one prepared statement, so the round trips of P0 and P1: the least the outbox writes"),
+        Row::new("P1e", "  PostgreSQL: the same transition through record::move_task", r.unprepared, "ms")
+            .vs("bare rows of a point (P1c)", r.bare_outbox)
+            .note("the free function a host calls on any connection: the same call, parsed and planned by the server each time"),
         Row::new("P1d", "  PostgreSQL: notify_hubs after the commit", r.notify, "ms")
             .vs(floor, r.bare_commit)
             .note("the hubs woken after the host's commit (PgStore::write, and so hookq's commands, does it after every write): one round trip, a transaction of its own committed without waiting for the disk"),

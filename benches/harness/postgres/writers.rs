@@ -45,7 +45,7 @@ pub struct Writers {
 pub fn measure(server: &Server, sizes: &Sizes) -> Writers {
     let url = server.database();
     let per_connection = (sizes.transitions / 2).max(4);
-    let rounds = if sizes.mode == Mode::Full { 3 } else { 1 };
+    let rounds = if sizes.mode == Mode::Full { 5 } else { 1 };
     // Opening a store creates the schema the setup writes into.
     drop(fixture::open(&url));
     let mut setup = fixture::client(&url);
