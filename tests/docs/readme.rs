@@ -185,26 +185,29 @@ fn only_the_embedding_example_is_rust() {
             .iter()
             .filter(|(i, _)| i.starts_with("rust"))
             .collect();
-        if p.name == "docs/embedding.md" {
-            // Two doctests: recording inside the host's transaction, then reading and
-            // steering the queue through `Queue`.
-            assert_eq!(rust.len(), 2, "exactly two ```rust blocks: the doctests");
-            assert!(rust[0].1.contains("store.transaction()"));
-            assert!(rust[0].1.contains("tx.rollback()"));
-            assert!(rust[1].1.contains("Queue::open"));
-            continue;
-        }
-        assert_eq!(rust.len(), 1, "exactly one ```rust block: the doctest");
-        if p.name == "docs/postgres.md" {
-            // Compiled, not run: it needs a server.
-            assert!(rust[0].1.contains("record::move_task"));
-            assert!(rust[0].1.contains("tx.commit()"));
-        } else if p.name == "docs/ui.md" {
-            assert!(rust[0].1.contains(".nest(\"/hooks\", view)"));
-        } else if p.name == "docs/lifecycle.md" {
-            assert!(rust[0].1.contains("Worktrees::discover"));
-        } else {
-            assert!(rust[0].1.contains("Agent::load"));
+        // Two doctests on embedding.md (recording inside the host's transaction, then reading
+        // and steering the queue through `Queue`) and on postgres.md (compiled, not run, since
+        // they need a server: recording in the host's transaction, then many writers with a
+        // `Recorder` each and one `Notifier`); one on each other page.
+        let expected: &[&[&str]] = match p.name.as_str() {
+            "docs/embedding.md" => &[&["store.transaction()", "tx.rollback()"], &["Queue::open"]],
+            "docs/postgres.md" => &[
+                &["record::move_task", "tx.commit()"],
+                &["Recorder::prepare", "Notifier::new"],
+            ],
+            "docs/ui.md" => &[&[".nest(\"/hooks\", view)"]],
+            "docs/lifecycle.md" => &[&["Worktrees::discover"]],
+            _ => &[&["Agent::load"]],
+        };
+        assert_eq!(rust.len(), expected.len(), "{}: the ```rust blocks", p.name);
+        for ((_, body), needles) in rust.iter().zip(expected) {
+            for needle in *needles {
+                assert!(
+                    body.contains(needle),
+                    "{}: a doctest without {needle}",
+                    p.name
+                );
+            }
         }
         // No indented code block (rustdoc would compile it): no line indented by 4+ spaces
         // outside fences.
