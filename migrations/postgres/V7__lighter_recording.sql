@@ -42,21 +42,19 @@ BEGIN
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    UPDATE hookq_tasks t SET phase = p_to, updated_ms = p_now_ms,
-            merged_sha = COALESCE(p_merged_sha, t.merged_sha),
-            attempt = COALESCE(p_attempt, t.attempt)
-        WHERE t.queue = p_queue AND t.id = p_task AND t.phase = v_from;
-    IF NOT FOUND THEN
+    -- At most twice: once the phase is read under the row lock, it still holds.
+    LOOP
+        UPDATE hookq_tasks t SET phase = p_to, updated_ms = p_now_ms,
+                merged_sha = COALESCE(p_merged_sha, t.merged_sha),
+                attempt = COALESCE(p_attempt, t.attempt)
+            WHERE t.queue = p_queue AND t.id = p_task AND t.phase = v_from;
+        EXIT WHEN FOUND;
         SELECT t.phase INTO v_from FROM hookq_tasks t
             WHERE t.queue = p_queue AND t.id = p_task FOR UPDATE;
         IF NOT FOUND THEN
             RETURN;
         END IF;
-        UPDATE hookq_tasks t SET phase = p_to, updated_ms = p_now_ms,
-                merged_sha = COALESCE(p_merged_sha, t.merged_sha),
-                attempt = COALESCE(p_attempt, t.attempt)
-            WHERE t.queue = p_queue AND t.id = p_task;
-    END IF;
+    END LOOP;
     from_phase := v_from;
     point_id := NULL;
     IF p_point IS NOT NULL AND v_from <> p_to THEN
