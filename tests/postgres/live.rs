@@ -110,7 +110,7 @@ fn an_open_page_hears_of_a_move_a_start_and_an_end() {
     let scratch = tempfile::tempdir().unwrap();
     let (started, go) = (scratch.path().join("started"), scratch.path().join("go"));
     let hooks = format!(
-        "after_proposed = ['touch {}; while [ ! -e {} ]; do sleep 0.05; done']\n",
+        "after_proposed = ['touch {}; n=0; while [ ! -e {} ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done']\n",
         started.display(),
         go.display()
     );

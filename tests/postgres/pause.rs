@@ -107,7 +107,7 @@ after_rework = ['echo "rework $ARC_TASK" >> ran']
 #[test]
 fn a_hub_paused_mid_point_finishes_it_and_starts_no_other_until_resumed() {
     // Each point's command runs until the test lets it end (the file `go`).
-    let hooks = r#"after_fail = ['echo "$ARC_TASK start" >> ran; while [ ! -e go ]; do sleep 0.05; done; echo "$ARC_TASK end" >> ran']
+    let hooks = r#"after_fail = ['echo "$ARC_TASK start" >> ran; n=0; while [ ! -e go ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done; echo "$ARC_TASK end" >> ran']
 "#;
     let (ws, _db, url) = pg_workspace_with(&Config::hooks(hooks), "");
     let mut s = open(&url, "q");

@@ -116,7 +116,7 @@ fn a_hub_paused_mid_point_finishes_it_and_starts_no_other_until_resumed() {
     let ws = Ws::init();
     // Each point's command runs until the test lets it end (the file `go`).
     ws.write_config(
-        r#"after_proposed = ['echo "$ARC_TASK start" >> ran.out; while [ ! -e go ]; do sleep 0.05; done; echo "$ARC_TASK end" >> ran.out']"#,
+        r#"after_proposed = ['echo "$ARC_TASK start" >> ran.out; n=0; while [ ! -e go ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done; echo "$ARC_TASK end" >> ran.out']"#,
     );
     ws.task_add("t1", "p", "todo.proposed").ok();
     ws.task_add("t2", "p", "todo.proposed").ok();

@@ -181,7 +181,7 @@ fn a_page_is_kept_current_and_a_log_tailed_in_a_real_browser() {
     let ws = Ws::init();
     let go = ws.base().join("go");
     ws.write_config(&format!(
-        r#"after_proposed = ['echo first; while [ ! -e {} ]; do sleep 0.05; done; printf "\033[31m<i>second</i>\033[0m\n"']"#,
+        r#"after_proposed = ['echo first; n=0; while [ ! -e {} ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done; printf "\033[31m<i>second</i>\033[0m\n"']"#,
         go.display()
     ));
     ws.settle_config();

@@ -21,7 +21,7 @@ fn an_open_page_hears_of_a_move_a_start_and_an_end() {
     let started = ws.base().join("started");
     let go = ws.base().join("go");
     ws.write_config(&format!(
-        "after_proposed = ['touch {}; while [ ! -e {} ]; do sleep 0.05; done']",
+        "after_proposed = ['touch {}; n=0; while [ ! -e {} ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done']",
         started.display(),
         go.display()
     ));

@@ -14,7 +14,7 @@ fn a_running_hooks_log_is_streamed_as_it_is_written() {
     let ws = Ws::init();
     let go = ws.base().join("go");
     ws.write_config(&format!(
-        r#"after_proposed = ['echo first line; while [ ! -e {} ]; do sleep 0.05; done; printf "\033[31msecond\033[0m <b>&\r\n"']"#,
+        r#"after_proposed = ['echo first line; n=0; while [ ! -e {} ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done; printf "\033[31msecond\033[0m <b>&\r\n"']"#,
         go.display()
     ));
     ws.settle_config();
