@@ -480,8 +480,9 @@ fn a_pass_during_a_slow_rewrite_never_clears_the_point_unrun() {
 /// dropped quietly.
 #[test]
 fn dropping_a_started_point_says_its_commands_may_still_run() {
-    let cfg =
-        Config::hooks("after_fail = ['touch started; n=0; while [ ! -e go ] && [ $n -lt 6000 ]; do sleep 0.02; n=$((n + 1)); done']");
+    let cfg = Config::hooks(
+        "after_fail = ['touch started; n=0; while [ ! -e go ] && [ $n -lt 6000 ]; do sleep 0.02; n=$((n + 1)); done']",
+    );
     let (ws, _db, url) = pg_workspace_with(&cfg, "");
     let mut s = open(&url, "q");
     ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();

@@ -1116,7 +1116,9 @@ fn a_killed_runners_command_is_ended_before_its_point_runs_again() {
 /// its run is kept in history beside the drop. A point no runner started is dropped quietly.
 #[test]
 fn dropping_a_started_point_says_its_commands_may_still_run() {
-    let ws = ws_with("after_fail = ['touch started; n=0; while [ ! -e go ] && [ $n -lt 6000 ]; do sleep 0.02; n=$((n + 1)); done']");
+    let ws = ws_with(
+        "after_fail = ['touch started; n=0; while [ ! -e go ] && [ $n -lt 6000 ]; do sleep 0.02; n=$((n + 1)); done']",
+    );
     ws.hookq(&["task", "add", "t2", "--plan", "p"]).ok();
     for t in ["t1", "t2"] {
         ws.hookq(&["task", "move", t, "failed.x", "--no-run"]).ok();
