@@ -140,11 +140,13 @@ enum Writer {
 /// fast as they can, all started together; ms of wall time per transaction.
 fn round(url: &str, n: usize, writer: Writer) -> f64 {
     let start = Barrier::new(CONNECTIONS + 1);
-    let notifier = Notifier::new(&hookq::queue::pg::Target::parse(url).expect("a bench URL"));
+    // Only the round that shares one starts a notifier (and its thread).
+    let notifier = (writer == Writer::Notifier)
+        .then(|| Notifier::new(&hookq::queue::pg::Target::parse(url).expect("a bench URL")));
     let elapsed = std::thread::scope(|scope| {
         for c in 0..CONNECTIONS {
             let start = &start;
-            let notifier = &notifier;
+            let notifier = notifier.as_ref();
             scope.spawn(move || {
                 let phases = [
                     Phase::new("failed.a").expect("phase"),
@@ -153,7 +155,7 @@ fn round(url: &str, n: usize, writer: Writer) -> f64 {
                 let tasks: Vec<String> = (0..TASKS_EACH).map(|i| format!("w{c}-{i:07}")).collect();
                 if writer != Writer::Bare {
                     let mut store = fixture::open(url);
-                    if writer == Writer::Notifier {
+                    if let Some(notifier) = notifier {
                         store = store.with_notifier(notifier.clone());
                     }
                     let recorder = Recorder::prepare(store.client()).expect("prepare");

@@ -1,6 +1,7 @@
 //! Recording transitions and their hook points inside the host's own
-//! [`postgres::Transaction`], by the same rules as the SQLite queue's recording; and
-//! [`notify_hubs`], the call that wakes the queue's hubs once the host has committed.
+//! [`postgres::Transaction`], by the same rules as the SQLite queue's recording ([`Recorder`]
+//! prepares the call once on a connection a host keeps); and [`notify_hubs`], the call that
+//! wakes the queue's hubs once the host has committed.
 //!
 //! Nothing here commits: the phase write, the `pending_hooks` row and its state row are written
 //! in the caller's transaction. A rolled-back transaction leaves nothing. Nothing here runs a
@@ -46,6 +47,10 @@ pub const CHANNEL: &str = "hookq";
 /// earlier, it may not cover this commit) and then sends one itself, unless another caller did
 /// meanwhile. So a burst of commits sends about one notification a round trip, every commit is
 /// followed by one begun after it, and no call waits for more than one other.
+///
+/// A process with many writers shares a [`Notifier`](crate::queue::pg::Notifier) instead: its
+/// callers never wait, and a burst sends one notification per
+/// [`Notifier::DEBOUNCE`](crate::queue::pg::Notifier::DEBOUNCE).
 pub fn notify_hubs(client: &mut Client, queue: &QueueName) -> Result<(), PgError> {
     type Folds = Mutex<Option<HashMap<QueueName, Arc<Fold>>>>;
     static FOLDS: Folds = Mutex::new(None);
