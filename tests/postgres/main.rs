@@ -222,6 +222,26 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
             phase
         );
     }
+    // The phase each cancelled task left is kept beside its phase, as a move keeps it.
+    let left: Vec<(String, Option<String>)> = s
+        .client()
+        .query(
+            "SELECT id, left_phase FROM hookq_tasks WHERE plan = 'big' ORDER BY id",
+            &[],
+        )
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        left,
+        [
+            ("a".to_owned(), Some("review.awaiting_human".to_owned())),
+            ("b".to_owned(), None),
+            ("c".to_owned(), Some("todo.ready".to_owned())),
+            ("d".to_owned(), None),
+        ]
+    );
     // Cancelling it again finds nothing unfinished.
     assert!(
         s.write(|tx, q| record::cancel_plan(tx, q, &plan("big")))

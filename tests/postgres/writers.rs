@@ -78,14 +78,15 @@ fn a_recording_waits_only_for_transactions_on_its_own_task() {
     );
     let t2 = other_task.join().unwrap();
 
-    // A second move of t1 waits for the first to commit.
+    // A second move of t1, through a Recorder's statement, waits for the first to commit.
     let same_task = std::thread::spawn({
         let db = db.clone();
         move || {
             let target = Target::parse(&cluster().url(&db, "application_name=second")).unwrap();
             let mut c = PgStore::open(&target, super::queue("turns")).unwrap();
+            let recorder = pg::Recorder::prepare(c.client()).unwrap();
             c.write(|tx, q| {
-                record::move_task(tx, q, &task("t1"), &ph("failed.c"), &MoveFacts::default())
+                recorder.move_task(tx, q, &task("t1"), &ph("failed.c"), &MoveFacts::default())
             })
             .unwrap()
         }
@@ -398,6 +399,12 @@ fn a_recorder_moves_tasks_on_its_prepared_statement() {
         .unwrap();
     assert_eq!(moved.from.as_deref(), Some("todo.ready"));
     assert!(moved.occurrence.is_some());
+    let left: Option<String> = s
+        .client()
+        .query_one("SELECT left_phase FROM hookq_tasks WHERE id = 't1'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(left.as_deref(), Some("todo.ready"), "the phase t1 left");
     let same = s
         .write(|tx, q| recorder.move_task(tx, q, &task("t1"), &ph("failed.a"), &none))
         .unwrap();
@@ -424,40 +431,54 @@ fn a_recorder_moves_tasks_on_its_prepared_statement() {
 }
 
 /// A move whose task another transaction moved and then rolled back goes on from the phase it
-/// read: it waited for the row lock, and left the phase that stayed.
+/// read: it waited for the row lock, and left the phase that stayed. Both ways of moving: the
+/// schema's function, and a Recorder's statement.
 #[test]
 fn a_move_waiting_on_a_rolled_back_move_leaves_the_phase_that_stayed() {
     let (db, mut a) = fresh("rollback");
-    a.write(|tx, q| record::add_task(tx, q, &task("t1"), &plan("p"), &ph("todo.ready")))
+    for (t, prepared) in [("t1", false), ("t2", true)] {
+        a.write(|tx, q| record::add_task(tx, q, &task(t), &plan("p"), &ph("todo.ready")))
+            .unwrap();
+        let q = a.queue().clone();
+        let mut held = a.client().transaction().unwrap();
+        record::move_task(
+            &mut held,
+            &q,
+            &task(t),
+            &ph("failed.a"),
+            &MoveFacts::default(),
+        )
         .unwrap();
-    let q = a.queue().clone();
-    let mut held = a.client().transaction().unwrap();
-    record::move_task(
-        &mut held,
-        &q,
-        &task("t1"),
-        &ph("failed.a"),
-        &MoveFacts::default(),
-    )
-    .unwrap();
-    let waiting = std::thread::spawn({
-        let db = db.clone();
-        move || {
-            let target = Target::parse(&cluster().url(&db, "application_name=waiting")).unwrap();
-            let mut c = PgStore::open(&target, super::queue("rollback")).unwrap();
-            c.write(|tx, q| {
-                record::move_task(tx, q, &task("t1"), &ph("failed.b"), &MoveFacts::default())
-            })
-            .unwrap()
-        }
-    });
-    eventually("the second move waits for the first's row lock", || {
-        waits_for_a_lock(&db, "waiting")
-    });
-    held.rollback().unwrap();
-    let moved = waiting.join().unwrap();
-    assert_eq!(moved.from.as_deref(), Some("todo.ready"));
-    let pending = super::pending(&mut a);
-    assert_eq!(pending.len(), 1, "{pending:?}");
-    assert_eq!(pending[0].3.as_deref(), Some("failed.b"));
+        let app = format!("waiting-{t}");
+        let waiting = std::thread::spawn({
+            let (db, app) = (db.clone(), app.clone());
+            move || {
+                let target =
+                    Target::parse(&cluster().url(&db, &format!("application_name={app}"))).unwrap();
+                let mut c = PgStore::open(&target, super::queue("rollback")).unwrap();
+                let recorder = pg::Recorder::prepare(c.client()).unwrap();
+                let none = MoveFacts::default();
+                c.write(|tx, q| {
+                    if prepared {
+                        recorder.move_task(tx, q, &task(t), &ph("failed.b"), &none)
+                    } else {
+                        record::move_task(tx, q, &task(t), &ph("failed.b"), &none)
+                    }
+                })
+                .unwrap()
+            }
+        });
+        eventually("the second move waits for the first's row lock", || {
+            waits_for_a_lock(&db, &app)
+        });
+        held.rollback().unwrap();
+        let moved = waiting.join().unwrap();
+        assert_eq!(moved.from.as_deref(), Some("todo.ready"), "{t}");
+        let pending: Vec<_> = super::pending(&mut a)
+            .into_iter()
+            .filter(|p| p.1 == t)
+            .collect();
+        assert_eq!(pending.len(), 1, "{pending:?}");
+        assert_eq!(pending[0].3.as_deref(), Some("failed.b"));
+    }
 }

@@ -207,6 +207,25 @@ pub fn move_task(
 const MOVE_TASK: &str =
     "SELECT from_phase, point_id FROM hookq_move_task($1, $2, $3, $4, $5, $6, $7)";
 
+/// The statement a [`Recorder`] prepares: the body of `hookq_move_task` itself, so that the
+/// server runs one statement without the PL/pgSQL call around it. Parameters and result are
+/// [`MOVE_TASK`]'s.
+const MOVE_STATEMENT: &str = "WITH moved AS (
+        UPDATE hookq_tasks t SET left_phase = t.phase, phase = $3, updated_ms = $4,
+                merged_sha = COALESCE($5, t.merged_sha), attempt = COALESCE($6, t.attempt)
+            WHERE t.queue = $1 AND t.id = $2
+            RETURNING t.left_phase),
+    point AS (
+        SELECT nextval('hookq_occurrence_ids') AS id FROM moved
+            WHERE $7 IS NOT NULL AND moved.left_phase <> $3),
+    written AS (
+        INSERT INTO hookq_pending_hooks (queue, id, task, point, recorded_ms)
+            SELECT $1, point.id, $2, $7, $4 FROM point),
+    state AS (
+        INSERT INTO hookq_pending_hook_states (queue, hook_id, state)
+            SELECT $1, point.id, $3 FROM point)
+    SELECT moved.left_phase, (SELECT point.id FROM point) FROM moved";
+
 /// The types of [`MOVE_TASK`]'s parameters.
 const MOVE_TASK_TYPES: [Type; 7] = [
     Type::TEXT,
@@ -218,10 +237,11 @@ const MOVE_TASK_TYPES: [Type; 7] = [
     Type::TEXT,
 ];
 
-/// The recording calls prepared once on one connection, for a host that records many
-/// transitions on a connection it keeps: [`move_task`] sends its statement to be parsed and
-/// planned with every call, which costs the server about a fifth of a transition's work; a
-/// `Recorder` sends only the values.
+/// The recording statements prepared once on one connection, for a host that records many
+/// transitions on a connection it keeps: [`move_task`] sends its call to be parsed and planned
+/// every time, which costs the server about a fifth of a transition's work; a `Recorder` sends
+/// only the values, of the move's own statement (the body of `hookq_move_task`, without the
+/// PL/pgSQL call around it).
 ///
 /// Use it only in transactions of the connection it was prepared on, as with any
 /// [`postgres::Statement`]: on another, the server finds no such statement and the call fails
@@ -232,11 +252,11 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Prepares the recording calls on `client` (a [`Client`] or a [`Transaction`] of it: the
+    /// Prepares the recording statements on `client` (a [`Client`] or a [`Transaction`] of it: the
     /// statements outlive the transaction, as prepared statements do). One round trip.
     pub fn prepare(client: &mut impl GenericClient) -> Result<Self, PgError> {
         Ok(Self {
-            move_task: client.prepare_typed(MOVE_TASK, &MOVE_TASK_TYPES)?,
+            move_task: client.prepare_typed(MOVE_STATEMENT, &MOVE_TASK_TYPES)?,
         })
     }
 
@@ -341,7 +361,8 @@ pub fn cancel_plan(
         &[&queue.as_str(), &ids, &cancelled.as_str()],
     )?;
     tx.execute(
-        "UPDATE hookq_tasks SET phase = $3, updated_ms = $4 WHERE queue = $1 AND id = ANY($2)",
+        "UPDATE hookq_tasks SET left_phase = phase, phase = $3, updated_ms = $4
+         WHERE queue = $1 AND id = ANY($2)",
         &[&queue.as_str(), &tasks, &cancelled.as_str(), &now],
     )?;
     let to = cancelled.to_string();

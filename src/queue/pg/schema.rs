@@ -41,6 +41,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "V7__lighter_recording",
         include_str!("../../../migrations/postgres/V7__lighter_recording.sql"),
     ),
+    (
+        "V8__one_statement_move",
+        include_str!("../../../migrations/postgres/V8__one_statement_move.sql"),
+    ),
 ];
 
 /// The advisory lock (of [`ADVISORY_CLASS`]) that serialises migrations: queue locks use the
