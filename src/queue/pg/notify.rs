@@ -57,6 +57,9 @@ struct State {
     covered: u64,
     /// The last handle is gone: send what is asked for, then end.
     stop: bool,
+    /// The thread waits to be asked (rather than sending, or resting after a notification):
+    /// only then does a call wake it, which spares each commit of a burst a system call.
+    idle: bool,
 }
 
 /// Ends the thread when dropped.
@@ -109,8 +112,11 @@ impl Notifier {
         if !st.queues.contains(queue) {
             st.queues.insert(queue.clone());
         }
+        let idle = st.idle;
         drop(st);
-        self.shared.asked.notify_one();
+        if idle {
+            self.shared.asked.notify_one();
+        }
     }
 
     /// Waits until every call made before this one is covered by a notification sent (or given
@@ -146,11 +152,13 @@ fn run(shared: &Shared) {
     loop {
         let mut st = shared.lock();
         while st.queues.is_empty() && !st.stop {
+            st.idle = true;
             st = shared
                 .asked
                 .wait(st)
                 .unwrap_or_else(PoisonError::into_inner);
         }
+        st.idle = false;
         if st.queues.is_empty() {
             return;
         }
@@ -171,8 +179,9 @@ fn run(shared: &Shared) {
     }
 }
 
-/// One notification for each of `queues`, in one transaction committed without waiting for
-/// the disk, connecting first when there is no connection.
+/// One notification for each of `queues`, connecting first when there is no connection. The
+/// connection commits without waiting for the disk (a lost notification costs only the wait for
+/// the hubs' next poll), so each notification is one statement in a transaction of its own.
 fn send(
     client: &mut Option<Client>,
     target: &Target,
@@ -180,25 +189,34 @@ fn send(
 ) -> Result<(), PgError> {
     let client = match client {
         Some(c) => c,
-        None => client.insert(connect(
-            target,
-            &format!("hookq notifier pid {}", std::process::id()),
-        )?),
+        None => {
+            let mut c = connect(
+                target,
+                &format!("hookq notifier pid {}", std::process::id()),
+            )?;
+            c.batch_execute("SET synchronous_commit = off")?;
+            client.insert(c)
+        }
     };
-    client.batch_execute(&notification(queues))?;
+    client.batch_execute(&format!("SELECT {}", calls(queues)))?;
     Ok(())
 }
 
-/// The statements that notify the hubs of `queues`: one transaction committed without waiting
-/// for the disk (a lost notification costs only the wait for the hubs' next poll).
+/// The statements that notify the hubs of `queues` on a host's connection: one transaction
+/// committed without waiting for the disk.
 pub(crate) fn notification<'a>(queues: impl IntoIterator<Item = &'a QueueName>) -> String {
+    format!(
+        "BEGIN; SET LOCAL synchronous_commit = off; SELECT {}; COMMIT",
+        calls(queues)
+    )
+}
+
+/// A `pg_notify` call for each of `queues`, comma separated.
+fn calls<'a>(queues: impl IntoIterator<Item = &'a QueueName>) -> String {
     // Queue names are of letters, digits and `._-/:@+` (no quote), so each is a literal as is.
     let calls: Vec<String> = queues
         .into_iter()
         .map(|q| format!("pg_notify('{CHANNEL}', '{}')", q.as_str()))
         .collect();
-    format!(
-        "BEGIN; SET LOCAL synchronous_commit = off; SELECT {}; COMMIT",
-        calls.join(", ")
-    )
+    calls.join(", ")
 }
