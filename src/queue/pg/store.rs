@@ -4,7 +4,7 @@
 //! Every statement names its queue. Rows are the SQLite store's ([`PendingRow`],
 //! [`HistoryRow`], [`TaskRow`], [`Stats`]), so that both stores look alike to their callers.
 
-use postgres::types::Type;
+use postgres::types::{ToSql, Type};
 use postgres::{Client, GenericClient, Row, Transaction};
 
 use crate::queue::backend::Mark;
@@ -656,8 +656,9 @@ pub fn clear_all(lock: &mut PgRunnerLock, points: &[Cleared]) -> Result<(), PgEr
         return Ok(());
     }
     let queue = lock.queue().clone();
+    let clear = lock.prepared(CLEAR)?;
     let mut tx = lock.client().transaction()?;
-    clear_in(&mut tx, &queue, points)?;
+    clear_in(&mut tx, Some(&clear), &queue, points)?;
     tx.commit()?;
     Ok(())
 }
@@ -670,12 +671,13 @@ pub fn try_clear_all(lock: &mut PgRunnerLock, points: &[Cleared]) -> Result<bool
         return Ok(true);
     }
     let queue = lock.queue().clone();
+    let clear = lock.prepared(CLEAR)?;
     let mut tx = lock.client().transaction()?;
     tx.batch_execute(&format!(
         "SET LOCAL lock_timeout = '{}ms'",
         TRY_LOCK_TIMEOUT.as_millis()
     ))?;
-    match clear_in(&mut tx, &queue, points) {
+    match clear_in(&mut tx, Some(&clear), &queue, points) {
         Ok(()) => {}
         // Rolled back as the transaction drops.
         Err(e) if e.code() == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {
@@ -723,7 +725,7 @@ pub fn drop_entry(client: &mut Client, queue: &QueueName, id: i64) -> Result<Pen
         entry,
         rows: vec![NewHistory::bare(Outcome::Dropped)],
     };
-    clear_in(&mut tx, queue, std::slice::from_ref(&dropped))?;
+    clear_in(&mut tx, None, queue, std::slice::from_ref(&dropped))?;
     let entry = dropped.entry;
     tx.commit()?;
     Ok(entry)
@@ -747,26 +749,9 @@ pub fn prune_history(
     Ok(n as usize)
 }
 
-/// Deletes `points` and writes their history rows, in the order given, in one statement
-/// whatever their number (the rows go as arrays, one per column). Only the points this
-/// statement deleted get history rows: a point already gone (dropped meanwhile, or cleared by a
-/// hub that took the queue over from a holder that froze) was accounted for by whoever removed
-/// it, and is not written twice.
-fn clear_in(
-    tx: &mut Transaction<'_>,
-    queue: &QueueName,
-    points: &[Cleared],
-) -> Result<(), postgres::Error> {
-    let ids: Vec<i64> = points.iter().map(|p| p.entry.id).collect();
-    let mut h = HistoryColumns::default();
-    for p in points {
-        for row in &p.rows {
-            h.push(&p.entry, row);
-        }
-    }
-    // The state rows go with the points, in the same statement (no foreign key cascades).
-    tx.execute_typed(
-        "WITH gone AS (
+/// The statement of [`clear_in`]. The state rows go with the points, in the same statement (no
+/// foreign key cascades).
+const CLEAR: &str = "WITH gone AS (
              DELETE FROM hookq_pending_hooks WHERE queue = $1 AND id = ANY($17) RETURNING id),
          states AS (
              DELETE FROM hookq_pending_hook_states WHERE queue = $1 AND hook_id = ANY($17))
@@ -782,28 +767,56 @@ fn clear_in(
                  command_index, command, outcome, exit_code, signal, started_ms, duration_ms,
                  log_path, ord)
          WHERE u.occurrence IN (SELECT id FROM gone)
-         ORDER BY ord",
-        &[
-            (&queue.as_str(), Type::TEXT),
-            (&h.occurrence, Type::INT8_ARRAY),
-            (&h.task, Type::TEXT_ARRAY),
-            (&h.point, Type::TEXT_ARRAY),
-            (&h.state, Type::TEXT_ARRAY),
-            (&h.recorded_ms, Type::INT8_ARRAY),
-            (&h.passes, Type::INT8_ARRAY),
-            (&h.command_index, Type::INT8_ARRAY),
-            (&h.command, Type::TEXT_ARRAY),
-            (&h.outcome, Type::TEXT_ARRAY),
-            (&h.exit_code, Type::INT8_ARRAY),
-            (&h.signal, Type::INT8_ARRAY),
-            (&h.started_ms, Type::INT8_ARRAY),
-            (&h.duration_ms, Type::INT8_ARRAY),
-            (&h.log_path, Type::TEXT_ARRAY),
-            (&now_ms(), Type::INT8),
-            (&ids, Type::INT8_ARRAY),
-            (&this_host(), Type::TEXT),
-        ],
-    )?;
+         ORDER BY ord";
+
+/// Deletes `points` and writes their history rows, in the order given, in one statement
+/// whatever their number (the rows go as arrays, one per column). Only the points this
+/// statement deleted get history rows: a point already gone (dropped meanwhile, or cleared by a
+/// hub that took the queue over from a holder that froze) was accounted for by whoever removed
+/// it, and is not written twice.
+fn clear_in(
+    tx: &mut Transaction<'_>,
+    prepared: Option<&postgres::Statement>,
+    queue: &QueueName,
+    points: &[Cleared],
+) -> Result<(), postgres::Error> {
+    let ids: Vec<i64> = points.iter().map(|p| p.entry.id).collect();
+    let mut h = HistoryColumns::default();
+    for p in points {
+        for row in &p.rows {
+            h.push(&p.entry, row);
+        }
+    }
+    let now = now_ms();
+    let typed: [(&(dyn ToSql + Sync), Type); 18] = [
+        (&queue.as_str(), Type::TEXT),
+        (&h.occurrence, Type::INT8_ARRAY),
+        (&h.task, Type::TEXT_ARRAY),
+        (&h.point, Type::TEXT_ARRAY),
+        (&h.state, Type::TEXT_ARRAY),
+        (&h.recorded_ms, Type::INT8_ARRAY),
+        (&h.passes, Type::INT8_ARRAY),
+        (&h.command_index, Type::INT8_ARRAY),
+        (&h.command, Type::TEXT_ARRAY),
+        (&h.outcome, Type::TEXT_ARRAY),
+        (&h.exit_code, Type::INT8_ARRAY),
+        (&h.signal, Type::INT8_ARRAY),
+        (&h.started_ms, Type::INT8_ARRAY),
+        (&h.duration_ms, Type::INT8_ARRAY),
+        (&h.log_path, Type::TEXT_ARRAY),
+        (&now, Type::INT8),
+        (&ids, Type::INT8_ARRAY),
+        (&this_host(), Type::TEXT),
+    ];
+    match prepared {
+        Some(statement) => {
+            let values: Vec<&(dyn ToSql + Sync)> = typed.iter().map(|(v, _)| *v).collect();
+            tx.execute(statement, &values)?;
+        }
+        None => {
+            tx.execute_typed(CLEAR, &typed)?;
+        }
+    }
     Ok(())
 }
 
