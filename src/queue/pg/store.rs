@@ -773,7 +773,8 @@ const CLEAR: &str = "WITH gone AS (
 /// whatever their number (the rows go as arrays, one per column). Only the points this
 /// statement deleted get history rows: a point already gone (dropped meanwhile, or cleared by a
 /// hub that took the queue over from a holder that froze) was accounted for by whoever removed
-/// it, and is not written twice.
+/// it, and is not written twice. Runs `prepared` when given (a statement of [`CLEAR`], as the
+/// runner's connection keeps it), else sends [`CLEAR`] as text.
 fn clear_in(
     tx: &mut Transaction<'_>,
     prepared: Option<&postgres::Statement>,
