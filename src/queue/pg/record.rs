@@ -412,3 +412,47 @@ pub fn requeue(
     }
     record_point(tx, queue, &task, &state, point, now_ms())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::MOVE_STATEMENT;
+
+    /// A `Recorder` runs the body of the schema's `hookq_move_task` without the function around
+    /// it: the two are one statement written twice (with `$n` here, the parameters' names
+    /// there), and must stay the same statement.
+    #[test]
+    fn the_recorder_runs_the_functions_own_statement() {
+        let migration = include_str!("../../../migrations/postgres/V8__one_statement_move.sql");
+        let body = migration
+            .split("RETURN QUERY")
+            .nth(1)
+            .and_then(|b| b.split(";\nEND").next())
+            .expect("hookq_move_task's RETURN QUERY");
+        let mut body = body.to_owned();
+        for (i, name) in [
+            "p_queue",
+            "p_task",
+            "p_to",
+            "p_now_ms",
+            "p_merged_sha",
+            "p_attempt",
+            "p_point",
+        ]
+        .iter()
+        .enumerate()
+        {
+            // Whole words only: `p_to` must not eat into another name.
+            body = body
+                .split_inclusive(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map(|w| match w.strip_prefix(name) {
+                    Some(rest) if rest.len() <= 1 && !rest.starts_with('_') => {
+                        format!("${}{rest}", i + 1)
+                    }
+                    _ => w.to_owned(),
+                })
+                .collect();
+        }
+        let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(words(&body), words(MOVE_STATEMENT));
+    }
+}
