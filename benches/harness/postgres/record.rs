@@ -169,7 +169,7 @@ pub fn rows(r: &Recording, version: &str) -> Vec<Row> {
             .note("three bare tables, a primary key each, no foreign key, lock, sequence or function; one prepared statement, so the round trips of P0 and P1: the least the outbox writes"),
         Row::new("P1e", "  PostgreSQL: the same transition through record::move_task", r.unprepared, "ms")
             .vs("bare rows of a point (P1c)", r.bare_outbox)
-            .note("the free function a host calls on any connection: the same call, parsed and planned by the server each time"),
+            .note("the free function a host calls on any connection: a call of the schema's hookq_move_task, parsed and planned by the server each time, which then runs the move as P1 does"),
         Row::new("P1d", "  PostgreSQL: notify_hubs after the commit", r.notify, "ms")
             .vs(floor, r.bare_commit)
             .note("the hubs woken after the host's commit (PgStore::write, and so hookq's commands, does it after every write): one round trip, a transaction of its own committed without waiting for the disk"),
