@@ -10,16 +10,18 @@
 //!   then `event: change` with the new one whenever the watcher sees a change, and keep-alive
 //!   comments. Every stream waits on the same channel the watcher feeds: however many pages
 //!   are open, the database is read as often as for one ([`Live::reads`]).
-//! - `GET /task/{id}/log/{file}/tail?from=N`: Server-Sent Events of the text appended to one of
-//!   the task's hook logs from byte `N` (or the `Last-Event-ID` a reconnecting browser sends):
-//!   `event: append` with the text, ANSI escape sequences and control bytes removed but for
-//!   newlines and tabs, invalid UTF-8 replaced, and the offset it reaches as the event's id;
+//! - `GET /task/{id}/log/{file}/tail?from=N&style=S`: Server-Sent Events of what is appended
+//!   to one of the task's hook logs from byte `N`, in the style whose classes are `S` (the log
+//!   page's `data-offset` and `data-style`; or the `Last-Event-ID` a reconnecting browser
+//!   sends): `event: append` with the text as HTML, rendered as the log page renders it (the
+//!   same renderer, so a page and its tail show the same text in the same colours), and as its
+//!   id the offset it reaches and the style in effect there (`N` or `N S`), a UTF-8 character
+//!   or escape sequence the hook has not finished writing held back for the next event;
 //!   `event: reset` when the file was emptied or replaced (then its text follows from its
-//!   start). `{file}` must be a name
-//!   [`task_logs`](crate::queue::logs::task_logs) lists for the task, else 404.
+//!   start). `{file}` must be a name [`task_logs`](crate::queue::logs::task_logs) lists for the
+//!   task, else 404; an `S` that is not a style's classes is 400.
 //! - `GET /assets/live.js`: the page script that uses both.
 
-mod clean;
 mod events;
 mod tail;
 pub mod watch;

@@ -13,7 +13,7 @@ use crate::queue::ids::TaskId;
 use crate::queue::logs::LogFile;
 use crate::queue::store::{HistoryFilter, HistoryRow, PendingFilter, now_ms};
 
-use super::ansi::{self, Span};
+use super::ansi::{self, Style};
 use super::app::{self, App};
 use super::error::UiError;
 use super::params::Raw;
@@ -21,6 +21,9 @@ use super::{chart, fmt, model};
 
 /// The most of a log a page shows: its end.
 const LOG_SHOWN: u64 = 1024 * 1024;
+/// How far into the end of a long log a page looks for a line's start to begin at: past it,
+/// the page begins inside a line (at a character's start) rather than leave a long line out.
+const LINE_SEARCH: usize = 4096;
 
 /// What every page has around its content.
 pub(crate) struct Chrome {
@@ -379,20 +382,24 @@ struct LogPage {
     file: String,
     /// The host the log is on, when it is not this one.
     elsewhere: Option<String>,
-    spans: Vec<Span>,
+    /// The log's text, rendered (escaped) by [`ansi::render`].
+    html: String,
     skipped: u64,
     shown: u64,
     /// Where the text shown ends: a live tail reads on from here.
     end: u64,
+    /// The style in effect there (its classes), for the tail to go on in.
+    style: String,
 }
 
 /// What a log page shows.
 pub(crate) enum LogText {
     /// The log's end, read here.
     Here {
-        text: String,
+        /// The bytes shown, from a line's or a character's start.
+        bytes: Vec<u8>,
+        /// How many bytes of the file come before them.
         skipped: u64,
-        end: u64,
     },
     /// The log is on another host: the one that ran the hook.
     Elsewhere(String),
@@ -408,8 +415,8 @@ pub(crate) fn read_log(
 ) -> Result<LogText, UiError> {
     let logs = db.log_files(id, None)?;
     if let Some(log) = logs.iter().find(|l| l.name() == file) {
-        let (text, skipped, end) = read_end(&log.path, LOG_SHOWN)?;
-        return Ok(LogText::Here { text, skipped, end });
+        let (bytes, skipped) = read_end(&log.path, LOG_SHOWN)?;
+        return Ok(LogText::Here { bytes, skipped });
     }
     // A queue many hosts drain: a run's log is on the host that ran it, which its history
     // row names.
@@ -442,9 +449,10 @@ fn this_host() -> String {
     String::new()
 }
 
-/// The last `max` bytes of the file at `path`, from a line's start, as text (invalid UTF-8
-/// replaced); how many bytes were left out before them, and the file's length read.
-fn read_end(path: &std::path::Path, max: u64) -> Result<(String, u64, u64), UiError> {
+/// The last `max` bytes of the file at `path`, from the first line's start among their first
+/// [`LINE_SEARCH`] bytes, else from their first character's start; and how many bytes of the
+/// file come before them.
+fn read_end(path: &std::path::Path, max: u64) -> Result<(Vec<u8>, u64), UiError> {
     let io = |source| UiError::Io {
         path: path.to_owned(),
         source,
@@ -455,15 +463,25 @@ fn read_end(path: &std::path::Path, max: u64) -> Result<(String, u64, u64), UiEr
     f.seek(SeekFrom::Start(from)).map_err(io)?;
     let mut bytes = Vec::new();
     f.take(max).read_to_end(&mut bytes).map_err(io)?;
-    let mut skipped = from;
-    if from > 0
-        && let Some(nl) = bytes.iter().position(|&b| b == b'\n')
-    {
-        bytes.drain(..=nl);
-        skipped += nl as u64 + 1;
+    if from == 0 {
+        return Ok((bytes, 0));
     }
-    let end = skipped + bytes.len() as u64;
-    Ok((String::from_utf8_lossy(&bytes).into_owned(), skipped, end))
+    let start = match bytes
+        .iter()
+        .take(LINE_SEARCH)
+        .position(|&b| b == b'\n')
+    {
+        Some(nl) => nl + 1,
+        // A long line: its end is shown, from a character's start (past UTF-8 continuation
+        // bytes, of which a character has three at most).
+        None => bytes
+            .iter()
+            .take(3)
+            .take_while(|&&b| (0x80..0xc0).contains(&b))
+            .count(),
+    };
+    bytes.drain(..start);
+    Ok((bytes, from + start as u64))
 }
 
 /// `/task/{id}/log/{file}`: a hook log's text.
@@ -476,19 +494,25 @@ pub(crate) async fn log(req: PageRequest, Path((id, file)): Path<(String, String
     };
     let page = || req.chrome(format!("{id} {file}"));
     match read.await {
-        Ok(LogText::Here { text, skipped, end }) => render(
-            StatusCode::OK,
-            &LogPage {
-                page: page(),
-                task: id.clone(),
-                file: file.clone(),
-                elsewhere: None,
-                spans: ansi::spans(&text),
-                skipped,
-                shown: end - skipped,
-                end,
-            },
-        ),
+        Ok(LogText::Here { bytes, skipped }) => {
+            // An incomplete end (a character or an escape sequence the hook is writing) is
+            // left for the tail, which reads on from `end` in `style`.
+            let shown = ansi::render(&bytes, Style::default());
+            render(
+                StatusCode::OK,
+                &LogPage {
+                    page: page(),
+                    task: id.clone(),
+                    file: file.clone(),
+                    elsewhere: None,
+                    html: shown.html,
+                    skipped,
+                    shown: shown.used as u64,
+                    end: skipped + shown.used as u64,
+                    style: shown.style.class(),
+                },
+            )
+        }
         Ok(LogText::Elsewhere(host)) => render(
             StatusCode::OK,
             &LogPage {
@@ -496,10 +520,11 @@ pub(crate) async fn log(req: PageRequest, Path((id, file)): Path<(String, String
                 task: id.clone(),
                 file: file.clone(),
                 elsewhere: Some(host),
-                spans: Vec::new(),
+                html: String::new(),
                 skipped: 0,
                 shown: 0,
                 end: 0,
+                style: String::new(),
             },
         ),
         Err(e) => req.error(&e),
@@ -521,11 +546,26 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("l.log");
         std::fs::write(&path, "first line\nsecond\nthird\n").unwrap();
-        let (text, skipped, end) = read_end(&path, 100).unwrap();
-        assert_eq!((text.as_str(), skipped, end), ("first line\nsecond\nthird\n", 0, 24));
-        let (text, skipped, end) = read_end(&path, 10).unwrap();
-        assert_eq!((text.as_str(), skipped, end), ("third\n", 18, 24));
-        std::fs::write(&path, b"ok \xff\xfe\n").unwrap();
-        assert_eq!(read_end(&path, 100).unwrap().0, "ok \u{fffd}\u{fffd}\n");
+        let (bytes, skipped) = read_end(&path, 100).unwrap();
+        assert_eq!((&bytes[..], skipped), (&b"first line\nsecond\nthird\n"[..], 0));
+        let (bytes, skipped) = read_end(&path, 10).unwrap();
+        assert_eq!((&bytes[..], skipped), (&b"third\n"[..], 18));
+    }
+
+    #[test]
+    fn a_long_line_shows_its_end_from_a_character_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.log");
+        // One line longer than the search for a line's start: its end is shown, not only
+        // what follows it.
+        let line = "ü".repeat(LINE_SEARCH);
+        std::fs::write(&path, format!("{line}\nend\n")).unwrap();
+        let max = LINE_SEARCH as u64 + 6;
+        let (bytes, skipped) = read_end(&path, max).unwrap();
+        let len = 2 * LINE_SEARCH as u64 + 5;
+        assert_eq!(skipped, len - max + 1, "one continuation byte left out");
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(text.starts_with("üü") && text.ends_with("ü\nend\n"), "{text:?}");
+        assert_eq!(text.len() as u64, max - 1);
     }
 }

@@ -11,6 +11,7 @@ mod actions;
 mod cli;
 mod fuzz;
 mod hostile;
+mod log_page;
 mod nest;
 mod pages;
 mod server;

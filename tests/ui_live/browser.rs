@@ -59,13 +59,13 @@ async fn log(State(p): State<Pages>) -> Html<String> {
 }
 
 /// A WebDriver session of a headless Chromium, and its driver, ended on drop.
-struct Browser {
+pub(crate) struct Browser {
     driver: Child,
     session: String,
 }
 
 impl Browser {
-    fn start() -> Browser {
+    pub(crate) fn start() -> Browser {
         // A free port for the driver: it cannot be told to choose one and say which.
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -100,25 +100,25 @@ impl Browser {
         browser
     }
 
-    fn open(&self, url: &str) {
+    pub(crate) fn open(&self, url: &str) {
         post(&format!("{}/url", self.session), json!({"url": url}));
     }
 
-    fn run(&self, script: &str) -> Value {
+    pub(crate) fn run(&self, script: &str) -> Value {
         post(
             &format!("{}/execute/sync", self.session),
             json!({"script": script, "args": []}),
         )
     }
 
-    fn text(&self, id: &str) -> String {
+    pub(crate) fn text(&self, id: &str) -> String {
         let v = self.run(&format!(
             "return document.getElementById('{id}').textContent"
         ));
         v.as_str().unwrap_or_default().to_owned()
     }
 
-    fn eventually(&self, id: &str, what: &str, wanted: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn eventually(&self, id: &str, what: &str, wanted: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + EVENTUALLY;
         loop {
             let text = self.text(id);
@@ -134,7 +134,7 @@ impl Browser {
     }
 
     /// What the page logged to the console.
-    fn console(&self) -> Value {
+    pub(crate) fn console(&self) -> Value {
         post(
             &format!("{}/se/log", self.session),
             json!({"type": "browser"}),

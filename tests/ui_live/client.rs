@@ -223,15 +223,22 @@ impl Events {
 
     /// Appended text until it holds `needle`; all of it.
     pub fn text_until(&self, needle: &str) -> String {
+        self.appended_until(needle).0
+    }
+
+    /// Appended text until it holds `needle`: all of it, and the last event's id.
+    pub fn appended_until(&self, needle: &str) -> (String, Option<String>) {
         let mut text = String::new();
+        let mut id = None;
         while !text.contains(needle) {
             let e = self
                 .next()
                 .unwrap_or_else(|| panic!("stream ended before {needle:?}: {text:?}"));
             assert_eq!(e.event, "append", "{e:?}");
             text.push_str(&e.data);
+            id = e.id;
         }
-        text
+        (text, id)
     }
 
     /// Waits for the server to end the stream, passing over what it still sends.

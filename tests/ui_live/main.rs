@@ -11,3 +11,4 @@ mod browser;
 mod client;
 mod events;
 mod tail;
+mod tail_render;

@@ -1,6 +1,8 @@
-//! `GET /task/{id}/log/{file}/tail`: a running hook's log, streamed as it is written, cleaned
-//! of escape sequences; only a log the task has.
+//! `GET /task/{id}/log/{file}/tail`: a running hook's log, streamed as it is written, rendered
+//! as the log page renders it; a character or escape sequence cut by a write held back until
+//! its rest comes; only a log the task has.
 
+use std::io::Write as _;
 use std::time::Duration;
 
 use hookq::Workspace;
@@ -42,11 +44,11 @@ fn a_running_hooks_log_is_streamed_as_it_is_written() {
     let footer = "--- hookq exit 0";
     let tail = from_start.text_until(footer);
     assert!(
-        tail.starts_with("second <b>&\n--- hookq exit 0 "),
+        tail.starts_with("<span class=\"fg-1\">second</span> &#60;b&#62;&#38;\n--- hookq exit 0 "),
         "{tail:?}"
     );
     let later = rest.text_until(footer);
-    assert_eq!(later, tail, "only what came after the offset, cleaned");
+    assert_eq!(later, tail, "only what came after the offset, rendered");
     runner.wait_within(Duration::from_secs(120)).ok();
 
     // A browser connecting again says where its last event ended: it is sent the rest only.
@@ -56,8 +58,8 @@ fn a_running_hooks_log_is_streamed_as_it_is_written() {
     );
     let resumed = again.text_until(footer);
     assert_eq!(resumed, tail);
-    // The colour codes went whole, not just their ESC (the header shows the command's text,
-    // which spells them out).
+    // The colour codes went whole, not just their ESC, into the spans (the header shows the
+    // command's text, which spells them out).
     assert!(!tail.contains("[31m") && !tail.contains("[0m"), "{tail:?}");
     for text in [&head, &tail] {
         assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
@@ -80,6 +82,71 @@ fn a_running_hooks_log_is_streamed_as_it_is_written() {
     live.stop();
     from_start.ended();
     again.ended();
+}
+
+#[test]
+fn a_character_or_escape_cut_by_a_write_waits_for_its_rest() {
+    let ws = Ws::init();
+    ws.write_config("after_proposed = ['echo ran']");
+    ws.settle_config();
+    ws.task_add("t1", "p", "todo.proposed").ok();
+    ws.hookq(&["run"]).ok();
+    let log = ws.log_path("t1", "after_proposed", 1);
+    let ran = std::fs::metadata(&log).unwrap().len();
+    let live = Live::start(Workspace::at(ws.root())).unwrap();
+    let server = Server::start(live);
+    let tail = server.events(&format!(
+        "/task/t1/log/after_proposed-01.log/tail?from={ran}"
+    ));
+    // The log written as a hook writes it: in pieces, cut anywhere.
+    let append = |bytes: &[u8]| {
+        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        f.write_all(bytes).unwrap();
+    };
+
+    append(b"\x1b[1;32mgreen \xc3");
+    let (text, id) = tail.appended_until("green");
+    assert_eq!(text, r#"<span class="fg-2 b">green </span>"#);
+    // Up to the character's first byte, in the style in effect there.
+    let green = ran + 13;
+    assert_eq!(id, Some(format!("{green} fg-2 b")));
+    append(b"\xbc \x1b[3");
+    let (text, _) = tail.appended_until("\u{fc}");
+    assert_eq!(
+        text, "<span class=\"fg-2 b\">\u{fc} </span>",
+        "\\xc3\\xbc is one ü"
+    );
+    append(b"4mblue\x1b[0m\x07\x08 old\rnew\r");
+    let (text, _) = tail.appended_until("new");
+    assert_eq!(
+        text, "<span class=\"fg-4 b\">blue</span>\u{2407}\u{2408} old\nnew",
+        "the escape's rest, control bytes as pictures, a carriage return as a line break"
+    );
+    // Output that ends in an unterminated escape, then the footer hookq writes after it.
+    append(b"\n\x1b[\n--- hookq exit 0 after 2 ms\n");
+    let (text, end) = tail.appended_until("after 2 ms");
+    assert_eq!(
+        text, "\n\n--- hookq exit 0 after 2 ms\n",
+        "the footer whole"
+    );
+    let end: u64 = end.unwrap().parse().unwrap();
+    assert_eq!(end, std::fs::metadata(&log).unwrap().len());
+
+    // A page rendered up to the cut character, or a browser connecting again after the event
+    // that ended there, is sent the same text from there, in the same colour.
+    let expected = "<span class=\"fg-2 b\">\u{fc} </span><span class=\"fg-4 b\">blue</span>";
+    let from_page = server.events(&format!(
+        "/task/t1/log/after_proposed-01.log/tail?from={green}&style=fg-2+b"
+    ));
+    assert!(from_page.text_until("blue").starts_with(expected));
+    let resumed = server.events_with(
+        "/task/t1/log/after_proposed-01.log/tail?from=0",
+        &format!("Last-Event-ID: {green} fg-2 b\r\n"),
+    );
+    assert!(resumed.text_until("blue").starts_with(expected));
+    let (status, _, _) =
+        server.get("/task/t1/log/after_proposed-01.log/tail?from=0&style=fg-1+%3Cb%3E");
+    assert_eq!(status, 400, "a style that is not one");
 }
 
 #[test]

@@ -79,7 +79,8 @@
   }
 
   // The log this page shows, tailed: `pre#log[data-tail]`, the tail's URL relative to the
-  // page's own, from `data-offset`, the bytes of the file the page shows.
+  // page's own, from `data-offset`, the bytes of the file the page shows, in `data-style`, the
+  // style (its classes) in effect there.
   var tail = null;
   var tailed = null;
 
@@ -91,18 +92,23 @@
     if (!pre || typeof EventSource === "undefined") { return; }
     var url = new URL(pre.getAttribute("data-tail"), location.href);
     url.searchParams.set("from", pre.getAttribute("data-offset") || "0");
+    url.searchParams.set("style", pre.getAttribute("data-style") || "");
     tail = new EventSource(url.href);
     tail.addEventListener("append", function (e) {
-      // Where the page's text now ends, for a tail opened again (see `stop`).
-      if (e.lastEventId) { pre.setAttribute("data-offset", e.lastEventId); }
+      // Where the page's text now ends, `N` or `N S`, for a tail opened again (see `stop`).
+      var at = e.lastEventId.indexOf(" ");
+      pre.setAttribute("data-offset", at < 0 ? e.lastEventId : e.lastEventId.slice(0, at));
+      pre.setAttribute("data-style", at < 0 ? "" : e.lastEventId.slice(at + 1));
       var end = document.documentElement;
       var follow = window.innerHeight + window.scrollY >= end.scrollHeight - 4;
-      pre.appendChild(document.createTextNode(e.data));
+      // Rendered and escaped by the server, as the page's own text is.
+      pre.insertAdjacentHTML("beforeend", e.data);
       if (follow) { window.scrollTo(0, end.scrollHeight); }
     });
     tail.addEventListener("reset", function () {
       pre.textContent = "";
       pre.setAttribute("data-offset", "0");
+      pre.setAttribute("data-style", "");
     });
   }
 

@@ -1,5 +1,5 @@
-//! `GET /task/{id}/log/{file}/tail?from=N`: what a hook appends to its log, as Server-Sent
-//! Events.
+//! `GET /task/{id}/log/{file}/tail?from=N&style=S`: what a hook appends to its log, rendered
+//! as the log page renders it, as Server-Sent Events.
 
 use std::convert::Infallible;
 use std::io::SeekFrom;
@@ -20,19 +20,22 @@ use tokio::sync::watch;
 use crate::queue::ids::TaskId;
 use crate::queue::logs::task_logs;
 
+use super::super::ansi::{self, Style};
 use super::Live;
-use super::clean::Clean;
 use super::events::{KEEP_ALIVE, RETRY, UNBUFFERED};
 
 /// How often the log's size is looked at.
 pub const TICK: Duration = Duration::from_millis(250);
-/// The most bytes one event carries.
+/// The most bytes one event carries: more than the longest escape sequence the renderer keeps
+/// whole ([`ansi::ESCAPE_MAX`]), so that every read shows something.
 const CHUNK: u64 = 64 * 1024;
 
-/// `?from=N`.
+/// `?from=N&style=S`: the byte the page's text ends at, and the style in effect there, as its
+/// classes.
 #[derive(Debug, Deserialize)]
 pub(super) struct From {
     from: Option<u64>,
+    style: Option<String>,
 }
 
 /// Where one tail stream stands.
@@ -42,7 +45,8 @@ struct Tail {
     /// The file's inode when last read: another one at the path (a log rotated by moving it
     /// away) is read from its start.
     inode: Option<u64>,
-    clean: Clean,
+    /// The style in effect at `offset`.
+    style: Style,
     /// The watcher's channel, only to end with the view.
     stop: watch::Receiver<u64>,
 }
@@ -67,16 +71,20 @@ pub(super) async fn tail(
     else {
         return (StatusCode::NOT_FOUND, "no such log").into_response();
     };
+    let Some(style) = Style::parse(query.style.as_deref().unwrap_or("")) else {
+        return (StatusCode::BAD_REQUEST, "no such style").into_response();
+    };
     // A browser connecting again says where the last event it got ended.
     let resumed = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok());
+        .and_then(position);
+    let (offset, style) = resumed.unwrap_or((query.from.unwrap_or(0), style));
     let state = Tail {
         path: log.path,
-        offset: resumed.or(query.from).unwrap_or(0),
+        offset,
         inode: None,
-        clean: Clean::new(),
+        style,
         stop: live.shared.subscribe(),
     };
     let events = stream::unfold(state, |mut t| async move {
@@ -88,6 +96,13 @@ pub(super) async fn tail(
         Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)),
     )
         .into_response()
+}
+
+/// An event's id, `N` or `N S`: the byte its text ends at, and the style in effect there (its
+/// classes) when there is one.
+fn position(id: &str) -> Option<(u64, Style)> {
+    let (offset, classes) = id.split_once(' ').unwrap_or((id, ""));
+    Some((offset.parse().ok()?, Style::parse(classes)?))
 }
 
 impl Tail {
@@ -111,7 +126,7 @@ impl Tail {
         let replaced = self.inode.replace(meta.ino()).is_some_and(|i| i != meta.ino());
         if len < self.offset || replaced {
             self.offset = 0;
-            self.clean = Clean::new();
+            self.style = Style::default();
             // With data: a browser drops an event without any.
             return Some(Event::default().event("reset").data("0").id("0"));
         }
@@ -127,15 +142,21 @@ impl Tail {
             if read == 0 {
                 return None;
             }
-            self.offset += read as u64;
-            let text = self.clean.push(&bytes);
-            if !text.is_empty() {
-                return Some(
-                    Event::default()
-                        .event("append")
-                        .data(text)
-                        .id(self.offset.to_string()),
-                );
+            let shown = ansi::render(&bytes, self.style);
+            self.offset += shown.used as u64;
+            self.style = shown.style;
+            if !shown.html.is_empty() {
+                let class = self.style.class();
+                let id = if class.is_empty() {
+                    self.offset.to_string()
+                } else {
+                    format!("{} {class}", self.offset)
+                };
+                return Some(Event::default().event("append").data(shown.html).id(id));
+            }
+            if shown.used < read {
+                // An incomplete end, shown once the hook has written the rest of it.
+                return None;
             }
         }
         None
