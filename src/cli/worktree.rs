@@ -1,4 +1,4 @@
-//! `hookq worktree create|remove|hooks|init`: git worktrees across a workspace's repositories,
+//! `hookq worktree create|remove|hooks|forget|init`: git worktrees across a workspace's repositories,
 //! with lifecycle hooks. Human output by default, `--json` for programs (one JSON document on
 //! stdout; hook output never goes there).
 
@@ -16,8 +16,8 @@ use super::output;
 use crate::cli::error::Error;
 use hookq::lifecycle::ledger::{PreviewJson, label};
 use hookq::lifecycle::{
-    self, CreateRequest, InputPolicy, Ledger, NewWorktree, Notice, Removal, RemoveRequest,
-    RollbackReport, RunOptions, Status, Worktrees,
+    self, CreateRequest, ForgetRequest, ForgetStatus, Forgotten, InputPolicy, Ledger, NewWorktree,
+    Notice, Removal, RemoveRequest, RollbackReport, RunOptions, Status, Worktrees,
 };
 use hookq::{Failure as _, Stop};
 
@@ -30,6 +30,8 @@ pub enum Command {
     Remove(RemoveArgs),
     /// Show what each lifecycle would run, by scope and source, without running anything.
     Hooks(HooksArgs),
+    /// Remove a repository's own create hook files from the workspace's hooks folder.
+    Forget(ForgetArgs),
     /// Write an `.arashi/config.json` skeleton (when there is none) and inert example hooks.
     Init(InitArgs),
 }
@@ -89,6 +91,20 @@ pub struct HooksArgs {
     pub json: bool,
 }
 
+/// `hookq worktree forget`.
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    /// The repository leaving the workspace.
+    #[arg(value_name = "REPO")]
+    pub repository: String,
+    /// List what would be removed and kept; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `hookq worktree init`.
 #[derive(Debug, Args)]
 pub struct InitArgs {
@@ -103,12 +119,14 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
         Command::Create(a) => a.json,
         Command::Remove(a) => a.json,
         Command::Hooks(a) => a.json,
+        Command::Forget(a) => a.json,
         Command::Init(a) => a.json,
     };
     let name = match &cmd {
         Command::Create(_) => "worktree create",
         Command::Remove(_) => "worktree remove",
         Command::Hooks(_) => "worktree hooks",
+        Command::Forget(_) => "worktree forget",
         Command::Init(_) => "worktree init",
     };
     let warned = Warned::default();
@@ -116,6 +134,7 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
         Command::Create(a) => create(ctx, a, &warned),
         Command::Remove(a) => remove(ctx, a, &warned),
         Command::Hooks(a) => hooks(ctx, a, &warned),
+        Command::Forget(a) => forget(ctx, a, &warned),
         Command::Init(a) => init(ctx, a),
     };
     match result {
@@ -453,6 +472,72 @@ fn hooks(ctx: &Ctx, a: HooksArgs, warned: &Warned) -> Result<(), Error> {
     match refusal {
         Some(e) => Err(e.into()),
         None => Ok(()),
+    }
+}
+
+fn forget(ctx: &Ctx, a: ForgetArgs, warned: &Warned) -> Result<(), Error> {
+    let wt = open(ctx, warned)?;
+    let req = ForgetRequest {
+        repository: a.repository,
+        dry_run: a.dry_run,
+    };
+    let idle = Stop::new();
+    let stop = if a.dry_run { &idle } else { stop_on_signals() };
+    let done = match wt.forget(&req, stop) {
+        Ok(d) => d,
+        Err(lifecycle::Error::Forget(f)) => {
+            if !a.json {
+                forget_lines(&f);
+            }
+            return Err(lifecycle::Error::Forget(f).into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if a.json {
+        return json_ok("worktree forget", &done);
+    }
+    forget_lines(&done);
+    Ok(())
+}
+
+/// One line per item: status, logical name, where, and why it stays.
+fn forget_lines(f: &Forgotten) {
+    let ws = &f.workspace;
+    outln!(
+        "{}repository {} in workspace {}:",
+        if f.dry_run {
+            "dry run: forgetting "
+        } else {
+            "forgetting "
+        },
+        f.repository,
+        ws.root.display()
+    );
+    for i in &f.items {
+        let place = match (&i.path, &i.config_key) {
+            (Some(p), _) => p.display().to_string(),
+            (None, Some(k)) => format!("inline {k}"),
+            (None, None) => "-".into(),
+        };
+        outln!(
+            "  {:<12} {}  {}{}",
+            i.status.as_str(),
+            i.hook_name,
+            place,
+            i.reason
+                .as_deref()
+                .map(|r| format!("  ({r})"))
+                .unwrap_or_default()
+        );
+    }
+    if !f.items.iter().any(|i| i.status != ForgetStatus::Kept) {
+        outln!("  no hook file of {} to remove", f.repository);
+    }
+    if f.still_configured {
+        outln!(
+            "note: the config still lists repos.{}; hookq never edits the config",
+            f.repository
+        );
     }
 }
 
