@@ -12,9 +12,10 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::app::{Ctx, stop_on_signals};
-use super::output;
+use super::{output, pick};
 use crate::cli::error::Error;
 use hookq::lifecycle::ledger::{PreviewJson, label};
+use hookq::lifecycle::workspace::Mode;
 use hookq::lifecycle::{
     self, CreateRequest, ForgetRequest, ForgetStatus, Forgotten, InputPolicy, Ledger, NewWorktree,
     Notice, Removal, RemoveRequest, RollbackReport, RunOptions, Status, Worktrees,
@@ -47,6 +48,9 @@ pub struct CreateArgs {
     /// Where a new branch starts (default: each repository's HEAD).
     #[arg(long, value_name = "REF")]
     pub base: Option<String>,
+    /// Choose the repositories on the terminal (all chosen at first).
+    #[arg(long)]
+    pub interactive: bool,
     /// Skip the create hooks.
     #[arg(long)]
     pub no_hooks: bool,
@@ -227,11 +231,67 @@ fn input_policy(json: bool, no_hook_input: bool) -> InputPolicy {
     )
 }
 
+/// Why `--interactive` cannot ask here, if it cannot.
+fn interactive_refusal(a: &CreateArgs) -> Option<&'static str> {
+    if !a.repos.is_empty() {
+        Some("--interactive chooses the repositories itself: give it or --repo, not both")
+    } else if a.json {
+        Some(
+            "--interactive asks on the terminal and --json never asks: name the repositories with --repo",
+        )
+    } else if !std::io::stdin().is_terminal() {
+        Some(
+            "--interactive needs a terminal on stdin to ask which repositories to use: name them with --repo",
+        )
+    } else {
+        None
+    }
+}
+
+/// The repositories a person at the terminal chooses for the create of `branch`.
+fn chosen_repos(wt: &Worktrees, branch: &str) -> Result<Vec<String>, Error> {
+    if let Mode::Standalone { name } = &wt.workspace().mode {
+        return Err(lifecycle::Error::Usage(format!(
+            "--interactive needs a configured workspace (.arashi/config.json); here the one repository is {name}"
+        ))
+        .into());
+    }
+    let names: Vec<String> = wt.workspace().repos().into_iter().map(|r| r.name).collect();
+    if names.is_empty() {
+        // The create itself says that the config lists none.
+        return Ok(Vec::new());
+    }
+    match pick::choose(&names, branch, stop_on_signals()) {
+        Ok(chosen) if chosen.is_empty() => Err(lifecycle::Error::Usage(
+            "no repository chosen: a create needs at least one; nothing was changed".into(),
+        )
+        .into()),
+        Ok(chosen) => Ok(chosen),
+        Err(how) => Err(Error::Cancelled(format!(
+            "create of branch {branch} cancelled at the repository question ({}); nothing was changed",
+            match how {
+                pick::Cancel::Interrupted => "Ctrl-C",
+                pick::Cancel::EndOfInput => "end of input",
+            }
+        ))),
+    }
+}
+
 fn create(ctx: &Ctx, a: CreateArgs, warned: &Warned) -> Result<(), Error> {
+    if a.interactive
+        && let Some(why) = interactive_refusal(&a)
+    {
+        return Err(lifecycle::Error::Usage(why.into()).into());
+    }
     let wt = open(ctx, warned)?;
+    let repos = if a.interactive {
+        chosen_repos(&wt, &a.branch)?
+    } else {
+        a.repos.clone()
+    };
     let req = CreateRequest {
         branch: a.branch.clone(),
-        repos: a.repos.clone(),
+        repos,
         base: a.base.clone(),
         no_hooks: a.no_hooks,
         dry_run: a.dry_run,
