@@ -312,4 +312,43 @@ mod tests {
         assert_eq!(get("ARASHI_REMOVE_TOTAL_BRANCHES"), "2");
         assert_eq!(get("ARASHI_REMOVE_TOTAL_WORKTREES"), "3");
     }
+
+    /// docs/lifecycle.md names every variable a hook can get, so none is set unannounced.
+    #[test]
+    fn every_variable_a_hook_can_get_is_documented() {
+        let doc = include_str!("../../docs/lifecycle.md");
+        let ctx = RemoveContext::of(&[]);
+        let p = Path::new("/p");
+        let facts = HookFacts {
+            name: "pre-remove",
+            scope: Scope::Repository,
+            source_path: Some(p),
+            execution_path: p,
+            mode: ModeKind::Configured,
+            main_repo: p,
+            branch: Some("b"),
+            target_repository: Some("r"),
+            target_repo_path: Some(p),
+            target_worktree: Some(p),
+            parent_repo: Some(p),
+            input: InputPolicy::Tty,
+            aliases: Aliases {
+                repo_name: Some("r"),
+                repo_path: Some(p),
+                worktree_path: Some(p),
+            },
+            remove: Some(&ctx),
+        };
+        let env = build(&base([]), &facts);
+        assert_eq!(env.iter().count(), 23);
+        for (name, value) in env.iter() {
+            let name = name.to_str().unwrap();
+            assert!(doc.contains(&format!("`{name}`")), "{name} is not in docs/lifecycle.md");
+            // No targets: empty lists, totals of zero.
+            if name.starts_with("ARASHI_REMOVE_T") && !name.ends_with("_JSON") {
+                let empty = if name.contains("TOTAL") { "0" } else { "" };
+                assert_eq!(value, empty, "{name} of no targets");
+            }
+        }
+    }
 }
