@@ -28,6 +28,10 @@ pub enum Error {
     /// A worktree lifecycle command failed.
     #[error(transparent)]
     Lifecycle(#[from] hookq::lifecycle::Error),
+    /// The person at the terminal cancelled a question before anything was changed (Ctrl-C, or
+    /// end of input).
+    #[error("{0}")]
+    Cancelled(String),
     /// A failure already printed as JSON on stdout (`--json`): nothing more is printed, and the
     /// command ends with this exit code.
     #[error("the failure was printed as JSON on stdout")]
@@ -67,6 +71,8 @@ impl Error {
             Error::Io { .. } | Error::Metrics(_) => code::FAILURE,
             Error::Lifecycle(e) => e.exit_code(),
             Error::Reported(code) => *code,
+            // A stop before the command began: the code of a command a stop ended.
+            Error::Cancelled(_) => code::HOOK_FAILED,
             Error::Checked(_) => code::CONFIG,
             Error::Agent(e) => e.exit_code(),
         }

@@ -12,6 +12,7 @@ mod man;
 pub(crate) mod output;
 #[cfg(feature = "postgres")]
 mod pg;
+mod pick;
 mod plan;
 mod queue;
 mod run;

@@ -1,4 +1,4 @@
-//! `hookq worktree create|remove|hooks|init`: git worktrees across a workspace's repositories,
+//! `hookq worktree create|remove|hooks|forget|init`: git worktrees across a workspace's repositories,
 //! with lifecycle hooks. Human output by default, `--json` for programs (one JSON document on
 //! stdout; hook output never goes there).
 
@@ -12,12 +12,13 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::app::{Ctx, stop_on_signals};
-use super::output;
+use super::{output, pick};
 use crate::cli::error::Error;
 use hookq::lifecycle::ledger::{PreviewJson, label};
+use hookq::lifecycle::workspace::Mode;
 use hookq::lifecycle::{
-    self, CreateRequest, InputPolicy, Ledger, NewWorktree, Notice, Removal, RemoveRequest,
-    RollbackReport, RunOptions, Status, Worktrees,
+    self, CreateRequest, ForgetRequest, ForgetStatus, Forgotten, InputPolicy, Ledger, NewWorktree,
+    Notice, Removal, RemoveRequest, RollbackReport, RunOptions, Status, Worktrees,
 };
 use hookq::{Failure as _, Stop};
 
@@ -30,6 +31,8 @@ pub enum Command {
     Remove(RemoveArgs),
     /// Show what each lifecycle would run, by scope and source, without running anything.
     Hooks(HooksArgs),
+    /// Remove a repository's own create hook files from the workspace's hooks folder.
+    Forget(ForgetArgs),
     /// Write an `.arashi/config.json` skeleton (when there is none) and inert example hooks.
     Init(InitArgs),
 }
@@ -45,6 +48,9 @@ pub struct CreateArgs {
     /// Where a new branch starts (default: each repository's HEAD).
     #[arg(long, value_name = "REF")]
     pub base: Option<String>,
+    /// Choose the repositories on the terminal (all chosen at first).
+    #[arg(long)]
+    pub interactive: bool,
     /// Skip the create hooks.
     #[arg(long)]
     pub no_hooks: bool,
@@ -89,6 +95,20 @@ pub struct HooksArgs {
     pub json: bool,
 }
 
+/// `hookq worktree forget`.
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    /// The repository leaving the workspace.
+    #[arg(value_name = "REPO")]
+    pub repository: String,
+    /// List what would be removed and kept; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print one JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `hookq worktree init`.
 #[derive(Debug, Args)]
 pub struct InitArgs {
@@ -103,12 +123,14 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
         Command::Create(a) => a.json,
         Command::Remove(a) => a.json,
         Command::Hooks(a) => a.json,
+        Command::Forget(a) => a.json,
         Command::Init(a) => a.json,
     };
     let name = match &cmd {
         Command::Create(_) => "worktree create",
         Command::Remove(_) => "worktree remove",
         Command::Hooks(_) => "worktree hooks",
+        Command::Forget(_) => "worktree forget",
         Command::Init(_) => "worktree init",
     };
     let warned = Warned::default();
@@ -116,6 +138,7 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
         Command::Create(a) => create(ctx, a, &warned),
         Command::Remove(a) => remove(ctx, a, &warned),
         Command::Hooks(a) => hooks(ctx, a, &warned),
+        Command::Forget(a) => forget(ctx, a, &warned),
         Command::Init(a) => init(ctx, a),
     };
     match result {
@@ -208,11 +231,67 @@ fn input_policy(json: bool, no_hook_input: bool) -> InputPolicy {
     )
 }
 
+/// Why `--interactive` cannot ask here, if it cannot.
+fn interactive_refusal(a: &CreateArgs) -> Option<&'static str> {
+    if !a.repos.is_empty() {
+        Some("--interactive chooses the repositories itself: give it or --repo, not both")
+    } else if a.json {
+        Some(
+            "--interactive asks on the terminal and --json never asks: name the repositories with --repo",
+        )
+    } else if !std::io::stdin().is_terminal() {
+        Some(
+            "--interactive needs a terminal on stdin to ask which repositories to use: name them with --repo",
+        )
+    } else {
+        None
+    }
+}
+
+/// The repositories a person at the terminal chooses for the create of `branch`.
+fn chosen_repos(wt: &Worktrees, branch: &str) -> Result<Vec<String>, Error> {
+    if let Mode::Standalone { name } = &wt.workspace().mode {
+        return Err(lifecycle::Error::Usage(format!(
+            "--interactive needs a configured workspace (.arashi/config.json); here the one repository is {name}"
+        ))
+        .into());
+    }
+    let names: Vec<String> = wt.workspace().repos().into_iter().map(|r| r.name).collect();
+    if names.is_empty() {
+        // The create itself says that the config lists none.
+        return Ok(Vec::new());
+    }
+    match pick::choose(&names, branch, stop_on_signals()) {
+        Ok(chosen) if chosen.is_empty() => Err(lifecycle::Error::Usage(
+            "no repository chosen: a create needs at least one; nothing was changed".into(),
+        )
+        .into()),
+        Ok(chosen) => Ok(chosen),
+        Err(how) => Err(Error::Cancelled(format!(
+            "create of branch {branch} cancelled at the repository question ({}); nothing was changed",
+            match how {
+                pick::Cancel::Interrupted => "Ctrl-C",
+                pick::Cancel::EndOfInput => "end of input",
+            }
+        ))),
+    }
+}
+
 fn create(ctx: &Ctx, a: CreateArgs, warned: &Warned) -> Result<(), Error> {
+    if a.interactive
+        && let Some(why) = interactive_refusal(&a)
+    {
+        return Err(lifecycle::Error::Usage(why.into()).into());
+    }
     let wt = open(ctx, warned)?;
+    let repos = if a.interactive {
+        chosen_repos(&wt, &a.branch)?
+    } else {
+        a.repos.clone()
+    };
     let req = CreateRequest {
         branch: a.branch.clone(),
-        repos: a.repos.clone(),
+        repos,
         base: a.base.clone(),
         no_hooks: a.no_hooks,
         dry_run: a.dry_run,
@@ -453,6 +532,72 @@ fn hooks(ctx: &Ctx, a: HooksArgs, warned: &Warned) -> Result<(), Error> {
     match refusal {
         Some(e) => Err(e.into()),
         None => Ok(()),
+    }
+}
+
+fn forget(ctx: &Ctx, a: ForgetArgs, warned: &Warned) -> Result<(), Error> {
+    let wt = open(ctx, warned)?;
+    let req = ForgetRequest {
+        repository: a.repository,
+        dry_run: a.dry_run,
+    };
+    let idle = Stop::new();
+    let stop = if a.dry_run { &idle } else { stop_on_signals() };
+    let done = match wt.forget(&req, stop) {
+        Ok(d) => d,
+        Err(lifecycle::Error::Forget(f)) => {
+            if !a.json {
+                forget_lines(&f);
+            }
+            return Err(lifecycle::Error::Forget(f).into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if a.json {
+        return json_ok("worktree forget", &done);
+    }
+    forget_lines(&done);
+    Ok(())
+}
+
+/// One line per item: status, logical name, where, and why it stays.
+fn forget_lines(f: &Forgotten) {
+    let ws = &f.workspace;
+    outln!(
+        "{}repository {} in workspace {}:",
+        if f.dry_run {
+            "dry run: forgetting "
+        } else {
+            "forgetting "
+        },
+        f.repository,
+        ws.root.display()
+    );
+    for i in &f.items {
+        let place = match (&i.path, &i.config_key) {
+            (Some(p), _) => p.display().to_string(),
+            (None, Some(k)) => format!("inline {k}"),
+            (None, None) => "-".into(),
+        };
+        outln!(
+            "  {:<12} {}  {}{}",
+            i.status.as_str(),
+            i.hook_name,
+            place,
+            i.reason
+                .as_deref()
+                .map(|r| format!("  ({r})"))
+                .unwrap_or_default()
+        );
+    }
+    if !f.items.iter().any(|i| i.status != ForgetStatus::Kept) {
+        outln!("  no hook file of {} to remove", f.repository);
+    }
+    if f.still_configured {
+        outln!(
+            "note: the config still lists repos.{}; hookq never edits the config",
+            f.repository
+        );
     }
 }
 

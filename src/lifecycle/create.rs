@@ -2,7 +2,7 @@
 //! made, and everything this invocation made undone when any step fails.
 
 use super::discovery::SourcedCommand;
-use super::env::{self, HookFacts};
+use super::env::{self, Aliases, HookFacts};
 use super::error::{Error, FailureKind};
 use super::hook::{Place, Runner};
 use super::input::InputPolicy;
@@ -30,7 +30,10 @@ pub struct CreateReport {
 }
 
 /// The facts of a create hook: workspace-scope hooks get no child target, repository hooks
-/// their repository, checkout and new worktree, standalone hooks the main root's.
+/// their repository, checkout and new worktree, standalone hooks the main root's. arashi's
+/// historical aliases follow its own mapping: the workspace root is a workspace hook's
+/// repository path, a child's new worktree a repository hook's, the main root a standalone
+/// hook's.
 fn facts<'a>(
     ws: &'a Workspace,
     plan: &'a CreatePlan,
@@ -54,7 +57,11 @@ fn facts<'a>(
         target_worktree: None,
         parent_repo: None,
         input,
-        remove_targets: None,
+        aliases: Aliases {
+            repo_path: Some(&ws.root),
+            ..Aliases::default()
+        },
+        remove: None,
     };
     let subject;
     match (&ws.mode, hook.scope, target) {
@@ -64,12 +71,22 @@ fn facts<'a>(
             f.target_repo_path = Some(&t.checkout);
             f.target_worktree = Some(&t.worktree);
             f.parent_repo = Some(&ws.root);
+            f.aliases = Aliases {
+                repo_name: Some(&t.repo),
+                repo_path: Some(&t.worktree),
+                worktree_path: Some(&t.worktree),
+            };
             subject = format!("{} worktree {}", t.repo, t.worktree.display());
         }
         (Mode::Standalone { .. }, _, Some(t)) => {
             f.target_repository = Some(&t.repo);
             f.target_repo_path = Some(&ws.root);
             f.target_worktree = Some(&t.worktree);
+            f.aliases = Aliases {
+                repo_name: Some(&t.repo),
+                repo_path: Some(&ws.root),
+                worktree_path: Some(&t.worktree),
+            };
             subject = format!("{} worktree {}", t.repo, t.worktree.display());
         }
         _ => subject = format!("workspace {}", ws.root.display()),

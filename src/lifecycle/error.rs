@@ -13,7 +13,8 @@ use super::ledger::Ledger;
 use super::remove::Removal;
 use super::rollback::RollbackReport;
 use super::workspace::FindError;
-use super::worktrees::HookListing;
+use super::forget::{ForgetItem, ForgetStatus};
+use super::worktrees::{Forgotten, HookListing};
 use crate::failure::{Failure, code};
 
 /// How a command that ran its plan failed.
@@ -156,6 +157,24 @@ pub enum Error {
     /// A remove ran and failed.
     #[error("remove of branch {} failed: {}", .0.branch, .0.why)]
     Remove(Box<RemoveFailure>),
+    /// Forgetting a repository could not remove some of its hook files (the rest were).
+    #[error("{}", unforgotten(.0))]
+    Forget(Box<Forgotten>),
+}
+
+fn unforgotten(f: &Forgotten) -> String {
+    let failed: Vec<&str> = f
+        .items
+        .iter()
+        .filter(|i| i.status == ForgetStatus::Failed)
+        .filter_map(|i| i.reason.as_deref())
+        .collect();
+    format!(
+        "forgetting repository {} left {} hook file(s) in place: {}",
+        f.repository,
+        failed.len(),
+        failed.join("; ")
+    )
 }
 
 fn refused(problems: &[Problem], what: &str) -> String {
@@ -200,6 +219,9 @@ pub struct Details {
     /// The inspector's hooks, when it found problems.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hooks: Option<Vec<Listed>>,
+    /// What a forget that failed removed, kept and could not remove.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub items: Option<Vec<ForgetItem>>,
 }
 
 impl Error {
@@ -209,7 +231,7 @@ impl Error {
             Error::Find(FindError::Config(_)) => "config_invalid",
             Error::Find(FindError::Missing { .. }) | Error::NotFound(_) => "not_found",
             Error::Find(f) if f.start_missing() => "not_found",
-            Error::Find(_) | Error::State(_) | Error::Io { .. } => "io_failed",
+            Error::Find(_) | Error::State(_) | Error::Io { .. } | Error::Forget(_) => "io_failed",
             Error::Usage(_) | Error::InitInRepository { .. } | Error::NoRepositories { .. } => {
                 "usage"
             }
@@ -274,6 +296,7 @@ impl Error {
                 d.removals = Some(f.removals.clone());
             }
             Error::Inspecting(e) => d = e.details(),
+            Error::Forget(f) => d.items = Some(f.items.clone()),
             _ => {}
         }
         d
@@ -293,7 +316,9 @@ impl Failure for Error {
             Error::Find(FindError::Config(_)) => code::CONFIG,
             Error::Find(FindError::Missing { .. }) | Error::NotFound(_) => code::NOT_FOUND,
             Error::Find(f) if f.start_missing() => code::NOT_FOUND,
-            Error::Find(_) | Error::State(_) | Error::Io { .. } => code::FAILURE,
+            Error::Find(_) | Error::State(_) | Error::Io { .. } | Error::Forget(_) => {
+                code::FAILURE
+            }
             Error::Usage(_) | Error::InitInRepository { .. } | Error::NoRepositories { .. } => {
                 code::USAGE
             }

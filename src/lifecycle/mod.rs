@@ -4,8 +4,8 @@
 //! what this invocation made, a create killed outright is rolled back by the next command, and
 //! every evaluated hook lands in an outcome ledger that names its source, never its text.
 //!
-//! A host calls [`Worktrees`]: discover a workspace, then create, remove, list the hooks or
-//! init, each returning a typed result that serializes to the JSON `hookq worktree … --json`
+//! A host calls [`Worktrees`]: discover a workspace, then create, remove, list the hooks,
+//! forget a repository or init, each returning a typed result that serializes to the JSON `hookq worktree … --json`
 //! prints. Inside, plan then act: a command is worked out and refused before any
 //! change; the create and remove runs carry it out on the shared executor.
 //!
@@ -16,6 +16,7 @@ pub(crate) mod create;
 pub mod discovery;
 pub(crate) mod env;
 pub mod error;
+pub mod forget;
 pub(crate) mod git;
 pub(crate) mod hook;
 pub mod init;
@@ -39,6 +40,7 @@ pub mod worktrees;
 pub use config::{Config, ConfigError};
 pub use discovery::{Listed, Problem, Source, SourcedCommand};
 pub use error::{CreateFailure, Details, Error, FailureKind, RemoveFailure};
+pub use forget::{ForgetItem, ForgetKind, ForgetStatus};
 pub use git::GitError;
 pub use hook::RunOptions;
 pub use input::InputPolicy;
@@ -50,8 +52,8 @@ pub use remove::{Removal, RemovalStatus};
 pub use rollback::RollbackReport;
 pub use workspace::Workspace;
 pub use worktrees::{
-    Created, HookListing, Initialized, NewWorktree, Notice, Place, RemoveRequest, Removed, Target,
-    Worktrees,
+    Created, ForgetRequest, Forgotten, HookListing, Initialized, NewWorktree, Notice, Place,
+    RemoveRequest, Removed, Target, Worktrees,
 };
 
 /// The library example of `docs/lifecycle.md` runs as a doctest of this item.

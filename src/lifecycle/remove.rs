@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::create::RunOptions;
 use super::discovery::SourcedCommand;
-use super::env::{self, HookFacts, RemoveTarget as TargetRecord};
+use super::env::{self, Aliases, HookFacts, RemoveContext, RemoveTarget as TargetRecord};
 use super::error::FailureKind;
 use super::git;
 use super::hook::{Place, Runner};
@@ -75,8 +75,8 @@ pub struct RemoveReport {
     pub failure: Option<(FailureKind, String)>,
 }
 
-/// `ARASHI_REMOVE_TARGETS_JSON` for `plan`.
-pub fn targets_json(plan: &RemovePlan) -> String {
+/// What every remove hook of `plan` gets about all of its targets.
+pub fn context(plan: &RemovePlan) -> RemoveContext {
     let records: Vec<TargetRecord> = plan
         .targets
         .iter()
@@ -86,7 +86,7 @@ pub fn targets_json(plan: &RemovePlan) -> String {
             worktree_path: Some(t.worktree.to_string_lossy().into_owned()),
         })
         .collect();
-    env::remove_targets_json(&records)
+    RemoveContext::of(&records)
 }
 
 /// Why a remove stopped before its gate opened.
@@ -105,7 +105,7 @@ fn skip_reason(kind: FailureKind) -> &'static str {
 /// after one it skips the removals and hooks not yet started.
 pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> RemoveReport {
     let base = env::base(std::env::vars_os());
-    let targets_json = targets_json(plan);
+    let context = context(plan);
     let runner = plan
         .bash
         .as_ref()
@@ -130,7 +130,14 @@ pub fn remove(ws: &Workspace, plan: &RemovePlan, opts: RunOptions<'_>) -> Remove
             target_worktree: Some(&t.worktree),
             parent_repo: None,
             input: opts.input,
-            remove_targets: Some(&targets_json),
+            // Every remove hook runs for one target, one repository's one worktree: arashi's
+            // aliases name it, whatever the scope.
+            aliases: Aliases {
+                repo_name: Some(&t.repo),
+                repo_path: Some(&t.checkout),
+                worktree_path: Some(&t.worktree),
+            },
+            remove: Some(&context),
         };
         let env = env::build(&base, &f);
         let place = Place {

@@ -1,6 +1,6 @@
 //! The façade a host calls: [`Worktrees::discover`] finds the workspace, then
-//! [`Worktrees::create`], [`Worktrees::remove`], [`Worktrees::hooks`] and [`Worktrees::init`]
-//! each return a typed result that serializes to the JSON `hookq worktree … --json` prints.
+//! [`Worktrees::create`], [`Worktrees::remove`], [`Worktrees::hooks`], [`Worktrees::forget`]
+//! and [`Worktrees::init`] each return a typed result that serializes to the JSON `hookq worktree … --json` prints.
 //! The workspace's lock, the rollback of a create that was killed before it finished, and the
 //! wording of every failure live here; the command line only prints.
 
@@ -12,8 +12,10 @@ use serde::Serialize;
 use super::create::{self, RunOptions};
 use super::discovery::{Listed, Problem, SourcedCommand};
 use super::error::{CreateFailure, Error, RemoveFailure};
+use super::forget::{self, ForgetItem, ForgetStatus};
 use super::init::{self, InitFile};
 use super::inspect;
+use super::names;
 use super::journal::StateLock;
 use super::ledger::Ledger;
 use super::plan::{CreatePlan, CreateRequest, RemovePlan, RemoveTarget};
@@ -178,6 +180,35 @@ impl HookListing {
     pub fn refusal(&self) -> Option<Error> {
         (!self.problems.is_empty()).then(|| Error::Inspected(Box::new(self.clone())))
     }
+}
+
+/// What forgetting a repository removed and kept (or, for a dry run, would).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Forgotten {
+    /// Where.
+    pub workspace: Place,
+    /// The repository forgotten.
+    pub repository: String,
+    /// Whether this was only a preview.
+    pub dry_run: bool,
+    /// Whether the config still lists the repository (hookq never edits the config).
+    pub still_configured: bool,
+    /// Its canonical create hook files and templates (removed, or kept and why), then what
+    /// else of it stays: inline hooks in the config, hooks in its own checkout, user-global
+    /// hooks.
+    pub items: Vec<ForgetItem>,
+    /// Warnings: a dead create rolled back first.
+    pub warnings: Vec<String>,
+}
+
+/// What forgetting a repository is asked for.
+#[derive(Debug, Clone, Default)]
+pub struct ForgetRequest {
+    /// The repository leaving the workspace (configured or not any more).
+    pub repository: String,
+    /// Only list what would be removed and kept: change nothing.
+    pub dry_run: bool,
 }
 
 /// What `init` wrote and kept.
@@ -427,6 +458,55 @@ impl Worktrees {
             problems: found.problems,
             warnings,
         })
+    }
+
+    /// Forgets `req.repository`, a repository leaving this configured workspace: removes its
+    /// canonical repository-specific create hook files in the workspace's hooks folder
+    /// (`pre-create.<repo>.sh`, `post-create.<repo>.sh` and their `.example` templates) when
+    /// they are plainly its own: a symbolic link, a file another user owns, or a name another
+    /// repository's could be too (letter case aside) is kept. Lists what else of the repository
+    /// stays (inline hooks in the config, which hookq never edits; hooks in its checkout;
+    /// user-global hooks). Shared, workspace-wide and other repositories' hooks are not
+    /// touched. Running it again removes nothing more. A file that cannot be removed is
+    /// [`Error::Forget`], after the rest were.
+    pub fn forget(&self, req: &ForgetRequest, stop: &Stop) -> Result<Forgotten, Error> {
+        if let Mode::Standalone { name } = &self.ws.mode {
+            return Err(Error::Usage(format!(
+                "forget needs a configured workspace (.arashi/config.json); here the one \
+                 repository is {name}, whose hooks are user-global (~/.arashi/hooks/{name}/) \
+                 and stay"
+            )));
+        }
+        if let Some(why) = names::repo_name_problem(&req.repository) {
+            return Err(Error::Usage(format!(
+                "invalid repository name {:?}: it {why}",
+                req.repository
+            )));
+        }
+        let (lock, warnings) = if req.dry_run {
+            (None, self.recover_if_idle())
+        } else {
+            let (l, w) = self.lock(&format!("forget of repository {}", req.repository), stop)?;
+            (Some(l), w)
+        };
+        let euid = rustix::process::geteuid().as_raw();
+        let items = forget::forget(&self.ws, &req.repository, req.dry_run, euid);
+        drop(lock);
+        let done = Forgotten {
+            workspace: self.place(),
+            repository: req.repository.clone(),
+            dry_run: req.dry_run,
+            still_configured: self
+                .ws
+                .config()
+                .is_some_and(|c| c.repo(&req.repository).is_some()),
+            items,
+            warnings,
+        };
+        if done.items.iter().any(|i| i.status == ForgetStatus::Failed) {
+            return Err(Error::Forget(Box::new(done)));
+        }
+        Ok(done)
     }
 
     /// Writes what is missing in the workspace found from `start`: in a configured workspace,

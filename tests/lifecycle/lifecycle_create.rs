@@ -5,7 +5,7 @@ use crate::support::lifecycle as lifecycle_common;
 
 use std::time::Duration;
 
-use lifecycle_common::{Ws, alive, git, inline, pids_in};
+use lifecycle_common::{FORGEABLE, Ws, alive, git, inline, pids_in};
 
 const RECORD: &str = "bash \"$RECORDER\"";
 
@@ -77,6 +77,10 @@ fn each_scope_gets_exactly_its_environment() {
         .push(("ARASHI_PARENT_REPO_PATH".into(), "/forged".into()));
     ws.env
         .push(("ARASHI_HOOK_TARGET_REPOSITORY".into(), "forged".into()));
+    // arashi's historical aliases and remove aggregates are hookq's to set, or to leave unset.
+    for name in FORGEABLE {
+        ws.env.push((name.into(), "forged".into()));
+    }
     ws.env.push(("GIT_DIR".into(), "/nowhere".into()));
     ws.run(&["worktree", "create", "feature/auth"]).expect(0);
     let root = ws.root.display().to_string();
@@ -93,6 +97,9 @@ fn each_scope_gets_exactly_its_environment() {
         ),
         ("ARASHI_HOOK_WORKSPACE_MODE", "configured".into()),
         ("ARASHI_MAIN_REPO_PATH", root.clone()),
+        // arashi's alias: a workspace create hook's repository path is the root; it has no
+        // repository name and no worktree.
+        ("ARASHI_REPO_PATH", root.clone()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -113,6 +120,10 @@ fn each_scope_gets_exactly_its_environment() {
         ("ARASHI_HOOK_WORKSPACE_MODE", "configured".into()),
         ("ARASHI_MAIN_REPO_PATH", root.clone()),
         ("ARASHI_PARENT_REPO_PATH", root.clone()),
+        // arashi's aliases: the child's name, and its new worktree as both paths.
+        ("ARASHI_REPO_NAME", "web".into()),
+        ("ARASHI_REPO_PATH", wt.clone()),
+        ("ARASHI_WORKTREE_PATH", wt.clone()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -135,7 +146,10 @@ fn each_scope_gets_exactly_its_environment() {
             ("ARASHI_HOOK_EXECUTION_PATH", wt.clone()),
             ("ARASHI_HOOK_TARGET_REPOSITORY", r.into()),
             ("ARASHI_HOOK_TARGET_REPO_PATH", format!("{root}/repos/{r}")),
-            ("ARASHI_HOOK_TARGET_WORKTREE_PATH", wt),
+            ("ARASHI_HOOK_TARGET_WORKTREE_PATH", wt.clone()),
+            ("ARASHI_REPO_NAME", r.into()),
+            ("ARASHI_REPO_PATH", wt.clone()),
+            ("ARASHI_WORKTREE_PATH", wt),
         ] {
             expected.insert(k.into(), v);
         }
@@ -358,6 +372,9 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
     let mut ws = ws;
     ws.env
         .push(("RECORDER".into(), recorder.display().to_string()));
+    for name in FORGEABLE {
+        ws.env.push((name.into(), "forged".into()));
+    }
     for lc in ["pre-create", "post-create", "pre-remove", "post-remove"] {
         ws.recorder(&format!("~/.arashi/hooks/app/{lc}.sh"));
         ws.recorder(&format!("~/.arashi/hooks/{lc}.sh"));
@@ -424,6 +441,10 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
                     ("ARASHI_HOOK_TARGET_WORKTREE_PATH", worktree.clone()),
                     ("ARASHI_HOOK_WORKSPACE_MODE", "standalone".into()),
                     ("ARASHI_MAIN_REPO_PATH", main_s.clone()),
+                    // arashi's aliases: the main root's name and path, the one worktree.
+                    ("ARASHI_REPO_NAME", "app".into()),
+                    ("ARASHI_REPO_PATH", main_s.clone()),
+                    ("ARASHI_WORKTREE_PATH", worktree.clone()),
                 ]
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
@@ -435,6 +456,17 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
                             r#"[{{"repository":"app","branchName":"two","worktreePath":"{worktree}"}}]"#
                         ),
                     );
+                    for (k, v) in [
+                        ("ARASHI_OPERATION", "remove"),
+                        ("ARASHI_REMOVE_TARGET_REPOSITORIES", "app"),
+                        ("ARASHI_REMOVE_TARGET_BRANCHES", "two"),
+                        ("ARASHI_REMOVE_TARGET_WORKTREES", &worktree),
+                        ("ARASHI_REMOVE_TOTAL_REPOSITORIES", "1"),
+                        ("ARASHI_REMOVE_TOTAL_BRANCHES", "1"),
+                        ("ARASHI_REMOVE_TOTAL_WORKTREES", "1"),
+                    ] {
+                        expected.insert(k.into(), v.into());
+                    }
                 }
                 assert_eq!(ws.env_of(n), expected, "run {n}: {lc} {scope}");
             }

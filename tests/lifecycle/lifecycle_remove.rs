@@ -6,7 +6,7 @@ use crate::support::lifecycle as lifecycle_common;
 
 use std::time::Duration;
 
-use lifecycle_common::{Ws, alive, git, inline, make_repo, pids_in};
+use lifecycle_common::{FORGEABLE, Ws, alive, git, inline, make_repo, pids_in};
 
 /// web and api, each with a worktree of `feature/x` made by hookq, and a recording hook at
 /// every remove location (repository inline for web, native for api). Hooks have a minute: a
@@ -41,7 +41,11 @@ fn ws_with_worktrees_timeout(timeout_ms: u64) -> Ws {
 
 #[test]
 fn remove_runs_four_scopes_per_target_in_order() {
-    let ws = ws_with_worktrees();
+    let mut ws = ws_with_worktrees();
+    // arashi's historical aliases and aggregates are hookq's: nothing inherited sets them.
+    for name in FORGEABLE {
+        ws.env.push((name.into(), "forged".into()));
+    }
     ws.run(&["worktree", "remove", "feature/x"]).expect(0);
     let root = ws.root.display().to_string();
     let mut expected = Vec::new();
@@ -72,6 +76,7 @@ fn remove_runs_four_scopes_per_target_in_order() {
     let targets = format!(
         r#"[{{"repository":"api","branchName":"feature/x","worktreePath":"{root}/worktrees/api/feature/x"}},{{"repository":"web","branchName":"feature/x","worktreePath":"{root}/worktrees/web/feature/x"}}]"#
     );
+    let worktrees = format!("{root}/worktrees/api/feature/x,{root}/worktrees/web/feature/x");
     let mut n = 0;
     for lc in ["pre-remove", "post-remove"] {
         for r in ["web", "api"] {
@@ -115,6 +120,21 @@ fn remove_runs_four_scopes_per_target_in_order() {
                     ("ARASHI_HOOK_WORKSPACE_MODE", "configured".into()),
                     ("ARASHI_MAIN_REPO_PATH", root.clone()),
                     ("ARASHI_REMOVE_TARGETS_JSON", targets.clone()),
+                    // arashi's aliases name this hook's one target, whatever the scope.
+                    ("ARASHI_REPO_NAME", r.into()),
+                    ("ARASHI_REPO_PATH", checkout.clone()),
+                    (
+                        "ARASHI_WORKTREE_PATH",
+                        format!("{root}/worktrees/{r}/feature/x"),
+                    ),
+                    // arashi's aggregates describe the whole command.
+                    ("ARASHI_OPERATION", "remove".into()),
+                    ("ARASHI_REMOVE_TARGET_REPOSITORIES", "api,web".into()),
+                    ("ARASHI_REMOVE_TARGET_BRANCHES", "feature/x".into()),
+                    ("ARASHI_REMOVE_TARGET_WORKTREES", worktrees.clone()),
+                    ("ARASHI_REMOVE_TOTAL_REPOSITORIES", "2".into()),
+                    ("ARASHI_REMOVE_TOTAL_BRANCHES", "1".into()),
+                    ("ARASHI_REMOVE_TOTAL_WORKTREES", "2".into()),
                 ]
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
@@ -126,6 +146,140 @@ fn remove_runs_four_scopes_per_target_in_order() {
             }
         }
     }
+}
+
+/// The `ARASHI_*` variables of recorded run `n` that arashi 1.x hooks read.
+fn compat_of(ws: &Ws, n: usize) -> Vec<(String, String)> {
+    let names = ["ARASHI_BRANCH_NAME", "ARASHI_REMOVE_TARGETS_JSON"];
+    ws.env_of(n)
+        .into_iter()
+        .filter(|(k, _)| FORGEABLE.contains(&k.as_str()) || names.contains(&k.as_str()))
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = list
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn arashi_aggregates_join_sorted_distinct_values_with_commas_and_count_them() {
+    // A workspace root and a branch holding commas and spaces; three repositories whose
+    // names sort differently by scalar value than by a locale ("Zed" before "api"); web's
+    // worktree switched to another branch since, api's detached.
+    let mut ws = Ws::bare();
+    ws.root = ws.tmp.path().join("a ws, v2");
+    for r in ["web", "api", "Zed"] {
+        make_repo(&ws.root.join("repos").join(r), 1);
+    }
+    ws.write_config(
+        r#"{"repos": {"web": {"path": "repos/web"}, "api": {"path": "repos/api"},
+                      "Zed": {"path": "repos/Zed"}}}"#,
+    );
+    let recorder = lifecycle_common::fixtures().join("record.sh");
+    ws.env
+        .push(("RECORDER".into(), recorder.display().to_string()));
+    ws.run(&["worktree", "create", "feat,x"]).expect(0);
+    let root = ws.root.display().to_string();
+    let wt = |r: &str| format!("{root}/worktrees/{r}/feat,x");
+    git(
+        std::path::Path::new(&wt("web")),
+        &["switch", "-q", "-c", "other,b"],
+    );
+    git(
+        std::path::Path::new(&wt("api")),
+        &["switch", "-q", "--detach"],
+    );
+    ws.recorder("~/.arashi/hooks/pre-remove.sh");
+    ws.run(&["worktree", "remove", "feat,x"]).expect(0);
+    assert_eq!(ws.order().len(), 3);
+    let json = format!(
+        r#"[{{"repository":"Zed","branchName":"feat,x","worktreePath":"{}"}},{{"repository":"api","branchName":null,"worktreePath":"{}"}},{{"repository":"web","branchName":"other,b","worktreePath":"{}"}}]"#,
+        wt("Zed"),
+        wt("api"),
+        wt("web")
+    );
+    let worktrees = format!("{},{},{}", wt("Zed"), wt("api"), wt("web"));
+    let command = [
+        ("ARASHI_OPERATION", "remove"),
+        ("ARASHI_REMOVE_TARGETS_JSON", json.as_str()),
+        ("ARASHI_REMOVE_TARGET_REPOSITORIES", "Zed,api,web"),
+        // api's detached worktree has no branch: two branches, four comma-separated words.
+        ("ARASHI_REMOVE_TARGET_BRANCHES", "feat,x,other,b"),
+        ("ARASHI_REMOVE_TARGET_WORKTREES", worktrees.as_str()),
+        ("ARASHI_REMOVE_TOTAL_REPOSITORIES", "3"),
+        ("ARASHI_REMOVE_TOTAL_BRANCHES", "2"),
+        ("ARASHI_REMOVE_TOTAL_WORKTREES", "3"),
+    ];
+    // In config order, each run's aliases name its own target.
+    for (n, r, branch) in [
+        (1, "web", Some("other,b")),
+        (2, "api", None),
+        (3, "Zed", Some("feat,x")),
+    ] {
+        let checkout = format!("{root}/repos/{r}");
+        let worktree = wt(r);
+        let mut want = command.to_vec();
+        want.extend([
+            ("ARASHI_REPO_NAME", r),
+            ("ARASHI_REPO_PATH", checkout.as_str()),
+            ("ARASHI_WORKTREE_PATH", worktree.as_str()),
+        ]);
+        if let Some(b) = branch {
+            want.push(("ARASHI_BRANCH_NAME", b));
+        }
+        assert_eq!(compat_of(&ws, n), pairs(&want), "run {n} for {r}");
+    }
+}
+
+#[test]
+fn a_standalone_name_with_a_comma_is_one_repository_in_the_aggregates() {
+    let ws = Ws::bare();
+    let main = ws.root.join("my, app");
+    make_repo(&main, 1);
+    let mut ws = ws;
+    let recorder = lifecycle_common::fixtures().join("record.sh");
+    ws.env
+        .push(("RECORDER".into(), recorder.display().to_string()));
+    ws.recorder("~/.arashi/hooks/post-create.sh");
+    ws.recorder("~/.arashi/hooks/post-remove.sh");
+    ws.run_in(&main, &["worktree", "create", "b,1"]).expect(0);
+    ws.run_in(&main, &["worktree", "remove", "b,1"]).expect(0);
+    let main_s = main.display().to_string();
+    let worktree = format!("{}/my, app.worktrees/b,1", ws.root.display());
+    assert_eq!(
+        compat_of(&ws, 1),
+        pairs(&[
+            ("ARASHI_BRANCH_NAME", "b,1"),
+            ("ARASHI_REPO_NAME", "my, app"),
+            ("ARASHI_REPO_PATH", &main_s),
+            ("ARASHI_WORKTREE_PATH", &worktree),
+        ])
+    );
+    let json =
+        format!(r#"[{{"repository":"my, app","branchName":"b,1","worktreePath":"{worktree}"}}]"#);
+    assert_eq!(
+        compat_of(&ws, 2),
+        pairs(&[
+            ("ARASHI_BRANCH_NAME", "b,1"),
+            ("ARASHI_REPO_NAME", "my, app"),
+            ("ARASHI_REPO_PATH", &main_s),
+            ("ARASHI_WORKTREE_PATH", &worktree),
+            ("ARASHI_OPERATION", "remove"),
+            ("ARASHI_REMOVE_TARGETS_JSON", &json),
+            // Lossy: one repository whose name reads as two words; the total says one.
+            ("ARASHI_REMOVE_TARGET_REPOSITORIES", "my, app"),
+            ("ARASHI_REMOVE_TARGET_BRANCHES", "b,1"),
+            ("ARASHI_REMOVE_TARGET_WORKTREES", &worktree),
+            ("ARASHI_REMOVE_TOTAL_REPOSITORIES", "1"),
+            ("ARASHI_REMOVE_TOTAL_BRANCHES", "1"),
+            ("ARASHI_REMOVE_TOTAL_WORKTREES", "1"),
+        ])
+    );
 }
 
 #[test]

@@ -8,6 +8,8 @@ mod support;
 mod lifecycle_crash;
 mod lifecycle_create;
 mod lifecycle_discovery;
+mod lifecycle_forget;
 mod lifecycle_ledger;
+mod lifecycle_pick;
 mod lifecycle_remove;
 mod lifecycle_tty;

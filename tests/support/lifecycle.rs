@@ -18,6 +18,21 @@ pub use super::{HANG, HOOKQ};
 /// Placed in every inline snippet; must never be printed by hookq.
 pub const MARKER: &str = "hookq-secret-5f3a9c";
 
+/// Every `ARASHI_*` name hookq owns that a hook might still read from arashi 1.x: set in
+/// hookq's own environment, none may reach a hook.
+pub const FORGEABLE: [&str; 10] = [
+    "ARASHI_REPO_NAME",
+    "ARASHI_REPO_PATH",
+    "ARASHI_WORKTREE_PATH",
+    "ARASHI_OPERATION",
+    "ARASHI_REMOVE_TARGET_REPOSITORIES",
+    "ARASHI_REMOVE_TARGET_BRANCHES",
+    "ARASHI_REMOVE_TARGET_WORKTREES",
+    "ARASHI_REMOVE_TOTAL_REPOSITORIES",
+    "ARASHI_REMOVE_TOTAL_BRANCHES",
+    "ARASHI_REMOVE_TOTAL_WORKTREES",
+];
+
 /// `fixtures/lifecycle/`.
 pub fn fixtures() -> PathBuf {
     super::fixtures().join("lifecycle")
