@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::harness::{Browser, PATIENCE};
+use crate::support::browser::{Browser, PATIENCE};
 
 const PAGE: &str = r#"<!doctype html>
 <html><head><meta charset="utf-8"><title>own page</title>

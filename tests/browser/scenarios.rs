@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::harness::{Browser, PATIENCE};
 use crate::server::{Ui, mark, now_ms, record_first, seen};
+use crate::support::browser::{Browser, PATIENCE};
 use crate::support::queue::{Out, Ws};
 
 /// The hooks of the scenarios: one that fails with colour, markup, a control byte and a byte
