@@ -108,8 +108,8 @@ fn authority(url: &str) -> Option<String> {
 /// The site a POST says it was sent from, when that is not this server: its `Origin`, or
 /// without one its `Referer`, compared with the `Host` it was sent to (or the
 /// `X-Forwarded-Host` a proxy in front sets, which a page of another site cannot). `Origin:
-/// null` and no header at all say nothing: the view's own pages send no referrer, so a browser
-/// posts their forms with `Origin: null`; the form token still has to match.
+/// null` and no header at all say nothing: the view's own pages ask for no referrer, under which
+/// a browser posts their forms with `Origin: null`; the form token still has to match.
 pub(crate) fn foreign_site(headers: &HeaderMap) -> Option<String> {
     let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     let from = match text(header::ORIGIN) {
