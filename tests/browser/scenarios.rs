@@ -127,6 +127,9 @@ pub fn every_page_renders(test: &str, ws: &Ws, prefix: &str) {
 
     // What a reader checks on each.
     b.goto(&overview);
+    // The screenshots show the header: no temp dir's random name in it.
+    let place = b.text_of("header .place").unwrap();
+    assert!(!place.contains("hookq-it-"), "{place:?}");
     let lock = b.text_of("#lock").unwrap();
     assert!(lock.contains("free"), "{lock:?}");
     let paused = b.text_of("#paused").unwrap();
