@@ -152,6 +152,13 @@ fn every_postgres_test_first_asks_for_the_server() {
         );
     }
     assert!(ungated.is_empty(), "{ungated:#?}");
+    // The bench at smoke size starts one too.
+    let smoke = rust_files("tests/docs")
+        .into_iter()
+        .find(|(n, _)| n == "tests/docs/bench_smoke.rs")
+        .unwrap()
+        .1;
+    assert!(smoke.contains("if let Some(why) = harness::postgres::server_missing() {"));
     // The check sees a test that starts the cluster without asking.
     let bare = "#[test]\nfn t() {\n    let (_db, s) = fresh(\"q\");\n}\n";
     assert_eq!(ungated_tests(bare), ["t"]);
