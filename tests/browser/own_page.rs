@@ -1,4 +1,4 @@
-//! The harness itself, against a page served by the test from a plain listener on 127.0.0.1:
+//! The tests' WebDriver client (`support::browser`) itself, against a page served by the test from a plain listener on 127.0.0.1:
 //! finding, reading, clicking and submitting, scripts, alerts, the console's errors, the dark
 //! scheme, screenshots, and no process left behind once the browser drops.
 

@@ -1,5 +1,5 @@
 //! The web view on a PostgreSQL queue, in the browser: the pages' scenarios of the `browser`
-//! test binary (its harness and scenarios, shared), on a workspace whose queue is on this
+//! test binary (its scenarios, shared, driven by the tests' WebDriver client), on a workspace whose queue is on this
 //! binary's cluster. The screenshots are `target/ui-screens/postgres-<page>.png`.
 
 use crate::cli::{pg_config, pg_workspace_with};
