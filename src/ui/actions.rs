@@ -1,6 +1,7 @@
 //! The actions (`hookq ui --actions`): retry a history row, drop a pending point, pause and
-//! resume the queue. Each is a POST carrying the server's form token, and answers 303 back to
-//! the page it came from, which then says what was done.
+//! resume the queue. Each is a POST carrying the server's form token, from no other site than
+//! the server's own (its `Origin`, or `Referer`, is checked first: `auth::same_site_forms`), and
+//! answers 303 back to the page it came from, which then says what was done.
 
 use axum::Form;
 use axum::extract::{OriginalUri, Path, State};

@@ -184,11 +184,14 @@ fn routes(app: App) -> Router {
         .route("/metrics", get(api::metrics))
         .route("/assets/style.css", get(assets::style));
     if app.actions() {
-        pages = pages
+        // A form posted from another site is refused before its token is read.
+        let forms = Router::new()
             .route("/action/retry/{id}", post(actions::retry))
             .route("/action/drop/{id}", post(actions::drop))
             .route("/action/pause", post(actions::pause))
-            .route("/action/resume", post(actions::resume));
+            .route("/action/resume", post(actions::resume))
+            .route_layer(axum::middleware::from_fn(auth::same_site_forms));
+        pages = pages.merge(forms);
     }
     let view: Router = pages
         .fallback(pages::not_found)

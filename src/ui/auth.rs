@@ -1,6 +1,7 @@
 //! Who may ask: the access token a server listening off loopback requires on every request
-//! (`Authorization: Bearer`, or the `hookq_token` cookie a visit to `?token=` sets), and the
-//! CSRF token every action form carries. Both are compared in constant time.
+//! (`Authorization: Bearer`, or the `hookq_token` cookie a visit to `?token=` sets), the CSRF
+//! token every action form carries (both compared in constant time), and the site an action's
+//! POST says it came from.
 
 use std::io::Read as _;
 
@@ -89,6 +90,65 @@ pub(crate) fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The authority (`host[:port]`, lowercase, without the scheme's default port) of an
+/// absolute `http`/`https` URL or origin; `None` for anything else.
+fn authority(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h).to_ascii_lowercase();
+    let default = match scheme.as_str() {
+        "http" => ":80",
+        "https" => ":443",
+        _ => return None,
+    };
+    Some(host.strip_suffix(default).unwrap_or(&host).to_owned())
+}
+
+/// The site a POST says it was sent from, when that is not this server: its `Origin`, or
+/// without one its `Referer`, compared with the `Host` it was sent to (or the
+/// `X-Forwarded-Host` a proxy in front sets, which a page of another site cannot). `Origin:
+/// null` and no header at all say nothing: the view's own pages ask for no referrer, under which
+/// a browser posts their forms with `Origin: null`; the form token still has to match.
+pub(crate) fn foreign_site(headers: &HeaderMap) -> Option<String> {
+    let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    let from = match text(header::ORIGIN) {
+        Some(o) if o.trim() != "null" => o,
+        Some(_) => return None,
+        None => text(header::REFERER)?,
+    };
+    let ours = |h: Option<&str>| {
+        h.map(|h| {
+            let h = h.split(',').next().unwrap_or_default().trim().to_ascii_lowercase();
+            h.strip_suffix(":80").map(str::to_owned).unwrap_or(h)
+        })
+    };
+    let sent_from = authority(from);
+    let to = [
+        ours(text(header::HOST)),
+        ours(headers.get("x-forwarded-host").and_then(|v| v.to_str().ok())),
+    ];
+    let same = sent_from.as_ref().is_some_and(|a| {
+        to.iter().flatten().any(|h| h == a || h.strip_suffix(":443") == Some(a))
+    });
+    (!same).then(|| from.chars().take(200).collect())
+}
+
+/// Refuses, with 403, a form posted from another site ([`foreign_site`]), before its token is
+/// even read: the actions are for the view's own pages.
+pub(crate) async fn same_site_forms(req: Request, next: Next) -> Response {
+    match foreign_site(req.headers()) {
+        None => next.run(req).await,
+        Some(from) => (
+            StatusCode::FORBIDDEN,
+            format!(
+                "this form was sent from another site ({from}): hookq ui takes only its own pages' forms\n"
+            ),
+        )
+            .into_response(),
+    }
+}
+
 /// Lets a request through when the server needs no token or it presents the right one. A
 /// `?token=` visit with the right token gets the cookie and is sent to the same page without
 /// the token in its address; any other request without it gets 401.
@@ -169,5 +229,42 @@ mod tests {
         assert_eq!(query_token("token=%zz%"), Some("%zz%".into()));
         assert_eq!(query_token("token=%e2%82"), Some("\u{fffd}".into()));
         assert_eq!(query_token("tok=1"), None);
+    }
+
+    #[test]
+    fn a_post_from_another_site_is_told_apart() {
+        let with = |pairs: &[(&'static str, &'static str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, HeaderValue::from_static(v));
+            }
+            foreign_site(&h)
+        };
+        let host = ("host", "127.0.0.1:8080");
+        for ours in [
+            vec![host],
+            vec![host, ("origin", "null")],
+            vec![host, ("origin", "http://127.0.0.1:8080")],
+            vec![host, ("referer", "http://127.0.0.1:8080/pending?task=t1")],
+            vec![("host", "hooks.example"), ("origin", "https://hooks.example")],
+            vec![("host", "hooks.example:80"), ("origin", "http://HOOKS.example")],
+            vec![
+                ("host", "127.0.0.1:9000"),
+                ("x-forwarded-host", "hooks.example"),
+                ("origin", "https://hooks.example"),
+            ],
+        ] {
+            assert_eq!(with(&ours), None, "{ours:?}");
+        }
+        for theirs in [
+            vec![host, ("origin", "http://evil.example")],
+            vec![host, ("origin", "http://127.0.0.1:8081")],
+            vec![host, ("origin", "https://127.0.0.1:8080.evil.example")],
+            vec![host, ("referer", "http://evil.example/127.0.0.1:8080")],
+            vec![host, ("origin", "file://")],
+            vec![("origin", "http://127.0.0.1:8080")],
+        ] {
+            assert!(with(&theirs).is_some(), "{theirs:?}");
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! The query parameters of the listings, checked: empty means unset, numbers must be numbers,
-//! a point must be one hookq has, and no value is longer than an id can be.
+//! a point or an outcome must be one hookq has, and no value is longer than an id can be.
 
 use std::convert::Infallible;
 
@@ -88,6 +88,21 @@ fn point(v: &Option<String>) -> Result<Option<String>, UiError> {
     Ok(p)
 }
 
+/// An outcome filter: one of [`OUTCOMES`](super::fmt::OUTCOMES), so that a misspelt one is
+/// told rather than shown as an empty history.
+fn outcome(v: &Option<String>) -> Result<Option<String>, UiError> {
+    let o = text("outcome", v)?;
+    if let Some(o) = &o
+        && !super::fmt::OUTCOMES.contains(&o.as_str())
+    {
+        return Err(UiError::BadRequest(format!(
+            "outcome: unknown outcome {o:?} (known: {})",
+            super::fmt::OUTCOMES.join(", ")
+        )));
+    }
+    Ok(o)
+}
+
 impl Raw {
     /// The pending listing's filter.
     pub(crate) fn pending(&self) -> Result<PendingFilter, UiError> {
@@ -104,7 +119,7 @@ impl Raw {
         Ok(HistoryFilter {
             task: text("task", &self.task)?,
             point: point(&self.point)?,
-            outcome: text("outcome", &self.outcome)?,
+            outcome: outcome(&self.outcome)?,
             host: text("host", &self.host)?,
             before: number("before", &self.before)?,
             occurrence: None,
@@ -159,6 +174,8 @@ mod tests {
         assert!(raw(&[("before", "1e3")]).history().is_err());
         assert!(raw(&[("point", "after_mrge")]).pending().is_err());
         assert!(raw(&[("task", &"t".repeat(300))]).history().is_err());
+        let bogus = raw(&[("outcome", "bogus")]).history().unwrap_err().to_string();
+        assert!(bogus.contains("known: ok, failed, timed_out"), "{bogus}");
         let h = raw(&[("point", "after_merge"), ("before", "12"), ("outcome", "ok")])
             .history()
             .unwrap();

@@ -1,15 +1,19 @@
 //! Serving the view on a listener of its own (`hookq ui`): until a shutdown future resolves,
-//! then a short grace for the requests under way (a live page's stream never ends by itself).
+//! then a short grace for the requests under way. A live page's event streams never end by
+//! themselves, so shutdown ends them at once: an open page does not hold the server for the
+//! grace.
 
 use std::future::Future;
 use std::net::IpAddr;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::Request;
+use axum::body::Body;
+use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use tokio::sync::watch;
 
 /// How long the requests under way get to finish once shutdown begins.
 const GRACE: Duration = Duration::from_secs(3);
@@ -26,8 +30,9 @@ pub fn token_for(ip: IpAddr, from_env: Option<String>) -> std::io::Result<Option
     }
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves, then gives the requests under way
-/// a short grace. A server with no token
+/// Serves `router` on `listener` until `shutdown` resolves, then ends every event stream
+/// (`text/event-stream`) at once and gives the other requests under way a short grace. A
+/// server with no token
 /// (`loopback_only`) answers only requests addressed to a loopback name, so a page of another
 /// site that rebinds its DNS name to 127.0.0.1 reads nothing.
 pub async fn serve(
@@ -36,7 +41,8 @@ pub async fn serve(
     loopback_only: bool,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let mut app = router;
+    let (ending, ends) = watch::channel(false);
+    let mut app = router.layer(middleware::from_fn_with_state(ends, end_streams_on_shutdown));
     if loopback_only {
         app = app.layer(middleware::from_fn(loopback_host));
     }
@@ -46,6 +52,8 @@ pub async fn serve(
     });
     let server = tokio::spawn(async move { server.await });
     shutdown.await;
+    // Streams first, so that the graceful shutdown finds their connections done.
+    let _ = ending.send(true);
     let _ = tx.send(());
     match tokio::time::timeout(GRACE, server).await {
         Ok(Ok(r)) => r,
@@ -53,6 +61,30 @@ pub async fn serve(
         // Requests still open (live streams): the server ends with them.
         Err(_) => Ok(()),
     }
+}
+
+/// Ends an event stream's body, as a complete response, once `ends` says the server is
+/// stopping; other responses pass as they are.
+async fn end_streams_on_shutdown(
+    State(mut ends): State<watch::Receiver<bool>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let resp = next.run(req).await;
+    let streaming = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
+    if !streaming {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    // A sender gone (the server being dropped) ends the stream too.
+    let stopping = async move {
+        let _ = ends.wait_for(|stopping| *stopping).await;
+    };
+    let body = futures_util::StreamExt::take_until(body.into_data_stream(), stopping);
+    Response::from_parts(parts, Body::from_stream(body))
 }
 
 /// Answers 421 to a request whose `Host` is not a loopback name or address.

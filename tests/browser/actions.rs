@@ -4,9 +4,9 @@
 
 use serde_json::json;
 
-use crate::harness::{Browser, PATIENCE};
 use crate::scenarios::{HOOKS, hookq_ok, populate};
 use crate::server::Ui;
+use crate::support::browser::{Browser, PATIENCE};
 use crate::support::queue::Ws;
 
 /// Clicks the submit button of the first `form.<class>` inside `scope` (a CSS selector) and

@@ -4,9 +4,9 @@
 
 use rusqlite::params;
 
-use crate::harness::Browser;
 use crate::scenarios::{HOOKS, hookq_ok, populate};
 use crate::server::Ui;
+use crate::support::browser::Browser;
 use crate::support::queue::Ws;
 
 const TASK: &str = r#"<script>alert("task")</script>'"&amp;"#;
@@ -111,7 +111,7 @@ fn a_hostile_task_id_shows_as_text() {
         .find(|a| a.text() == TASK)
         .expect("a link to the hostile task's page");
     link.click();
-    let shown = b.wait_for("the task page", crate::harness::PATIENCE, |b| {
+    let shown = b.wait_for("the task page", crate::support::browser::PATIENCE, |b| {
         b.text_of("#phase")
             .map(|_| true)
             .or_else(|| b.text_of("#error").map(|_| false))

@@ -1,5 +1,5 @@
 //! The web view in a real headless Chromium (Debian's `chromium` and `chromium-driver`), driven
-//! over WebDriver by a harness of its own (`harness`): the harness against a page the test
+//! over WebDriver by the tests' shared client (`support::browser`): the client against a page the test
 //! serves itself (`own_page`), then `hookq ui` run for real (`server`) on workspaces the binary
 //! recorded into: every page, live updates and a tailed log (`pages`, the `scenarios` the
 //! PostgreSQL tests run too), hostile values (`hostile`), the actions and the token
@@ -10,10 +10,6 @@
 #[allow(dead_code)]
 #[path = "../support/mod.rs"]
 mod support;
-
-// Each test uses a different part of the harness.
-#[allow(dead_code)]
-mod harness;
 
 mod actions;
 mod hostile;

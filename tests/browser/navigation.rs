@@ -5,9 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::harness::{Browser, PATIENCE};
 use crate::scenarios::{HOOKS, hookq_ok, populate};
 use crate::server::{Ui, mark, record_first, seen};
+use crate::support::browser::{Browser, PATIENCE};
 use crate::support::queue::Ws;
 
 /// Longer than any page of the view takes to load on a loaded machine, far shorter than the

@@ -1,4 +1,4 @@
-//! The harness itself, against a page served by the test from a plain listener on 127.0.0.1:
+//! The tests' WebDriver client (`support::browser`) itself, against a page served by the test from a plain listener on 127.0.0.1:
 //! finding, reading, clicking and submitting, scripts, alerts, the console's errors, the dark
 //! scheme, screenshots, and no process left behind once the browser drops.
 
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::harness::{Browser, PATIENCE};
+use crate::support::browser::{Browser, PATIENCE};
 
 const PAGE: &str = r#"<!doctype html>
 <html><head><meta charset="utf-8"><title>own page</title>

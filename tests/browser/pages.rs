@@ -2,10 +2,13 @@
 
 use crate::scenarios::{self, HOOKS, populate};
 use crate::support::queue::Ws;
+use crate::support::workspace::Scratch;
 
+/// Its screenshots are docs/ui.md's: its workspace is in a folder whose name reads well in the
+/// pages' header, not a temp dir's random name.
 #[test]
 fn every_page_renders_with_no_console_error() {
-    let ws = Ws::init();
+    let ws = Ws::init_in(Scratch::readable("widgets"));
     ws.write_config(HOOKS);
     populate(&ws);
     scenarios::every_page_renders("every_page_renders_with_no_console_error", &ws, "");

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::harness::{Browser, PATIENCE};
 use crate::server::{Ui, mark, now_ms, record_first, seen};
+use crate::support::browser::{Browser, PATIENCE};
 use crate::support::queue::{Out, Ws};
 
 /// The hooks of the scenarios: one that fails with colour, markup, a control byte and a byte
@@ -127,6 +127,9 @@ pub fn every_page_renders(test: &str, ws: &Ws, prefix: &str) {
 
     // What a reader checks on each.
     b.goto(&overview);
+    // The screenshots show the header: no temp dir's random name in it.
+    let place = b.text_of("header .place").unwrap();
+    assert!(!place.contains("hookq-it-"), "{place:?}");
     let lock = b.text_of("#lock").unwrap();
     assert!(lock.contains("free"), "{lock:?}");
     let paused = b.text_of("#paused").unwrap();

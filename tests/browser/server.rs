@@ -5,7 +5,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
 
-use crate::harness::{Browser, PATIENCE};
+use crate::support::browser::{Browser, PATIENCE};
 use crate::support::queue::{Running, Ws};
 
 /// A running `hookq ui`, killed when dropped.

@@ -1,6 +1,7 @@
 //! The documents and what cuts across the models: README.md and docs/ against the code and
 //! the command line, completions and the man page, the queue's schema fixture, the benchmark
-//! harness at smoke size, and the layout of tests/ itself.
+//! harness at smoke size, the layout of tests/ itself, and the rule of tests that need an
+//! optional program (`skips`).
 
 /// The binary's command-line definition, compiled into this test binary so the documents can be
 /// checked against every command and flag (the library does not export the CLI).
@@ -31,3 +32,4 @@ mod layout;
 mod metrics;
 mod readme;
 mod schema;
+mod skips;

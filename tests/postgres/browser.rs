@@ -1,5 +1,5 @@
 //! The web view on a PostgreSQL queue, in the browser: the pages' scenarios of the `browser`
-//! test binary (its harness and scenarios, shared), on a workspace whose queue is on this
+//! test binary (its scenarios, shared, driven by the tests' WebDriver client), on a workspace whose queue is on this
 //! binary's cluster. The screenshots are `target/ui-screens/postgres-<page>.png`.
 
 use crate::cli::{pg_config, pg_workspace_with};
@@ -17,6 +17,9 @@ fn populated() -> Ws {
 
 #[test]
 fn every_page_renders_on_postgres_with_no_console_error() {
+    if crate::without_postgres("every_page_renders_on_postgres_with_no_console_error") {
+        return;
+    }
     let ws = populated();
     scenarios::every_page_renders(
         "every_page_renders_on_postgres_with_no_console_error",
@@ -27,6 +30,9 @@ fn every_page_renders_on_postgres_with_no_console_error() {
 
 #[test]
 fn a_task_move_shows_on_open_pages_within_a_second_on_postgres() {
+    if crate::without_postgres("a_task_move_shows_on_open_pages_within_a_second_on_postgres") {
+        return;
+    }
     let ws = populated();
     scenarios::a_move_shows_live(
         "a_task_move_shows_on_open_pages_within_a_second_on_postgres",
@@ -36,6 +42,9 @@ fn a_task_move_shows_on_open_pages_within_a_second_on_postgres() {
 
 #[test]
 fn the_log_page_tails_a_running_hook_on_postgres() {
+    if crate::without_postgres("the_log_page_tails_a_running_hook_on_postgres") {
+        return;
+    }
     let (ws, _db, url) = pg_workspace_with(&Config::default(), "");
     scenarios::the_log_page_tails_a_running_hook(
         "the_log_page_tails_a_running_hook_on_postgres",
@@ -49,9 +58,13 @@ fn the_log_page_tails_a_running_hook_on_postgres() {
 /// The view never shows the database's password: not on its pages, not in what it prints.
 #[test]
 fn the_view_never_shows_the_database_password() {
+    if crate::without_postgres("the_view_never_shows_the_database_password") {
+        return;
+    }
     let ws = populated();
     let ui = crate::server::Ui::start(&ws, &[], &[]);
-    let Some(b) = crate::harness::Browser::start("the_view_never_shows_the_database_password")
+    let Some(b) =
+        crate::support::browser::Browser::start("the_view_never_shows_the_database_password")
     else {
         return;
     };
@@ -64,6 +77,9 @@ fn the_view_never_shows_the_database_password() {
 
 #[test]
 fn a_hook_starting_and_ending_shows_within_a_second_on_postgres() {
+    if crate::without_postgres("a_hook_starting_and_ending_shows_within_a_second_on_postgres") {
+        return;
+    }
     let (ws, _db, url) = pg_workspace_with(&Config::default(), "");
     scenarios::a_hook_starting_and_ending_shows_live(
         "a_hook_starting_and_ending_shows_within_a_second_on_postgres",

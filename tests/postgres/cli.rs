@@ -84,6 +84,9 @@ pub(crate) fn no_password(out: &crate::support::queue::Out) {
 
 #[test]
 fn task_commands_record_into_postgres_and_run_drains_it() {
+    if crate::without_postgres("task_commands_record_into_postgres_and_run_drains_it") {
+        return;
+    }
     let (ws, _db, url) = pg_workspace();
     let mut s = open(&url, "q");
     no_password(&ws.task_add("t1", "p", "failed.x").ok());
@@ -200,6 +203,9 @@ fn task_commands_record_into_postgres_and_run_drains_it() {
 
 #[test]
 fn task_and_queue_views_read_postgres() {
+    if crate::without_postgres("task_and_queue_views_read_postgres") {
+        return;
+    }
     let (ws, _db, url) = pg_workspace();
     let mut s = open(&url, "q");
     ws.task_add("t1", "p", "failed.x").ok();
@@ -299,6 +305,9 @@ fn task_and_queue_views_read_postgres() {
 
 #[test]
 fn the_environment_wins_over_the_config_and_check_names_the_server() {
+    if crate::without_postgres("the_environment_wins_over_the_config_and_check_names_the_server") {
+        return;
+    }
     let (ws, db, url) = pg_workspace();
     let other_db = cluster().database();
     let other = cluster().url(&other_db, "");
@@ -363,6 +372,11 @@ fn the_environment_wins_over_the_config_and_check_names_the_server() {
 
 #[test]
 fn init_with_a_database_writes_it_and_names_the_queue_after_the_folder() {
+    if crate::without_postgres(
+        "init_with_a_database_writes_it_and_names_the_queue_after_the_folder",
+    ) {
+        return;
+    }
     let ws = Ws::new();
     let db = cluster().database();
     let url = cluster().url(&db, "");
@@ -404,6 +418,9 @@ fn init_with_a_database_writes_it_and_names_the_queue_after_the_folder() {
 
 #[test]
 fn a_hub_drains_on_notifications_and_outlives_an_outage() {
+    if crate::without_postgres("a_hub_drains_on_notifications_and_outlives_an_outage") {
+        return;
+    }
     let (ws, db, url) = pg_workspace();
     let mut hub = ws.spawn_env(&["hub"], &[("HOOKQ_LOG", "info")]);
     ws.task_add("t1", "p", "failed.x").ok();
@@ -472,6 +489,11 @@ fn a_hub_drains_on_notifications_and_outlives_an_outage() {
 
 #[test]
 fn a_hub_waiting_for_the_lock_keeps_one_connection_and_takes_over_when_it_is_freed() {
+    if crate::without_postgres(
+        "a_hub_waiting_for_the_lock_keeps_one_connection_and_takes_over_when_it_is_freed",
+    ) {
+        return;
+    }
     let (ws, _db, url) = pg_workspace();
     let s = open(&url, "q");
     let held = s.lock(Wait::No).unwrap().expect("free");
@@ -536,6 +558,9 @@ fn init_in_a_repository(url_of: impl FnOnce(&str) -> String) -> (Ws, String) {
 
 #[test]
 fn a_password_given_to_init_is_written_readable_by_its_owner_only() {
+    if crate::without_postgres("a_password_given_to_init_is_written_readable_by_its_owner_only") {
+        return;
+    }
     let (ws, url) = init_in_a_repository(|db| cluster().url(db, ""));
     let config = ws.config_path();
     let out = ws.hookq(&["init", "--database", &url]).expect_code(0);
@@ -597,6 +622,11 @@ fn a_password_given_to_init_is_written_readable_by_its_owner_only() {
 
 #[test]
 fn a_password_pair_outside_git_is_kept_from_others_and_git_is_not_claimed() {
+    if crate::without_postgres(
+        "a_password_pair_outside_git_is_kept_from_others_and_git_is_not_claimed",
+    ) {
+        return;
+    }
     let ws = Ws::new();
     let db = cluster().database();
     let port = Target::parse(&cluster().url(&db, ""))
@@ -631,6 +661,11 @@ fn a_password_pair_outside_git_is_kept_from_others_and_git_is_not_claimed() {
 
 #[test]
 fn a_url_without_a_password_is_written_as_any_config_and_nothing_is_said() {
+    if crate::without_postgres(
+        "a_url_without_a_password_is_written_as_any_config_and_nothing_is_said",
+    ) {
+        return;
+    }
     // Over the unix socket, where the test server trusts its local users.
     let (ws, url) = init_in_a_repository(|db| {
         format!(
@@ -682,6 +717,9 @@ fn no_marker(out: &crate::support::queue::Out, what: &str) {
 
 #[test]
 fn a_connection_string_that_cannot_be_read_never_shows_its_password() {
+    if crate::without_postgres("a_connection_string_that_cannot_be_read_never_shows_its_password") {
+        return;
+    }
     let commands: [&[&str]; 10] = [
         &["queue"],
         &["queue", "--json"],
@@ -732,6 +770,11 @@ fn a_connection_string_that_cannot_be_read_never_shows_its_password() {
 
 #[test]
 fn init_under_hookq_database_url_sets_up_the_postgres_queue_and_makes_no_sqlite_file() {
+    if crate::without_postgres(
+        "init_under_hookq_database_url_sets_up_the_postgres_queue_and_makes_no_sqlite_file",
+    ) {
+        return;
+    }
     let ws = Ws::new();
     let db = cluster().database();
     let url = cluster().url(&db, "");
@@ -780,6 +823,9 @@ fn init_under_hookq_database_url_sets_up_the_postgres_queue_and_makes_no_sqlite_
 
 #[test]
 fn a_failed_init_leaves_nothing_it_made_and_keeps_what_was_there() {
+    if crate::without_postgres("a_failed_init_leaves_nothing_it_made_and_keeps_what_was_there") {
+        return;
+    }
     let unreachable = format!("postgres://hookq:{PASSWORD}@127.0.0.1:1/hq?sslmode=disable");
     let bad = "postgres://hookq@127.0.0.1/hq?sslmode=sometimes";
     // Nothing there before: nothing there after.
@@ -826,6 +872,11 @@ fn a_failed_init_leaves_nothing_it_made_and_keeps_what_was_there() {
 
 #[test]
 fn check_with_the_server_down_checks_the_config_lists_the_hooks_then_fails() {
+    if crate::without_postgres(
+        "check_with_the_server_down_checks_the_config_lists_the_hooks_then_fails",
+    ) {
+        return;
+    }
     let ws = Ws::init();
     ws.write_config(HOOKS);
     let down = format!("postgres://hookq:{PASSWORD}@127.0.0.1:1/hq?sslmode=disable");
@@ -876,6 +927,10 @@ fn check_with_the_server_down_checks_the_config_lists_the_hooks_then_fails() {
 
 #[test]
 fn a_hub_that_never_reached_its_database_says_it_cannot_reach_it_yet() {
+    if crate::without_postgres("a_hub_that_never_reached_its_database_says_it_cannot_reach_it_yet")
+    {
+        return;
+    }
     let ws = Ws::init();
     ws.write_config(HOOKS);
     let down = format!("postgres://hookq:{PASSWORD}@127.0.0.1:1/hq?sslmode=disable");
@@ -909,6 +964,10 @@ fn a_hub_that_never_reached_its_database_says_it_cannot_reach_it_yet() {
 /// the host's transaction commits as it would have.
 #[test]
 fn a_task_move_behind_a_hosts_open_transaction_gives_up_with_an_error() {
+    if crate::without_postgres("a_task_move_behind_a_hosts_open_transaction_gives_up_with_an_error")
+    {
+        return;
+    }
     let (ws, _db, url) = pg_workspace();
     ws.task_add("t1", "p", "todo.ready").ok();
     let mut host = open(&url, "q");

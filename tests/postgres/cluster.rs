@@ -92,10 +92,12 @@ fn server_user() -> Option<(u32, u32)> {
     Some((id("-u"), id("-g")))
 }
 
-/// The newest `/usr/lib/postgresql/<version>/bin`.
-fn bin_dir() -> PathBuf {
+/// The newest `/usr/lib/postgresql/<version>/bin` holding `initdb`, or what is missing and how
+/// to install it.
+pub fn find_bin_dir() -> Result<PathBuf, String> {
+    const MISSING: &str = "no PostgreSQL server binaries (/usr/lib/postgresql/*/bin/initdb; Debian: apt-get install postgresql)";
     let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .expect("PostgreSQL is not installed (apt-get install postgresql)")
+        .map_err(|_| MISSING.to_owned())?
         .filter_map(Result::ok)
         .filter_map(|e| {
             let version = e.file_name().to_str()?.parse().ok()?;
@@ -104,7 +106,16 @@ fn bin_dir() -> PathBuf {
         })
         .collect();
     found.sort();
-    found.pop().expect("no /usr/lib/postgresql/*/bin/initdb").1
+    found
+        .pop()
+        .map(|(_, bin)| bin)
+        .ok_or_else(|| MISSING.to_owned())
+}
+
+/// The server binaries' folder; their absence fails the caller (tests check
+/// [`find_bin_dir`] first).
+fn bin_dir() -> PathBuf {
+    find_bin_dir().unwrap_or_else(|why| panic!("{why}"))
 }
 
 /// A command that runs `program` as the server's user.

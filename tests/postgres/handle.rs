@@ -20,6 +20,9 @@ fn open(root: &std::path::Path) -> Queue {
 
 #[test]
 fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
+    if crate::without_postgres("the_library_queue_filters_pages_and_names_the_host_on_postgres") {
+        return;
+    }
     let hooks = "after_fail = ['true']\nafter_rework = ['false']\n";
     let (ws, _db, _url) = pg_workspace_with(&Config::hooks(hooks), "");
     let mut q = open(ws.root());

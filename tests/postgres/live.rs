@@ -18,6 +18,9 @@ use crate::support::queue::{Config, Ws};
 
 #[test]
 fn the_view_mark_moves_with_every_change_a_page_shows() {
+    if crate::without_postgres("the_view_mark_moves_with_every_change_a_page_shows") {
+        return;
+    }
     let db = cluster().database();
     let url = cluster().url(&db, "");
     let mut s = open(&url, "q");
@@ -107,6 +110,9 @@ fn the_view_mark_moves_with_every_change_a_page_shows() {
 
 #[test]
 fn an_open_page_hears_of_a_move_a_start_and_an_end() {
+    if crate::without_postgres("an_open_page_hears_of_a_move_a_start_and_an_end") {
+        return;
+    }
     let scratch = tempfile::tempdir().unwrap();
     let (started, go) = (scratch.path().join("started"), scratch.path().join("go"));
     let hooks = format!(
@@ -141,6 +147,9 @@ fn an_open_page_hears_of_a_move_a_start_and_an_end() {
 
 #[test]
 fn fifty_pages_cost_the_database_what_one_does() {
+    if crate::without_postgres("fifty_pages_cost_the_database_what_one_does") {
+        return;
+    }
     let (ws, _db, _url) = pg_workspace_with(&Config::default(), "");
     let live = Live::start(Workspace::at(ws.root())).unwrap();
     let server = Server::start(live.clone());
@@ -173,6 +182,9 @@ fn reads_with_pages(ws: &Ws, server: &Server, live: &Live, pages: usize, tag: &s
 
 #[test]
 fn a_burst_of_notified_commits_costs_a_read_a_gap_at_most() {
+    if crate::without_postgres("a_burst_of_notified_commits_costs_a_read_a_gap_at_most") {
+        return;
+    }
     let (ws, _db, url) = pg_workspace_with(&Config::default(), "");
     let live = Live::start(Workspace::at(ws.root())).unwrap();
     let server = Server::start(live.clone());

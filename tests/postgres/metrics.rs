@@ -57,6 +57,9 @@ const FAIL_OK: &str = r#"hookq_hub_hooks_total{point="after_fail",outcome="ok"}"
 
 #[test]
 fn a_hub_counts_its_takeover_its_reconnections_and_its_hooks() {
+    if crate::without_postgres("a_hub_counts_its_takeover_its_reconnections_and_its_hooks") {
+        return;
+    }
     let (ws, db, url) = pg_workspace_with(&Config::hooks(HOOKS), "");
     // Another holder has the lock: the hub waits for it, serving its metrics meanwhile.
     let s = open(&url, "q");
@@ -121,6 +124,9 @@ fn a_hub_counts_its_takeover_its_reconnections_and_its_hooks() {
 /// ran out says that.
 #[test]
 fn a_lock_taken_after_another_holder_says_how_it_took_over() {
+    if crate::without_postgres("a_lock_taken_after_another_holder_says_how_it_took_over") {
+        return;
+    }
     let (ws, _db, url) = pg_workspace_with(&Config::hooks(HOOKS), "");
     let s = open(&url, "q");
     let first = s.lock(Wait::No).unwrap().expect("free");
@@ -159,6 +165,9 @@ fn a_lock_taken_after_another_holder_says_how_it_took_over() {
 
 #[test]
 fn a_lock_taken_from_a_holder_whose_lease_ran_out_says_it_ended_it() {
+    if crate::without_postgres("a_lock_taken_from_a_holder_whose_lease_ran_out_says_it_ended_it") {
+        return;
+    }
     let (_ws, _db, url) = pg_workspace_with(&Config::hooks(HOOKS), "");
     // Opening the queue creates its schema.
     let _store = open(&url, "q");

@@ -38,6 +38,9 @@ fn now_ms() -> i64 {
 /// retry runs it again.
 #[test]
 fn a_point_interrupted_too_often_is_parked_and_can_be_retried() {
+    if crate::without_postgres("a_point_interrupted_too_often_is_parked_and_can_be_retried") {
+        return;
+    }
     let hooks = r#"after_fail = ['echo ran >> out', 'kill -KILL $PPID']
 after_awaiting_human = ['echo "$ARC_TASK" >> later']"#;
     let cfg = Config {
@@ -197,6 +200,11 @@ after_awaiting_human = ['echo "$ARC_TASK" >> later']"#;
 /// pass, so it cannot drag them down with it again; then it is parked.
 #[test]
 fn points_finished_before_a_runner_killing_point_are_not_run_again_with_it() {
+    if crate::without_postgres(
+        "points_finished_before_a_runner_killing_point_are_not_run_again_with_it",
+    ) {
+        return;
+    }
     let hooks = r#"after_awaiting_human = ['echo "$ARC_TASK" >> ran']
 after_fail = ['kill -KILL $PPID']"#;
     let cfg = Config {
@@ -333,6 +341,9 @@ const KEEP_TWO_DAYS: &str = "keep_history_days = 2\n";
 
 #[test]
 fn old_history_is_pruned_on_sqlite() {
+    if crate::without_postgres("old_history_is_pruned_on_sqlite") {
+        return;
+    }
     let ws = Ws::init();
     let text = Config::hooks(PRUNED_HOOKS).text().replacen(
         "[queue]\n",
@@ -347,6 +358,9 @@ fn old_history_is_pruned_on_sqlite() {
 /// database stay until a pass of that queue.
 #[test]
 fn old_history_is_pruned_on_postgres_queue_by_queue() {
+    if crate::without_postgres("old_history_is_pruned_on_postgres_queue_by_queue") {
+        return;
+    }
     let cfg = Config::hooks(PRUNED_HOOKS);
     let (ws, _db, url) = pg_workspace_with(&cfg, KEEP_TWO_DAYS);
     let other = Ws::init();
@@ -368,6 +382,9 @@ fn old_history_is_pruned_on_postgres_queue_by_queue() {
 /// drain leaves nothing pending.
 #[test]
 fn jobs_keep_each_tasks_points_in_recorded_order() {
+    if crate::without_postgres("jobs_keep_each_tasks_points_in_recorded_order") {
+        return;
+    }
     let hooks = r#"after_fail = ['echo "start $ARC_TASK $ARC_STATE" >> times; sleep 0.2; echo "end $ARC_TASK $ARC_STATE" >> times']"#;
     let (ws, _db, url) = pg_workspace_with(&Config::hooks(hooks), "");
     let mut s = open(&url, "q");
@@ -443,6 +460,9 @@ fn jobs_keep_each_tasks_points_in_recorded_order() {
 /// the file is whole, the point runs.
 #[test]
 fn a_pass_during_a_slow_rewrite_never_clears_the_point_unrun() {
+    if crate::without_postgres("a_pass_during_a_slow_rewrite_never_clears_the_point_unrun") {
+        return;
+    }
     let cfg = Config::hooks(r#"after_fail = ['echo "$ARC_TASK" >> ran.out']"#);
     let (ws, _db, url) = pg_workspace_with(&cfg, "");
     let text = String::from_utf8(std::fs::read(ws.config_path()).unwrap()).unwrap();
@@ -480,6 +500,9 @@ fn a_pass_during_a_slow_rewrite_never_clears_the_point_unrun() {
 /// dropped quietly.
 #[test]
 fn dropping_a_started_point_says_its_commands_may_still_run() {
+    if crate::without_postgres("dropping_a_started_point_says_its_commands_may_still_run") {
+        return;
+    }
     let cfg = Config::hooks(
         "after_fail = ['touch started; n=0; while [ ! -e go ] && [ $n -lt 6000 ]; do sleep 0.02; n=$((n + 1)); done']",
     );

@@ -28,6 +28,9 @@ fn json(ws: &Ws, args: &[&str]) -> Value {
 
 #[test]
 fn a_paused_queue_records_but_no_process_runs_it_until_resumed() {
+    if crate::without_postgres("a_paused_queue_records_but_no_process_runs_it_until_resumed") {
+        return;
+    }
     let hooks = r#"after_fail = ['echo "fail $ARC_TASK" >> ran']
 after_rework = ['echo "rework $ARC_TASK" >> ran']
 "#;
@@ -106,6 +109,11 @@ after_rework = ['echo "rework $ARC_TASK" >> ran']
 
 #[test]
 fn a_hub_paused_mid_point_finishes_it_and_starts_no_other_until_resumed() {
+    if crate::without_postgres(
+        "a_hub_paused_mid_point_finishes_it_and_starts_no_other_until_resumed",
+    ) {
+        return;
+    }
     // Each point's command runs until the test lets it end (the file `go`).
     let hooks = r#"after_fail = ['echo "$ARC_TASK start" >> ran; n=0; while [ ! -e go ] && [ $n -lt 2400 ]; do sleep 0.05; n=$((n + 1)); done; echo "$ARC_TASK end" >> ran']
 "#;
@@ -143,6 +151,9 @@ fn a_hub_paused_mid_point_finishes_it_and_starts_no_other_until_resumed() {
 
 #[test]
 fn the_pause_is_the_queues_and_the_start_mark_reads_it() {
+    if crate::without_postgres("the_pause_is_the_queues_and_the_start_mark_reads_it") {
+        return;
+    }
     use hookq::queue::pg::record;
     use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
 

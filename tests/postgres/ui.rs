@@ -16,6 +16,9 @@ use crate::support::queue::Config;
 
 #[test]
 fn the_view_shows_a_postgres_queue() {
+    if crate::without_postgres("the_view_shows_a_postgres_queue") {
+        return;
+    }
     let cfg = Config::hooks(
         r#"after_rework = ['echo rework $ARC_TASK; printf "\033[33mamber\033[0m\n"']"#,
     );

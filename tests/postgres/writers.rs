@@ -43,6 +43,9 @@ fn waits_for_a_lock(db: &str, app: &str) -> bool {
 /// the first to commit and then gets the higher id.
 #[test]
 fn a_recording_waits_only_for_transactions_on_its_own_task() {
+    if crate::without_postgres("a_recording_waits_only_for_transactions_on_its_own_task") {
+        return;
+    }
     let (db, mut a) = fresh("turns");
     a.write(|tx, q| {
         for t in ["t1", "t2"] {
@@ -117,6 +120,9 @@ fn a_recording_waits_only_for_transactions_on_its_own_task() {
 /// whose id is below those already run is never skipped.
 #[test]
 fn a_point_committed_after_points_with_higher_ids_is_run_by_the_hub() {
+    if crate::without_postgres("a_point_committed_after_points_with_higher_ids_is_run_by_the_hub") {
+        return;
+    }
     let (dir, ws) = hooked_workspace(r#"after_fail = ['echo "$ARC_TASK $ARC_STATE" >> ran']"#);
     let (db, mut s) = fresh("late");
     s.write(|tx, q| {
@@ -208,6 +214,10 @@ fn a_point_committed_after_points_with_higher_ids_is_run_by_the_hub() {
 /// each old point once.
 #[test]
 fn a_database_of_the_counter_schema_upgrades_with_its_pending_points() {
+    if crate::without_postgres("a_database_of_the_counter_schema_upgrades_with_its_pending_points")
+    {
+        return;
+    }
     let db = cluster().database();
     let url = cluster().url(&db, "");
     let mut client = pg::connect(&Target::parse(&url).unwrap(), "old hookq").unwrap();
@@ -317,6 +327,9 @@ after_rework = ['echo "rework $ARC_TASK" >> ran']"#,
 /// every queue asked for since the one before; `flush` waits until all were covered.
 #[test]
 fn a_notifier_wakes_hubs_from_its_own_thread_and_folds_a_burst() {
+    if crate::without_postgres("a_notifier_wakes_hubs_from_its_own_thread_and_folds_a_burst") {
+        return;
+    }
     let (db, mut listener) = fresh("notifier");
     listener
         .client()
@@ -384,6 +397,9 @@ fn a_notifier_wakes_hubs_from_its_own_thread_and_folds_a_burst() {
 /// nothing.
 #[test]
 fn a_recorder_moves_tasks_on_its_prepared_statement() {
+    if crate::without_postgres("a_recorder_moves_tasks_on_its_prepared_statement") {
+        return;
+    }
     let (db, mut s) = fresh("recorder");
     s.write(|tx, q| {
         for t in ["t1", "t2"] {
@@ -435,6 +451,10 @@ fn a_recorder_moves_tasks_on_its_prepared_statement() {
 /// schema's function, and a Recorder's statement.
 #[test]
 fn a_move_waiting_on_a_rolled_back_move_leaves_the_phase_that_stayed() {
+    if crate::without_postgres("a_move_waiting_on_a_rolled_back_move_leaves_the_phase_that_stayed")
+    {
+        return;
+    }
     let (db, mut a) = fresh("rollback");
     for (t, prepared) in [("t1", false), ("t2", true)] {
         a.write(|tx, q| record::add_task(tx, q, &task(t), &plan("p"), &ph("todo.ready")))

@@ -4,6 +4,7 @@
 //! `error:` line naming what and where, a non-zero exit, and every pending point stays pending.
 
 use crate::support::queue as common;
+use crate::support::skipped;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -407,17 +408,6 @@ fn a_log_that_fills_the_disk_mid_command() {
     ws.hookq(&["run"]).ok();
     assert!(ws.root().join("done").exists());
     assert!(ws.pending().is_empty());
-}
-
-/// Says that `test` did not run, as this machine lacks what it needs (`why`). Under CI, which
-/// runs as root and provides it, that is a failure. Elsewhere the line goes to the test run's
-/// own stderr, which the harness does not capture, so the run shows it (an `eprintln!` would
-/// vanish with a passing test's captured output).
-fn skipped(test: &str, why: &str) {
-    let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
-    assert!(!ci, "{test} cannot run: {why}; under CI it must");
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 
 /// A 4 MiB tmpfs mounted over `dir`, where the machine lets the test mount one (root, as in CI);

@@ -1,10 +1,13 @@
 //! What the integration-test binaries share: the binary under test, a scratch workspace with a
 //! home of its own (`workspace`), running a command with a bounded wait (`run`), real git
-//! repositories (`git`), a pseudo-terminal (`pty`) and the JSON Schema checker (`schema`); and
+//! repositories (`git`), a pseudo-terminal (`pty`), the JSON Schema checker (`schema`), the one
+//! WebDriver client for headless Chromium (`browser`), the rule for a test this machine lacks
+//! the programs for ([`skipped`]); and
 //! on top of them each model's own workspace (`queue`, `agent`, `lifecycle`), which runs the real
 //! `hookq` binary with a pinned environment and reads what that model leaves behind.
 
 pub mod agent;
+pub mod browser;
 pub mod git;
 pub mod lifecycle;
 pub mod pty;
@@ -38,4 +41,21 @@ pub fn test_path(module: &str, name: &str) -> String {
     } else {
         format!("{within}::{name}")
     }
+}
+
+/// Whether this run is CI's (`CI` set to anything but empty, `0` or `false`), which installs
+/// every program the tests need.
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
+}
+
+/// Says that `test` did not run, as this machine lacks a program it needs (`why`: what is
+/// missing and how to install it): one `SKIPPED` line, and the test passes. Under CI, which
+/// installs everything, that is a failure. The line goes to the test run's own stderr, which
+/// the harness does not capture, so the run shows it (an `eprintln!` would vanish with a
+/// passing test's captured output).
+pub fn skipped(test: &str, why: &str) {
+    assert!(!under_ci(), "{test} cannot run: {why}; under CI it must");
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }

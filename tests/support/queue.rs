@@ -190,7 +190,16 @@ impl Ws {
 
     /// A fresh workspace after `hookq init`.
     pub fn init() -> Self {
-        let ws = Self::new();
+        Self::init_in(Scratch::new())
+    }
+
+    /// A workspace after `hookq init` in `scratch` (a [`Scratch::readable`] one, say).
+    pub fn init_in(scratch: Scratch) -> Self {
+        let ws = Self {
+            scratch,
+            env: Vec::new(),
+            runs: AtomicUsize::new(0),
+        };
         ws.hookq(&["init"]).ok();
         assert!(ws.config_path().is_file());
         ws

@@ -1,5 +1,6 @@
 //! A scratch folder for one test: the workspace root and a home of its own inside it, removed at
-//! the end, and commands started there with a pinned environment.
+//! the end, and commands started there with a pinned environment. Most are temp dirs of random
+//! names; the one whose pages docs/ui.md shows has a fixed name that reads well.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -13,7 +14,15 @@ pub struct Scratch {
     base: PathBuf,
     root: PathBuf,
     home: PathBuf,
+    // Last, so that it is let go once the folder is gone.
+    _held: Option<std::fs::File>,
 }
+
+/// The folder under the system temp dir that [`Scratch::readable`] makes.
+pub const READABLE: &str = "hookq-demo";
+
+/// The file that marks a [`READABLE`] folder as a scratch's, which a later run may remove.
+const MARK: &str = ".hookq-scratch";
 
 impl Default for Scratch {
     fn default() -> Self {
@@ -38,6 +47,59 @@ impl Scratch {
             base,
             root,
             home,
+            _held: None,
+        }
+    }
+
+    /// A scratch at a fixed path whose names read well where a page shows them (the web
+    /// view's screenshots in docs/ui.md show the queue's path): `<temp>/hookq-demo`, with the
+    /// workspace root `<temp>/hookq-demo/<root>`. One test at a time on the machine has it: it
+    /// waits for a lock beside the folder, then removes what a killed run left there (never a
+    /// folder that is not a scratch's), and the folder is removed at the end like any scratch.
+    pub fn readable(root: &str) -> Self {
+        use std::time::{Duration, Instant};
+        let temp = std::env::temp_dir().canonicalize().unwrap();
+        let lock_path = temp.join(format!("{READABLE}.lock"));
+        let held = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&lock_path)
+            .unwrap_or_else(|e| panic!("{}: {e}", lock_path.display()));
+        // Bounded: another run's test holds it for a few seconds.
+        let deadline = Instant::now() + Duration::from_secs(600);
+        loop {
+            match rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => break,
+                Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("{}: {e}", lock_path.display()),
+            }
+        }
+        let base = temp.join(READABLE);
+        if base.exists() {
+            assert!(
+                base.join(MARK).exists(),
+                "{} is in the way and is not a test's scratch: remove it",
+                base.display()
+            );
+            std::fs::remove_dir_all(&base).unwrap();
+        }
+        let dir = tempfile::Builder::new()
+            .prefix(READABLE)
+            .rand_bytes(0)
+            .tempdir_in(&temp)
+            .unwrap();
+        std::fs::write(base.join(MARK), "").unwrap();
+        let (root, home) = (base.join(root), base.join("home"));
+        std::fs::create_dir(&root).unwrap();
+        std::fs::create_dir(&home).unwrap();
+        Self {
+            _dir: dir,
+            base,
+            root,
+            home,
+            _held: Some(held),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Actions: absent without `--actions` (no buttons, the POST routes 404); with it, retry, drop,
-//! pause and resume work through their forms, each refused without the server's form token,
-//! each answering 303 back to its page, which says what was done.
+//! pause and resume work through their forms, each refused without the server's form token or
+//! when sent from another site, each answering 303 back to its page, which says what was done.
 
 use crate::pages::moved;
 use crate::server::{Served, attr_after, attrs};
@@ -131,5 +131,49 @@ fn with_actions_each_one_works_and_says_what_it_did() {
     let big = "x".repeat(64 * 1024);
     let page = ui.post("action/resume", &[("csrf", &csrf), ("back", &big)]);
     assert_eq!(page.status, 413);
+    ui.stop();
+}
+
+/// A form posted from another site is refused, whatever token it carries: its `Origin`, or
+/// without one its `Referer`, must name this server. The view's own pages send `Origin: null`
+/// (they ask for no referrer), which the token alone then vouches for.
+#[test]
+fn a_form_posted_from_another_site_is_refused() {
+    let ws = moved();
+    let ui = Served::start(&ws, &["--actions"]);
+    let csrf = attr_after(&ui.get("").ok(), r#"class="action action-pause""#, "value");
+    let own = ui.url.trim_end_matches('/').to_owned();
+    let paused = || ui.get("").main().contains(r#"class="paused""#);
+    for headers in [
+        vec![("origin", "http://evil.example")],
+        vec![("origin", "http://127.0.0.1:1")],
+        vec![("referer", "http://evil.example/pending")],
+    ] {
+        let page = ui.post_with("action/pause", &[("csrf", &csrf)], &headers);
+        assert_eq!(page.status, 403, "{headers:?}: {}", page.body);
+        assert!(
+            page.body.contains("sent from another site"),
+            "{}",
+            page.body
+        );
+        assert!(!paused(), "{headers:?} paused the queue");
+    }
+    for from in [
+        vec![("origin", own.as_str())],
+        vec![("origin", "null")],
+        vec![("referer", &format!("{own}/pending"))],
+    ] {
+        let page = ui.post_with("action/pause", &[("csrf", &csrf)], &from);
+        assert_eq!(page.status, 303, "{from:?}: {}", page.body);
+        assert!(paused());
+        ui.post("action/resume", &[("csrf", &csrf)]);
+    }
+    // The token is checked all the same.
+    let page = ui.post_with(
+        "action/pause",
+        &[("csrf", "x")],
+        &[("origin", own.as_str())],
+    );
+    assert_eq!(page.status, 403);
     ui.stop();
 }

@@ -70,3 +70,55 @@ fn outside_a_workspace_it_says_so() {
     assert!(out.stdout().is_empty(), "{}", out.describe());
     assert_eq!(out.errors().len(), 1, "{}", out.describe());
 }
+
+/// An open page's streams (the live view's events, a log's tail) end at once when `hookq ui`
+/// is told to stop: each ends as a complete response, with HTTP's last chunk, rather than being
+/// cut off when the process exits after the grace the server gives the requests under way.
+#[test]
+fn sigterm_ends_an_open_pages_streams_at_once() {
+    use std::io::{Read, Write};
+    let ws = moved();
+    let ui = Served::start(&ws, &[]);
+    let host = ui.url.trim_start_matches("http://").trim_end_matches('/');
+    let open = |path: &str, first: &str| {
+        let mut s = std::net::TcpStream::connect(host).unwrap();
+        s.set_read_timeout(Some(crate::support::HANG)).unwrap();
+        write!(
+            s,
+            "GET /{path} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n\r\n"
+        )
+        .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&got).contains(first) {
+            let n = s.read(&mut buf).unwrap();
+            assert!(
+                n > 0,
+                "{path} ended early: {}",
+                String::from_utf8_lossy(&got)
+            );
+            got.extend_from_slice(&buf[..n]);
+        }
+        (s, got)
+    };
+    let streams = [
+        open("events", "event: hello"),
+        open(
+            "task/t1/log/after_rework-01.log/tail?from=0",
+            "hello from after_rework",
+        ),
+    ];
+    ui.stop();
+    for (mut s, mut got) in streams {
+        s.read_to_end(&mut got).unwrap();
+        let text = String::from_utf8_lossy(&got);
+        assert!(
+            text.starts_with("HTTP/1.1 200") && text.contains("transfer-encoding: chunked"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("\r\n0\r\n\r\n"),
+            "the stream was cut off, not ended: {text:?}"
+        );
+    }
+}

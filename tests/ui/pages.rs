@@ -142,6 +142,17 @@ fn every_page_shows_the_queue_and_sigterm_ends_it() {
         "the last task= counts"
     );
     assert_eq!(ui.get("history?point=after_mrge").status, 400);
+    // A misspelt outcome is told, with the ones there are, rather than shown as no history.
+    for path in ["history?outcome=bogus", "api/history?outcome=bogus"] {
+        let bogus = ui.get(path);
+        assert_eq!(bogus.status, 400, "{path}: {}", bogus.body);
+        assert!(
+            bogus.body.contains("ok, failed, timed_out, signalled"),
+            "{path}: {}",
+            bogus.body
+        );
+    }
+    assert_eq!(ui.get("history?outcome=timed_out").status, 200);
     let css = ui.get("assets/style.css");
     assert_eq!(css.content_type.as_deref(), Some("text/css; charset=utf-8"));
     assert!(css.body.contains("prefers-color-scheme: dark"));

@@ -147,9 +147,17 @@ impl Served {
 
     /// POST the form `fields` to `path`.
     pub fn post(&self, path: &str, fields: &[(&str, &str)]) -> Page {
+        self.post_with(path, fields, &[])
+    }
+
+    /// POST the form `fields` to `path`, with these extra headers.
+    pub fn post_with(&self, path: &str, fields: &[(&str, &str)], headers: &[(&str, &str)]) -> Page {
         let mut req = self.agent.post(format!("{}{path}", self.url));
         if let Some(t) = &self.bearer {
             req = req.header("authorization", format!("Bearer {t}"));
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
         }
         Self::page(req.send_form(fields.iter().copied()))
     }

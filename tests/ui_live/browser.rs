@@ -1,11 +1,10 @@
-//! `live.js` in headless Chromium (Debian's `chromium` and `chromium-driver`, over WebDriver),
-//! on stand-in pages that render what the database holds: a change swaps `#main` without a
+//! `live.js` in headless Chromium (Debian's `chromium` and `chromium-driver`, driven by the
+//! tests' WebDriver client, which skips the test without them), on stand-in pages that render what the database holds: a change swaps `#main` without a
 //! reload, a form being filled in waits for its field to lose focus, a running hook's log is
 //! tailed, and nothing reaches the console.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,6 +17,7 @@ use hookq::ui::live::{Live, routes};
 use serde_json::{Value, json};
 
 use crate::client::EVENTUALLY;
+use crate::support::browser::Browser;
 use crate::support::queue::Ws;
 
 /// What the stand-in pages read.
@@ -58,106 +58,22 @@ async fn log(State(p): State<Pages>) -> Html<String> {
     ))
 }
 
-/// A WebDriver session of a headless Chromium, and its driver, ended on drop.
-pub(crate) struct Browser {
-    driver: Child,
-    session: String,
+/// The text of the element whose id is `id`, empty when there is none.
+fn text(browser: &Browser, id: &str) -> String {
+    browser.text_of(&format!("#{id}")).unwrap_or_default()
 }
 
-impl Browser {
-    pub(crate) fn start() -> Browser {
-        // A free port for the driver: it cannot be told to choose one and say which.
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let driver = Command::new("chromedriver")
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromedriver (Debian's chromium-driver) on PATH");
-        let base = format!("http://127.0.0.1:{port}");
-        let deadline = Instant::now() + EVENTUALLY;
-        while ureq::get(&format!("{base}/status")).call().is_err() {
-            assert!(Instant::now() < deadline, "chromedriver did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let mut browser = Browser {
-            driver,
-            session: String::new(),
-        };
-        let created = post(
-            &format!("{base}/session"),
-            json!({"capabilities": {"alwaysMatch": {
-                "goog:chromeOptions": {"args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]},
-                "goog:loggingPrefs": {"browser": "ALL"}
-            }}}),
-        );
-        let id = created["sessionId"].as_str().unwrap();
-        browser.session = format!("{base}/session/{id}");
-        browser
-    }
-
-    pub(crate) fn open(&self, url: &str) {
-        post(&format!("{}/url", self.session), json!({"url": url}));
-    }
-
-    pub(crate) fn run(&self, script: &str) -> Value {
-        post(
-            &format!("{}/execute/sync", self.session),
-            json!({"script": script, "args": []}),
-        )
-    }
-
-    pub(crate) fn text(&self, id: &str) -> String {
-        let v = self.run(&format!(
-            "return document.getElementById('{id}').textContent"
-        ));
-        v.as_str().unwrap_or_default().to_owned()
-    }
-
-    pub(crate) fn eventually(&self, id: &str, what: &str, wanted: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + EVENTUALLY;
-        loop {
-            let text = self.text(id);
-            if wanted(&text) {
-                return text;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "gave up waiting for {what}: {text:?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// What the page logged to the console.
-    pub(crate) fn console(&self) -> Value {
-        post(
-            &format!("{}/se/log", self.session),
-            json!({"type": "browser"}),
-        )
-    }
+/// Polls the text of `#id` until `wanted` holds; fails the test, naming `what`, after a bound
+/// that only catches a hang.
+fn eventually(browser: &Browser, id: &str, what: &str, wanted: impl Fn(&str) -> bool) -> String {
+    browser.wait_for(what, EVENTUALLY, |b| {
+        Some(text(b, id)).filter(|t| wanted(t))
+    })
 }
 
-impl Drop for Browser {
-    fn drop(&mut self) {
-        if !self.session.is_empty() {
-            let _ = ureq::delete(&self.session).call();
-        }
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
-    }
-}
-
-fn post(url: &str, body: Value) -> Value {
-    let mut response = ureq::post(url)
-        .send_json(body)
-        .unwrap_or_else(|e| panic!("POST {url}: {e}"));
-    let v: Value = response.body_mut().read_json().unwrap();
-    v["value"].clone()
+/// Runs `script` in the page and returns what it returns.
+fn run(browser: &Browser, script: &str) -> Value {
+    browser.execute(script, vec![])
 }
 
 /// The stand-in pages and the live routes, served on 127.0.0.1.
@@ -178,6 +94,10 @@ fn serve(pages: Pages, runtime: &tokio::runtime::Runtime) -> SocketAddr {
 
 #[test]
 fn a_page_is_kept_current_and_a_log_tailed_in_a_real_browser() {
+    let Some(browser) = Browser::start("a_page_is_kept_current_and_a_log_tailed_in_a_real_browser")
+    else {
+        return;
+    };
     let ws = Ws::init();
     let go = ws.base().join("go");
     ws.write_config(&format!(
@@ -199,26 +119,35 @@ fn a_page_is_kept_current_and_a_log_tailed_in_a_real_browser() {
         },
         &runtime,
     );
-    let browser = Browser::start();
-
-    browser.open(&format!("http://{addr}/"));
-    assert_eq!(browser.text("pending"), "pending 0");
+    browser.goto(&format!("http://{addr}/"));
+    assert_eq!(text(&browser, "pending"), "pending 0");
     // The script is listening once the page it rendered is current.
-    browser.run("document.getElementById('main').dataset.marker = 'kept'; return 1");
+    run(
+        &browser,
+        "document.getElementById('main').dataset.marker = 'kept'; return 1",
+    );
     ws.task_add("t1", "p", "todo.proposed").ok();
-    browser.eventually("pending", "the move on the open page", |t| t == "pending 1");
+    eventually(&browser, "pending", "the move on the open page", |t| {
+        t == "pending 1"
+    });
     assert_eq!(
-        browser.run("return location.href"),
+        run(&browser, "return location.href"),
         json!(format!("http://{addr}/")),
     );
     assert_eq!(
-        browser.run("return document.getElementById('main').dataset.marker"),
+        run(
+            &browser,
+            "return document.getElementById('main').dataset.marker"
+        ),
         json!("kept"),
         "the page was reloaded, not its main swapped"
     );
 
     // A field being filled in is not swapped away; the change shows once it loses focus.
-    browser.run("var f = document.getElementById('task'); f.focus(); f.value = 'typ'; return 1");
+    run(
+        &browser,
+        "var f = document.getElementById('task'); f.focus(); f.value = 'typ'; return 1",
+    );
     let before = live.generation();
     ws.task_add("t2", "p", "todo.proposed").ok();
     let deadline = Instant::now() + EVENTUALLY;
@@ -227,15 +156,18 @@ fn a_page_is_kept_current_and_a_log_tailed_in_a_real_browser() {
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(browser.text("pending"), "pending 1");
+    assert_eq!(text(&browser, "pending"), "pending 1");
     assert_eq!(
-        browser.run("return document.getElementById('task').value"),
+        run(&browser, "return document.getElementById('task').value"),
         json!("typ")
     );
-    browser.run("document.getElementById('task').blur(); return 1");
-    browser.eventually("pending", "the change after the field's blur", |t| {
-        t == "pending 2"
-    });
+    run(&browser, "document.getElementById('task').blur(); return 1");
+    eventually(
+        &browser,
+        "pending",
+        "the change after the field's blur",
+        |t| t == "pending 2",
+    );
 
     // A running hook's log page, then the hook's last lines appended as they are written.
     let runner = ws.spawn(&["run"]);
@@ -244,22 +176,28 @@ fn a_page_is_kept_current_and_a_log_tailed_in_a_real_browser() {
         ws.read_bytes(&log)
             .is_some_and(|b| String::from_utf8_lossy(&b).contains("first\n"))
     });
-    browser.open(&format!("http://{addr}/task/t1/log/after_proposed-01.log"));
-    assert!(browser.text("log").ends_with("first\n"));
+    browser.goto(&format!("http://{addr}/task/t1/log/after_proposed-01.log"));
+    assert!(text(&browser, "log").ends_with("first\n"));
     std::fs::write(&go, "").unwrap();
-    let text = browser.eventually("log", "the tail", |t| t.contains("--- hookq exit 0"));
+    let tail = eventually(&browser, "log", "the tail", |t| {
+        t.contains("--- hookq exit 0")
+    });
     assert!(
-        text.contains("first\n<i>second</i>\n--- hookq exit 0"),
-        "{text:?}"
+        tail.contains("first\n<i>second</i>\n--- hookq exit 0"),
+        "{tail:?}"
     );
     assert_eq!(
-        browser.run("return document.querySelectorAll('#log i').length"),
+        run(
+            &browser,
+            "return document.querySelectorAll('#log i').length"
+        ),
         json!(0),
         "log text became markup"
     );
     runner.wait_within(Duration::from_secs(120)).ok();
 
-    assert_eq!(browser.console(), json!([]), "the console");
+    let console = browser.console();
+    assert!(console.is_empty(), "the console: {console:?}");
     drop(browser);
     live.stop();
     runtime.shutdown_background();

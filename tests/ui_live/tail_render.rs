@@ -8,13 +8,14 @@ use hookq::Workspace;
 use hookq::ui::{UiConfig, router};
 use serde_json::Value;
 
-use crate::browser::Browser;
+use crate::client::EVENTUALLY;
+use crate::support::browser::Browser;
 use crate::support::queue::Ws;
 
 /// The log's text as runs of one class each (`""` for plain text), neighbours of one class
 /// joined: what a reader sees, whichever way its spans were cut.
 fn runs(browser: &Browser) -> Vec<(String, String)> {
-    let runs = browser.run(
+    let runs = browser.execute(
         "var pre = document.getElementById('log');
          var walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
          var runs = [];
@@ -25,6 +26,7 @@ fn runs(browser: &Browser) -> Vec<(String, String)> {
            else if (n.data) { runs.push([cls, n.data]); }
          }
          return runs;",
+        vec![],
     );
     let Value::Array(runs) = runs else {
         panic!("runs: {runs}");
@@ -41,6 +43,9 @@ fn runs(browser: &Browser) -> Vec<(String, String)> {
 
 #[test]
 fn a_tailed_log_shows_what_a_reload_shows() {
+    let Some(browser) = Browser::start("a_tailed_log_shows_what_a_reload_shows") else {
+        return;
+    };
     let ws = Ws::init();
     let go = ws.base().join("go");
     let hook = ws.base().join("hook.sh");
@@ -87,18 +92,18 @@ printf 'cut \033['
     ws.eventually("the first byte of the cut character", || {
         ws.read_bytes(&log).is_some_and(|b| b.ends_with(b"\xc3"))
     });
-    let browser = Browser::start();
     let url = format!("http://{addr}/task/t1/log/after_proposed-01.log");
-    browser.open(&url);
-    let page = browser.text("log");
+    browser.goto(&url);
+    let page = browser.text_of("#log").unwrap_or_default();
     assert!(
         page.ends_with("plain green ") && !page.contains('\u{fffd}'),
         "the cut character is left for the tail: {page:?}"
     );
 
     std::fs::write(&go, "").unwrap();
-    browser.eventually("log", "the run's footer", |t| {
-        t.contains("\n--- hookq exit 0 after ") && t.ends_with(" ms\n")
+    browser.wait_for("the run's footer", EVENTUALLY, |b| {
+        let t = b.text_of("#log").unwrap_or_default();
+        (t.contains("\n--- hookq exit 0 after ") && t.ends_with(" ms\n")).then_some(())
     });
     let tailed = runs(&browser);
     runner.wait_within(Duration::from_secs(120)).ok();
@@ -121,9 +126,10 @@ printf 'cut \033['
     }
     assert!(!plain.contains('\u{fffd}'), "{plain:?}");
 
-    browser.open(&url);
+    browser.goto(&url);
     assert_eq!(runs(&browser), tailed, "the page reloaded");
-    assert_eq!(browser.console(), serde_json::json!([]), "the console");
+    let console = browser.console();
+    assert!(console.is_empty(), "the console: {console:?}");
     drop(browser);
     runtime.shutdown_background();
 }

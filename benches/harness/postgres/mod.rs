@@ -25,6 +25,13 @@ use std::path::Path;
 use super::report::Row;
 use super::sizes::Sizes;
 
+/// What keeps this machine from starting the bench's PostgreSQL (no server binaries, and how
+/// to install them), `None` when it can.
+#[allow(dead_code)] // The bench itself just fails; the smoke test skips.
+pub fn server_missing() -> Option<String> {
+    cluster::find_bin_dir().err()
+}
+
 /// A running server of the bench's own.
 pub struct Server {
     cluster: cluster::Cluster,

@@ -1,12 +1,19 @@
-//! A headless Chromium driven over the W3C WebDriver protocol, spoken with a plain HTTP client:
-//! `chromedriver` started on a free port of 127.0.0.1, one session with a throwaway profile, and
-//! what a test needs of it (navigate, find by CSS, read text, click, run a script, read the
-//! console's errors, take a screenshot). The session is deleted and `chromedriver` with every
-//! browser process it started is killed when the [`Browser`] drops, whether the test passed or
-//! panicked.
+//! The tests' one WebDriver client: a headless Chromium driven over the W3C WebDriver protocol,
+//! spoken with a plain HTTP client: `chromedriver` started on a free port of 127.0.0.1, one
+//! session with a throwaway profile, and what a test needs of it (navigate, find by CSS, read
+//! text, click, run a script, read the console's errors, take a screenshot). The session is
+//! deleted and `chromedriver` with every browser process it started is killed when the
+//! [`Browser`] drops, whether the test passed or panicked.
+//!
+//! It also holds the rule every browser test follows: [`Browser::start`] finds Debian's
+//! `chromium` and `chromedriver` on `PATH`, and without them (or when the driver cannot be
+//! started) it says `SKIPPED`, naming what is missing and how to install it, and gives `None`:
+//! the test returns and passes, except under CI, where it fails ([`crate::support::skipped`]). No
+//! test starts either program itself.
 
 use std::cell::RefCell;
 use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -15,6 +22,8 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use serde_json::{Value, json};
+
+use super::skipped;
 
 /// The key under which WebDriver passes an element reference.
 pub const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
@@ -32,10 +41,12 @@ pub struct Programs {
 }
 
 impl Programs {
-    /// Both programs, or why not.
+    /// Both programs, or what is missing and how to install it.
     pub fn find() -> Result<Self, String> {
-        let chromium = on_path("chromium").ok_or("no `chromium` on PATH")?;
-        let chromedriver = on_path("chromedriver").ok_or("no `chromedriver` on PATH")?;
+        let chromium = on_path("chromium")
+            .ok_or("no `chromium` on PATH (Debian: apt-get install chromium chromium-driver)")?;
+        let chromedriver = on_path("chromedriver")
+            .ok_or("no `chromedriver` on PATH (Debian: apt-get install chromium-driver)")?;
         Ok(Self {
             chromium,
             chromedriver,
@@ -43,22 +54,14 @@ impl Programs {
     }
 }
 
+/// The first executable file called `name` in a folder of `PATH`.
 fn on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
-}
-
-/// Says that `test` did not run, as this machine lacks what it needs (`why`). Under CI, which
-/// installs Chromium and its driver, that is a failure. Elsewhere the line goes to the test
-/// run's own stderr, which the harness does not capture, so the run shows it (an `eprintln!`
-/// would vanish with a passing test's captured output).
-pub fn skipped(test: &str, why: &str) {
-    let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
-    assert!(!ci, "{test} cannot run: {why}; under CI it must");
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// A WebDriver error: its code (`no such element`, …) and message.
@@ -132,11 +135,9 @@ impl Browser {
     }
 
     fn start_turn(test: &str, alone: bool) -> Option<Self> {
-        match Programs::find() {
-            Ok(p) => {
-                let turn = Turn::take(alone);
-                Some(Self::start_with(&p, turn))
-            }
+        let started = Programs::find().and_then(|p| Self::start_with(&p, Turn::take(alone)));
+        match started {
+            Ok(browser) => Some(browser),
             Err(why) => {
                 skipped(test, &why);
                 None
@@ -145,8 +146,10 @@ impl Browser {
     }
 
     /// Starts `chromedriver` on a free port, waits until it is ready and opens a session. A
-    /// driver that loses the race for its port to another process is started again.
-    fn start_with(programs: &Programs, turn: Turn) -> Self {
+    /// driver that loses the race for its port to another process is started again. `Err` only
+    /// when the driver cannot be started at all: one that starts and then fails is the test's
+    /// failure.
+    fn start_with(programs: &Programs, turn: Turn) -> Result<Self, String> {
         let profile = tempfile::Builder::new()
             .prefix("hookq-chromium-")
             .tempdir()
@@ -169,7 +172,12 @@ impl Browser {
                 // Its own process group, so that dropping the browser ends every process the
                 // driver started (the browser and its helpers) with one signal.
                 .process_group(0);
-            let mut child = cmd.spawn().unwrap();
+            let mut child = cmd.spawn().map_err(|e| {
+                format!(
+                    "`{}` cannot be started: {e} (Debian: apt-get install chromium-driver)",
+                    programs.chromedriver.display()
+                )
+            })?;
             let url = format!("http://127.0.0.1:{port}");
             match wait_ready(&agent, &url, &mut child) {
                 Ok(()) => break (child, url),
@@ -228,7 +236,7 @@ impl Browser {
             "/timeouts",
             json!({ "pageLoad": PATIENCE.as_millis() as u64, "script": PATIENCE.as_millis() as u64, "implicit": 0 }),
         );
-        browser
+        Ok(browser)
     }
 
     /// The driver's own log so far, for a failure's message.
