@@ -132,6 +132,7 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
         let facts = MoveFacts {
             merged_sha: Some("abc123".into()),
             attempt: Some(2),
+            target_head: None,
         };
         record::move_task(&mut tx, &q, &task("t1"), &ph("done.merged"), &facts).unwrap();
         tx.rollback().unwrap();
@@ -148,6 +149,7 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
     let facts = MoveFacts {
         merged_sha: Some("abc123".into()),
         attempt: Some(2),
+        target_head: None,
     };
     s.write(|tx, q| record::move_task(tx, q, &task("t1"), &ph("done.merged"), &facts))
         .unwrap();
@@ -156,6 +158,7 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
     let bad = MoveFacts {
         merged_sha: Some("not a sha".into()),
         attempt: None,
+        target_head: None,
     };
     let err = s
         .write(|tx, q| record::move_task(tx, q, &task("t1"), &ph("failed.x"), &bad))
