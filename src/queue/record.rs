@@ -516,6 +516,54 @@ mod tests {
         assert_eq!(store.task("t1").unwrap().unwrap().phase, "todo.ready");
         assert!(pending(&store).is_empty());
     }
+    /// A move that records `after_merge` without a sha reads the target branch's head from a
+    /// real repository and keeps it; a branch that is not there records the move with a
+    /// warning and no sha.
+    #[test]
+    fn a_merge_without_a_sha_reads_the_target_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&repo)
+                .args(args)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .envs([("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@t")])
+                .envs([("GIT_COMMITTER_NAME", "t"), ("GIT_COMMITTER_EMAIL", "t@t")])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        std::fs::create_dir(&repo).unwrap();
+        git(&["init", "-q", "-b", "main"]);
+        git(&["commit", "-q", "--allow-empty", "-m", "one"]);
+        let sha = git(&["rev-parse", "main"]);
+        let mut store = with_ready_task(dir.path());
+        let (t, _) = ids("t1", "p1");
+        let facts = |branch: &str| MoveFacts {
+            target_head: Some(TargetHead {
+                repo: repo.clone(),
+                branch: branch.into(),
+            }),
+            ..MoveFacts::default()
+        };
+        let merged = Phase::new("done.merged").unwrap();
+        let moved = store
+            .write(|tx| move_task(tx, &t, &merged, &facts("main")))
+            .unwrap();
+        assert_eq!(moved.warning, None);
+        assert_eq!(store.task("t1").unwrap().unwrap().merged_sha, Some(sha));
+        move_into(&mut store, &t, "todo.ready");
+        let moved = store
+            .write(|tx| move_task(tx, &t, &merged, &facts("nope")))
+            .unwrap();
+        assert!(moved.occurrence.is_some());
+        assert!(moved.warning.unwrap().contains("nope"));
+        assert_eq!(store.task("t1").unwrap().unwrap().merged_sha, None);
+    }
+
     /// The two-column rows `sql` selects.
     fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
         store: &Store,
