@@ -516,6 +516,34 @@ impl Queue {
         })
     }
 
+    /// The log files that `task`'s history rows written on this host name and that are gone
+    /// (pruned, or removed by hand, since their runs), newest first, each once: a listing says
+    /// `pruned` for them rather than failing to read them. Reads the task's newest 1,000 rows.
+    pub fn pruned_logs(&mut self, task: &TaskId) -> Result<Vec<PathBuf>, Error> {
+        let rows = self.history(&HistoryFilter {
+            task: Some(task.as_str().to_owned()),
+            limit: 1000,
+            ..HistoryFilter::default()
+        })?;
+        #[cfg(feature = "postgres")]
+        let here = crate::queue::pg::lock::host_name();
+        let mut gone: Vec<PathBuf> = Vec::new();
+        for row in rows {
+            #[cfg(feature = "postgres")]
+            if row.host.as_ref().is_some_and(|h| *h != here) {
+                continue;
+            }
+            let Some(path) = row.log_path.map(PathBuf::from) else {
+                continue;
+            };
+            let missing = matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+            if missing && !gone.contains(&path) {
+                gone.push(path);
+            }
+        }
+        Ok(gone)
+    }
+
     /// After an owner transition: drains what is pending if the runner lock (on PostgreSQL,
     /// the queue's, then the workspace's) is free right now, else leaves it to its holder.
     /// Hooks never make the transition fail: a failure here leaves the points pending.

@@ -379,6 +379,8 @@ struct LogPage {
     file: String,
     /// The host the log is on, when it is not this one.
     elsewhere: Option<String>,
+    /// The log is gone: history rows name it, but it was pruned.
+    pruned: bool,
     spans: Vec<Span>,
     skipped: u64,
     shown: u64,
@@ -396,6 +398,8 @@ pub(crate) enum LogText {
     },
     /// The log is on another host: the one that ran the hook.
     Elsewhere(String),
+    /// The task's history rows name the log, and it is gone: pruned.
+    Pruned,
 }
 
 /// The log `file` of task `id` as a page shows it: found among the task's log files on this
@@ -408,8 +412,18 @@ pub(crate) fn read_log(
 ) -> Result<LogText, UiError> {
     let logs = db.log_files(id, None)?;
     if let Some(log) = logs.iter().find(|l| l.name() == file) {
-        let (text, skipped, end) = read_end(&log.path, LOG_SHOWN)?;
-        return Ok(LogText::Here { text, skipped, end });
+        match read_end(&log.path, LOG_SHOWN) {
+            Ok((text, skipped, end)) => return Ok(LogText::Here { text, skipped, end }),
+            // Pruned since it was listed.
+            Err(UiError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(LogText::Pruned);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let named = |p: &std::path::PathBuf| p.file_name().is_some_and(|n| n == file);
+    if db.pruned_logs(id)?.iter().any(named) {
+        return Ok(LogText::Pruned);
     }
     // A queue many hosts drain: a run's log is on the host that ran it, which its history
     // row names.
@@ -483,10 +497,25 @@ pub(crate) async fn log(req: PageRequest, Path((id, file)): Path<(String, String
                 task: id.clone(),
                 file: file.clone(),
                 elsewhere: None,
+                pruned: false,
                 spans: ansi::spans(&text),
                 skipped,
                 shown: end - skipped,
                 end,
+            },
+        ),
+        Ok(LogText::Pruned) => render(
+            StatusCode::OK,
+            &LogPage {
+                page: page(),
+                task: id.clone(),
+                file: file.clone(),
+                elsewhere: None,
+                pruned: true,
+                spans: Vec::new(),
+                skipped: 0,
+                shown: 0,
+                end: 0,
             },
         ),
         Ok(LogText::Elsewhere(host)) => render(
@@ -495,6 +524,7 @@ pub(crate) async fn log(req: PageRequest, Path((id, file)): Path<(String, String
                 page: page(),
                 task: id.clone(),
                 file: file.clone(),
+                pruned: false,
                 elsewhere: Some(host),
                 spans: Vec::new(),
                 skipped: 0,

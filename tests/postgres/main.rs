@@ -1108,8 +1108,14 @@ fn the_drains_reads_and_writes() {
 
     // Pruned oldest first, at most the limit.
     let later = chrono::Utc::now().timestamp_millis() + 1000;
-    assert_eq!(store::prune_history(&mut lock, later, 3).unwrap(), 3);
-    assert_eq!(store::prune_history(&mut lock, later, 3).unwrap(), 1);
+    assert_eq!(
+        store::prune_history(&mut lock, later, 3, &mut |_| {}).unwrap(),
+        3
+    );
+    assert_eq!(
+        store::prune_history(&mut lock, later, 3, &mut |_| {}).unwrap(),
+        1
+    );
     assert!(
         store::history(s.client(), &q, None, None, 10)
             .unwrap()

@@ -43,6 +43,8 @@ struct Tail {
     /// away) is read from its start.
     inode: Option<u64>,
     clean: Clean,
+    /// The file went (pruned): the stream has said so and ends.
+    gone: bool,
     /// The watcher's channel, only to end with the view.
     stop: watch::Receiver<u64>,
 }
@@ -77,6 +79,7 @@ pub(super) async fn tail(
         offset: resumed.or(query.from).unwrap_or(0),
         inode: None,
         clean: Clean::new(),
+        gone: false,
         stop: live.shared.subscribe(),
     };
     let events = stream::unfold(state, |mut t| async move {
@@ -93,6 +96,9 @@ pub(super) async fn tail(
 impl Tail {
     /// The next event: text appended, or the file emptied; `None` once the view stops.
     async fn next(&mut self) -> Option<Event> {
+        if self.gone {
+            return None;
+        }
         loop {
             if let Some(event) = self.look().await {
                 return Some(event);
@@ -106,7 +112,19 @@ impl Tail {
 
     /// What the file holds past the offset now, if anything.
     async fn look(&mut self) -> Option<Event> {
-        let meta = tokio::fs::metadata(&self.path).await.ok()?;
+        let meta = match tokio::fs::metadata(&self.path).await {
+            Ok(meta) => meta,
+            // Pruned (a pass removed the task's logs): said once, and the stream ends.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.gone = true;
+                return Some(
+                    Event::default()
+                        .event("pruned")
+                        .data("pruned: this log is gone; the task's history still lists its runs"),
+                );
+            }
+            Err(_) => return None,
+        };
         let len = meta.len();
         let replaced = self.inode.replace(meta.ino()).is_some_and(|i| i != meta.ino());
         if len < self.offset || replaced {
