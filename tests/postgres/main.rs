@@ -31,6 +31,7 @@ mod live;
 #[allow(dead_code)]
 #[path = "../ui_live/client.rs"]
 mod live_client;
+mod logs;
 mod metrics;
 mod parity;
 mod pause;

@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod git;
 pub mod lifecycle;
+pub mod logs;
 pub mod merged;
 pub mod pty;
 pub mod queue;
