@@ -43,6 +43,9 @@ struct Tail {
     /// away) is read from its start.
     inode: Option<u64>,
     clean: Clean,
+    /// The file was missing at the last look: a log rotated by moving it away is missing for a
+    /// moment, a pruned one for good.
+    missing: bool,
     /// The file went (pruned): the stream has said so and ends.
     gone: bool,
     /// The watcher's channel, only to end with the view.
@@ -79,6 +82,7 @@ pub(super) async fn tail(
         offset: resumed.or(query.from).unwrap_or(0),
         inode: None,
         clean: Clean::new(),
+        missing: false,
         gone: false,
         stop: live.shared.subscribe(),
     };
@@ -114,7 +118,12 @@ impl Tail {
     async fn look(&mut self) -> Option<Event> {
         let meta = match tokio::fs::metadata(&self.path).await {
             Ok(meta) => meta,
-            // Pruned (a pass removed the task's logs): said once, and the stream ends.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !self.missing => {
+                self.missing = true;
+                return None;
+            }
+            // Still missing a tick later: pruned (a pass removed the task's logs). Said once,
+            // and the stream ends.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 self.gone = true;
                 return Some(
@@ -125,6 +134,7 @@ impl Tail {
             }
             Err(_) => return None,
         };
+        self.missing = false;
         let len = meta.len();
         let replaced = self.inode.replace(meta.ino()).is_some_and(|i| i != meta.ino());
         if len < self.offset || replaced {
