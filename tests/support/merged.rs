@@ -42,10 +42,18 @@ pub fn target_head_cases(ws: &Ws, write: &dyn Fn(&Config)) {
     // A given sha wins.
     merge("t2", &["--merged-sha", "abcdef12"]).ok();
     assert_eq!(seen(), "t2 abcdef12");
-    // Without it, repository.main_branch.
+    // Without it, repository.main_branch; read in the workspace's repository even when the
+    // caller's environment points git elsewhere.
     cfg.target_branch = None;
     write(&cfg);
-    merge("t3", &[]).ok();
+    ws.hookq_env(
+        &["task", "move", "t3", "done.merged"],
+        &[
+            ("GIT_DIR", "/nonexistent/.git"),
+            ("GIT_WORK_TREE", "/nonexistent"),
+        ],
+    )
+    .ok();
     assert_eq!(seen(), format!("t3 {main}"));
     let shown = ws.hookq(&["task", "show", "t3"]).ok();
     assert!(
