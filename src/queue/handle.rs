@@ -13,8 +13,8 @@ use crate::queue::drain::{Drainer, PassReport};
 use crate::queue::error::Error;
 use crate::queue::ids::{PlanId, TaskId};
 use crate::queue::lock::{self, Holder, RunnerLock, Wait};
-use crate::queue::merged::TargetHead;
 use crate::queue::logs::{self, LogFile};
+use crate::queue::merged::TargetHead;
 use crate::queue::phase::{Phase, Point};
 use crate::queue::record::{self, MoveFacts, Occurrence, Transition};
 use crate::queue::shown::TaskShown;
@@ -536,7 +536,8 @@ impl Queue {
             let Some(path) = row.log_path.map(PathBuf::from) else {
                 continue;
             };
-            let missing = matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+            let missing = std::fs::symlink_metadata(&path)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
             if missing && !gone.contains(&path) {
                 gone.push(path);
             }
