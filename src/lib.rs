@@ -50,7 +50,7 @@ on_linux! {
     pub use failure::Failure;
     pub use queue::{
         Config, Drainer, MoveFacts, PassReport, Phase, PlanId, Point, QueueStore, RunnerLock,
-        Store, TaskId, Transition, Wait, Workspace,
+        Store, TargetHead, TaskId, Transition, Wait, Workspace,
     };
     /// The SQLite binding hookq's API speaks, re-exported so a host uses the very same version.
     pub use rusqlite;

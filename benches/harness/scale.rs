@@ -269,7 +269,7 @@ fn history(dir: &Path, sizes: &Sizes) -> (u64, u64, i64) {
         assert_eq!((cleared, deleted), (chunk, chunk));
         if let Some(keep_from) = (pass + 1).checked_sub(sizes.history_keep_passes) {
             store
-                .prune_history(starts[keep_from], chunk)
+                .prune_history(starts[keep_from], chunk, &mut |_| {})
                 .expect("prune");
         }
         if first.is_none() && (pass + 1) * chunk >= sizes.history_first {

@@ -136,6 +136,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let merged = MoveFacts {
         merged_sha: Some("4f2a9c1d".into()),
         attempt: Some(2),
+        target_head: None,
     };
     let tx = store.transaction()?;
     let transitions = vec![

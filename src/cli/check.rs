@@ -31,6 +31,7 @@ struct Checked<'a> {
     max_log_bytes: u64,
     max_interrupted_runs: u32,
     keep_history_days: u32,
+    max_log_file_bytes: u64,
     /// When the queue was paused (unix ms, `hookq queue pause`); null while it runs.
     paused_since_ms: Option<i64>,
     /// The queue's PostgreSQL database, connected to; absent for the workspace's SQLite file.
@@ -76,6 +77,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         max_log_bytes: cfg.gate.max_log_bytes,
         max_interrupted_runs: cfg.queue.max_interrupted_runs,
         keep_history_days: cfg.queue.keep_history_days,
+        max_log_file_bytes: cfg.queue.max_log_file_bytes,
         paused_since_ms,
         #[cfg(feature = "postgres")]
         database,
@@ -88,10 +90,11 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     }
     outln!("{}: ok", checked.config);
     outln!(
-        "timeout {}s, grace {}s, log cap {} bytes, park after {} passes, history {} days, target branch {}",
+        "timeout {}s, grace {}s, log cap {} bytes a run and {} a file, park after {} passes, history {} days, target branch {}",
         checked.command_timeout_secs,
         checked.kill_grace_secs,
         checked.max_log_bytes,
+        checked.max_log_file_bytes,
         checked.max_interrupted_runs,
         checked.keep_history_days,
         checked.target_branch

@@ -60,12 +60,14 @@ impl Options {
 /// Prints the logs of `task`. `known` says whether the queue (`place`, as the user sees it) has
 /// the task, asked only when no log is found: a queue's logs stay on the host that ran its hooks,
 /// whichever database holds the queue. `shared_logs`, for a queue other hosts drain too, says
-/// where the logs of hooks this host did not run are.
+/// where the logs of hooks this host did not run are. `pruned` are the logs the task's history
+/// rows name that are gone, each shown as `pruned`.
 pub(super) fn run(
     ws: &Workspace,
     place: &str,
     shared_logs: Option<&str>,
     known: impl FnOnce() -> Result<bool, Error>,
+    pruned: Vec<PathBuf>,
     task: &TaskId,
     opts: Options,
 ) -> Result<(), Error> {
@@ -77,7 +79,15 @@ pub(super) fn run(
         })
     };
     let found = list()?;
-    if found.is_empty() && !known()? {
+    let pruned: Vec<String> = pruned
+        .iter()
+        .filter_map(|p| p.file_name()?.to_str())
+        .filter(|name| {
+            logs::is_log_name(name, opts.point) && !found.iter().any(|l| l.name() == *name)
+        })
+        .map(str::to_owned)
+        .collect();
+    if found.is_empty() && pruned.is_empty() && !known()? {
         return Err(Error::NotFound(format!(
             "no task {task} in {place}, and no hook logs for it"
         )));
@@ -85,7 +95,7 @@ pub(super) fn run(
     if opts.json {
         return output::json(&found);
     }
-    if found.is_empty() && !opts.follow {
+    if found.is_empty() && pruned.is_empty() && !opts.follow {
         let of = opts.point.map(|p| format!(" of {p}")).unwrap_or_default();
         match shared_logs {
             Some(where_) => outln!("no hook logs{of} for task {task} on this host: {where_}"),
@@ -96,13 +106,26 @@ pub(super) fn run(
     // Before anything is printed: a follower that printed is one Ctrl-C ends cleanly.
     let stop = opts.follow.then(stop_on_signals);
     let mut out = Printer::default();
+    // Older than any log still there: the pruned first.
+    for name in &pruned {
+        if !out.pruned(name) {
+            return Ok(());
+        }
+    }
     for log in &found {
         let from = match opts.tail {
-            Some(n) => logs::tail_offset(&log.path, n).map_err(|source| Error::Io {
-                what: "cannot read",
-                path: log.path.clone(),
-                source,
-            })?,
+            Some(n) => match logs::tail_offset(&log.path, n) {
+                Ok(from) => from,
+                // Pruned since it was listed: `print` says so.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+                Err(source) => {
+                    return Err(Error::Io {
+                        what: "cannot read",
+                        path: log.path.clone(),
+                        source,
+                    });
+                }
+            },
             None => 0,
         };
         if !out.print(log, from)? {
@@ -121,7 +144,22 @@ pub(super) fn run(
             std::thread::sleep(Duration::from_millis(20));
             slept += Duration::from_millis(20);
         }
-        for log in list()? {
+        let listed = list()?;
+        // A log followed so far and gone now was pruned by a pass meanwhile.
+        let gone: Vec<LogFile> = out
+            .followed
+            .iter()
+            .filter(|l| !listed.iter().any(|now| now.path == l.path))
+            .cloned()
+            .collect();
+        for log in gone {
+            out.offsets.remove(&log.path);
+            out.followed.retain(|l| l.path != log.path);
+            if !out.pruned(&log.name()) {
+                return Ok(());
+            }
+        }
+        for log in listed {
             let from = out.offsets.get(&log.path).copied().unwrap_or(0);
             // Shorter than what was printed: the file was replaced; print it from the start.
             let from = if log.size < from { 0 } else { from };
@@ -138,6 +176,8 @@ pub(super) fn run(
 #[derive(Default)]
 struct Printer {
     offsets: HashMap<PathBuf, u64>,
+    /// The logs printed, to tell when one goes.
+    followed: Vec<LogFile>,
     /// The file printed last, whose header need not be repeated.
     current: Option<PathBuf>,
     /// Whether the last byte printed ended a line.
@@ -156,10 +196,15 @@ impl Printer {
         };
         let mut file = match std::fs::File::open(&log.path) {
             Ok(f) => f,
-            // Removed since it was listed (a hook cleaning up `runs/`).
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+            // Removed since it was listed: pruned by a pass, or by a hook cleaning up `runs/`.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(self.pruned(&log.name()));
+            }
             Err(e) => return Err(read_err(e)),
         };
+        if !self.followed.iter().any(|l| l.path == log.path) {
+            self.followed.push(log.clone());
+        }
         file.seek(SeekFrom::Start(from)).map_err(read_err)?;
         if self.current.as_deref() != Some(log.path.as_path()) {
             let mut header = String::new();
@@ -191,6 +236,25 @@ impl Printer {
         }
         self.offsets.insert(log.path.clone(), at);
         Ok(true)
+    }
+
+    /// Says that the log named `name` is gone, under its header; false when stdout's reader is
+    /// gone.
+    fn pruned(&mut self, name: &str) -> bool {
+        let mut text = String::new();
+        if self.mid_line {
+            text.push('\n');
+        }
+        if self.started {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "==> {name} <==\npruned: the log of these runs is gone\n"
+        ));
+        self.current = None;
+        self.mid_line = false;
+        self.started = true;
+        self.emit(text.as_bytes())
     }
 
     /// Writes to stdout; false when that failed: its reader is gone (`hookq queue log -f t1 |

@@ -192,8 +192,9 @@ fn on(ws: &Workspace, q: &mut Queue, args: Args) -> Result<(), Error> {
             let (task, opts) = super::log::Options::parse(task, point, tail, follow, json)?;
             let place = q.place().to_owned();
             let shared = q.shared_logs();
+            let pruned = q.pruned_logs(&task)?;
             let known = || Ok(q.task(&task)?.is_some());
-            super::log::run(ws, &place, shared, known, &task, opts)
+            super::log::run(ws, &place, shared, known, pruned, &task, opts)
         }
         Some(Sub::Drop { id }) => {
             let Dropped { entry: e, note } = q.drop_entry(id)?;

@@ -94,6 +94,7 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
             let facts = MoveFacts {
                 merged_sha,
                 attempt,
+                ..MoveFacts::default()
             };
             let (_, mut q) = queue::open(ctx)?;
             print_transition(&q.move_task(&task, &phase, &facts)?);
@@ -155,6 +156,9 @@ pub(super) fn print_transition(t: &Transition) {
         ),
         None if t.changed() => outln!("{}: {from} -> {}", t.task, t.to),
         None => outln!("{}: already {}; nothing recorded", t.task, t.to),
+    }
+    if let Some(why) = &t.warning {
+        errln!("warning: {}: {why}", t.task);
     }
 }
 

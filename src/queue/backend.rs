@@ -92,9 +92,17 @@ pub trait QueueStore {
     /// runs, whose timeout and output must not wait on another writer.
     fn try_clear_all(&mut self, points: &[Cleared]) -> Result<bool, Error>;
 
-    /// Deletes history rows that finished before `cutoff_ms` (unix ms), at most `limit` of them;
-    /// how many went.
-    fn prune_history(&mut self, cutoff_ms: i64, limit: usize) -> Result<usize, Error>;
+    /// Deletes history rows that finished before `cutoff_ms` (unix ms), at most `limit` of them,
+    /// oldest first; how many went. Before they go, `remove_logs` is called with each task whose
+    /// hook logs on this host nothing will refer to once they are gone: no pending point of the
+    /// task, and no other history row of it that this host wrote. A store that other hosts
+    /// drain too hands each of them the tasks whose logs on it are to go, at their own passes.
+    fn prune_history(
+        &mut self,
+        cutoff_ms: i64,
+        limit: usize,
+        remove_logs: &mut dyn FnMut(&str),
+    ) -> Result<usize, Error>;
 
     /// A mark that changes whenever another connection commits: the drain compares two to tell
     /// whether points were recorded while a pass ran, the hub to know when to drain again.
@@ -170,8 +178,13 @@ impl QueueStore for Store {
         Store::try_clear_all(self, points).map_err(|e| self.located(e))
     }
 
-    fn prune_history(&mut self, cutoff_ms: i64, limit: usize) -> Result<usize, Error> {
-        Store::prune_history(self, cutoff_ms, limit).map_err(|e| self.located(e))
+    fn prune_history(
+        &mut self,
+        cutoff_ms: i64,
+        limit: usize,
+        remove_logs: &mut dyn FnMut(&str),
+    ) -> Result<usize, Error> {
+        Store::prune_history(self, cutoff_ms, limit, remove_logs).map_err(|e| self.located(e))
     }
 
     fn change_mark(&mut self) -> Result<ChangeMark, Error> {
@@ -257,8 +270,13 @@ mod tests {
             Ok(cleared)
         }
 
-        fn prune_history(&mut self, cutoff_ms: i64, limit: usize) -> Result<usize, Error> {
-            QueueStore::prune_history(&mut self.inner, cutoff_ms, limit)
+        fn prune_history(
+            &mut self,
+            cutoff_ms: i64,
+            limit: usize,
+            remove_logs: &mut dyn FnMut(&str),
+        ) -> Result<usize, Error> {
+            QueueStore::prune_history(&mut self.inner, cutoff_ms, limit, remove_logs)
         }
 
         fn change_mark(&mut self) -> Result<ChangeMark, Error> {

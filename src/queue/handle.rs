@@ -14,6 +14,7 @@ use crate::queue::error::Error;
 use crate::queue::ids::{PlanId, TaskId};
 use crate::queue::lock::{self, Holder, RunnerLock, Wait};
 use crate::queue::logs::{self, LogFile};
+use crate::queue::merged::TargetHead;
 use crate::queue::phase::{Phase, Point};
 use crate::queue::record::{self, MoveFacts, Occurrence, Transition};
 use crate::queue::shown::TaskShown;
@@ -440,13 +441,45 @@ impl Queue {
     }
 
     /// Moves task `task` to phase `phase`, recording its points in the same transaction.
+    ///
+    /// A move into `done.merged` with neither a sha nor a [`MoveFacts::target_head`] reads the
+    /// head of the workspace's target branch (from its `config.toml`) as it records; when that
+    /// cannot be read, the move records all the same and [`Transition::warning`] says why.
     pub fn move_task(
         &mut self,
         task: &TaskId,
         phase: &Phase,
         facts: &MoveFacts,
     ) -> Result<Transition, Error> {
-        on!(self, |s| s.write(|tx| record::move_task(tx, task, phase, facts)), |p, _q| p.write(|tx, q| crate::queue::pg::record::move_task(tx, q, task, phase, facts)))
+        let mut unread = None;
+        let filled;
+        let facts = if phase.point() == Some(Point::AfterMerge)
+            && facts.merged_sha.is_none()
+            && facts.target_head.is_none()
+        {
+            match crate::queue::config::Config::load(&self.ws.config_path()) {
+                Ok(cfg) => {
+                    filled = MoveFacts {
+                        target_head: Some(TargetHead::of(&self.ws, &cfg)),
+                        ..facts.clone()
+                    };
+                    &filled
+                }
+                Err(e) => {
+                    unread = Some(format!(
+                        "after_merge runs without ARC_MERGED_SHA: cannot tell the target branch: {e}"
+                    ));
+                    facts
+                }
+            }
+        } else {
+            facts
+        };
+        let mut moved: Transition = on!(self, |s| s.write(|tx| record::move_task(tx, task, phase, facts)), |p, _q| p.write(|tx, q| crate::queue::pg::record::move_task(tx, q, task, phase, facts)))?;
+        if moved.occurrence.is_some() && moved.warning.is_none() {
+            moved.warning = unread;
+        }
+        Ok(moved)
     }
 
     /// Ends every unfinished task of plan `plan` in `failed.cancelled`.
@@ -481,6 +514,35 @@ impl Queue {
                 source,
             }
         })
+    }
+
+    /// The log files that `task`'s history rows written on this host name and that are gone
+    /// (pruned, or removed by hand, since their runs), newest first, each once: a listing says
+    /// `pruned` for them rather than failing to read them. Reads the task's newest 1,000 rows.
+    pub fn pruned_logs(&mut self, task: &TaskId) -> Result<Vec<PathBuf>, Error> {
+        let rows = self.history(&HistoryFilter {
+            task: Some(task.as_str().to_owned()),
+            limit: 1000,
+            ..HistoryFilter::default()
+        })?;
+        #[cfg(feature = "postgres")]
+        let here = crate::queue::pg::lock::host_name();
+        let mut gone: Vec<PathBuf> = Vec::new();
+        for row in rows {
+            #[cfg(feature = "postgres")]
+            if row.host.as_ref().is_some_and(|h| *h != here) {
+                continue;
+            }
+            let Some(path) = row.log_path.map(PathBuf::from) else {
+                continue;
+            };
+            let missing = std::fs::symlink_metadata(&path)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+            if missing && !gone.contains(&path) {
+                gone.push(path);
+            }
+        }
+        Ok(gone)
     }
 
     /// After an owner transition: drains what is pending if the runner lock (on PostgreSQL,

@@ -134,14 +134,146 @@ pub fn last_occurrence(path: &Path) -> std::io::Result<Option<i64>> {
 }
 
 /// The occurrence a run's header line names: `--- hookq <time> occurrence <id> ARC_STATE=…`.
+/// The line's first [`HEADER_PREFIX`] bytes are enough.
 fn header_occurrence(line: &[u8]) -> Option<i64> {
-    let line = std::str::from_utf8(line.strip_prefix(b"--- hookq ")?).ok()?;
-    let (_time, rest) = line.split_once(' ')?;
-    let (id, rest) = rest.strip_prefix("occurrence ")?.split_once(' ')?;
-    if !rest.starts_with("ARC_STATE=") {
+    let word = |s: &[u8]| -> Option<(usize, usize)> {
+        let end = s.iter().position(|&b| b == b' ')?;
+        Some((end, end + 1))
+    };
+    let rest = line.strip_prefix(b"--- hookq ")?;
+    let (_, next) = word(rest)?;
+    let rest = rest[next..].strip_prefix(b"occurrence ")?;
+    let (end, next) = word(rest)?;
+    if !rest[next..].starts_with(b"ARC_STATE=") {
         return None;
     }
-    id.parse().ok()
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
+}
+
+/// How much of a line's beginning tells whether it is a run's header: the time stamp, the
+/// occurrence id and `ARC_STATE=` fit, whatever the command line after them.
+const HEADER_PREFIX: u64 = 128;
+
+/// Drops the oldest runs of the log at `path` when it holds more than `max` bytes: what is
+/// left begins at a run's header line and holds at most `max` bytes, so every run kept is
+/// whole, the newest among them; a newest run bigger than `max` alone goes too. Whether it cut
+/// anything.
+///
+/// Called only by the runner before a command appends to the file, never while one writes to
+/// it. The rest is written to `<name>.trim` beside it (owner-only), synced, and renamed over
+/// the log: a crash leaves either the log as it was or as trimmed, never a part of it. A log
+/// opened ahead of its command ([`crate::exec::OpenedLog`]) sees the file replaced and is
+/// opened again.
+pub fn trim(path: &Path, max: u64) -> std::io::Result<bool> {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::fs::OpenOptionsExt;
+    // One `stat` on the path between two commands; the file is read only when it is over.
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.len() > max => {}
+        Ok(_) => return Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    if len <= max {
+        return Ok(false);
+    }
+    // The first header line that starts at `len - max` or later; the byte before it tells
+    // whether a line starts right there.
+    let from = len - max;
+    file.seek(SeekFrom::Start(from - 1))?;
+    let mut reader = BufReader::new(&mut file);
+    let mut at = from - 1;
+    let mut cut = len;
+    let mut line = Vec::new();
+    at += reader.skip_until(b'\n')? as u64;
+    while at < len {
+        line.clear();
+        let n = reader
+            .by_ref()
+            .take(HEADER_PREFIX)
+            .read_until(b'\n', &mut line)? as u64;
+        if n == 0 {
+            break;
+        }
+        if header_occurrence(&line).is_some() {
+            cut = at;
+            break;
+        }
+        at += n;
+        if line.last() != Some(&b'\n') {
+            at += reader.skip_until(b'\n')? as u64;
+        }
+    }
+    drop(reader);
+    let mut name = path.file_name().unwrap_or_default().to_owned();
+    name.push(TRIM_SUFFIX);
+    let tmp = path.with_file_name(name);
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    file.seek(SeekFrom::Start(cut))?;
+    std::io::copy(&mut file.take(len - cut), &mut out)?;
+    out.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    Ok(true)
+}
+
+/// What [`trim`] adds to a log's name for the file it writes the kept runs to.
+const TRIM_SUFFIX: &str = ".trim";
+
+/// Removes the hook logs of `task` (and a trim's leftover file) from `runs/<task>/hooks/`, then
+/// that folder and `runs/<task>/` if nothing else is left in them; anything else there stays.
+/// How many files went. A task with no logs has nothing to remove.
+pub fn remove_task_logs(ws: &Workspace, task: &TaskId) -> std::io::Result<usize> {
+    let dir = ws.hook_log_dir(task);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut removed = 0;
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let ours = name.to_str().is_some_and(|n| {
+            parse_name(n.strip_suffix(TRIM_SUFFIX).unwrap_or(n)).is_some()
+        });
+        if !ours || !entry.file_type()?.is_file() {
+            continue;
+        }
+        match std::fs::remove_file(entry.path()) {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    for d in [Some(dir.as_path()), dir.parent()].into_iter().flatten() {
+        match std::fs::remove_dir(d) {
+            Err(e)
+                if !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::DirectoryNotEmpty
+                ) =>
+            {
+                return Err(e);
+            }
+            _ => {}
+        }
+    }
+    Ok(removed)
+}
+
+/// Whether `name` is a hook log's (`<point>-NN.log`), and `point`'s when one is given.
+pub fn is_log_name(name: &str, point: Option<Point>) -> bool {
+    parse_name(name).is_some_and(|(p, _)| point.is_none_or(|want| want == p))
 }
 
 /// `<point>-NN.log` read back: the point and NN (two digits, from 01).
@@ -242,6 +374,72 @@ mod tests {
         assert_eq!(at(lines.as_bytes()), Some(8));
         assert_eq!(at(b""), None);
         assert_eq!(at(b"no header\n\xff\xfe\n"), None);
+    }
+
+    /// A run as the executor writes it, `out` its output.
+    fn run(id: i64, out: &str) -> String {
+        format!(
+            "--- hookq 2026-01-02T03:04:05.678Z occurrence {id} ARC_STATE=failed.x pass 1: echo {}\n{out}--- hookq exit 0 after 3 ms\n",
+            "é".repeat(100)
+        )
+    }
+
+    #[test]
+    fn trimming_keeps_whole_newest_runs() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("after_fail-01.log");
+        let runs: Vec<String> = (1..=5)
+            .map(|i| run(i, &format!("line {i}\n").repeat(20)))
+            .collect();
+        let all = runs.concat();
+        std::fs::write(&path, &all).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let len = all.len() as u64;
+        assert!(!trim(&path, len).unwrap(), "not over: untouched");
+        // Room for two runs and a half: the two newest stay, whole.
+        let room = (runs[3].len() + runs[4].len() + runs[2].len() / 2) as u64;
+        assert!(trim(&path, room).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), runs[3..].concat());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert!(!dir.path().join("after_fail-01.log.trim").exists());
+        // Exactly the newest run's size: it stays.
+        assert!(trim(&path, runs[4].len() as u64).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), runs[4]);
+        // Output that only looks like a header, or a newest run bigger than the cap alone.
+        let forged = format!("{}{}", run(6, "x\n--- hookq occurrence 99\n"), "z".repeat(300));
+        std::fs::write(&path, format!("{}{forged}", runs[0])).unwrap();
+        assert!(trim(&path, forged.len() as u64).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), forged);
+        assert!(trim(&path, 100).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+        assert!(!trim(&dir.path().join("absent.log"), 10).unwrap());
+    }
+
+    #[test]
+    fn removing_a_tasks_logs_leaves_everything_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(dir.path());
+        let (t1, t2) = (TaskId::new("t1").unwrap(), TaskId::new("t2").unwrap());
+        for t in [&t1, &t2] {
+            let hooks = ws.hook_log_dir(t);
+            std::fs::create_dir_all(&hooks).unwrap();
+            for name in ["after_fail-01.log", "after_merge-02.log", "after_merge-02.log.trim"] {
+                std::fs::write(hooks.join(name), "x").unwrap();
+            }
+        }
+        let runs = ws.hook_log_dir(&t1).parent().unwrap().parent().unwrap().to_owned();
+        assert_eq!(remove_task_logs(&ws, &t1).unwrap(), 3);
+        assert!(!runs.join("t1").exists(), "its empty folders went");
+        assert_eq!(task_logs(&ws, &t2, None).unwrap().len(), 2, "another task's stay");
+        // Something else in the folder: it and the folders stay.
+        std::fs::write(ws.hook_log_dir(&t2).join("notes.txt"), "mine").unwrap();
+        std::fs::write(runs.join("t2").join("other"), "mine").unwrap();
+        assert_eq!(remove_task_logs(&ws, &t2).unwrap(), 3);
+        assert!(ws.hook_log_dir(&t2).join("notes.txt").exists());
+        assert!(runs.join("t2").join("other").exists());
+        assert_eq!(remove_task_logs(&ws, &t1).unwrap(), 0);
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod hub;
 pub mod ids;
 pub mod lock;
 pub mod logs;
+pub mod merged;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod phase;
@@ -37,6 +38,7 @@ pub use error::Error;
 pub use handle::{DrainIfFree, Dropped, LockHolder, LockState, Queue, QueueOptions};
 pub use ids::{PlanId, TaskId};
 pub use lock::{RunnerLock, Wait};
+pub use merged::TargetHead;
 #[cfg(feature = "postgres")]
 pub use pg::PgError;
 pub use phase::{Phase, Point};

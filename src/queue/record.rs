@@ -8,6 +8,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use serde::Serialize;
 
 use crate::queue::ids::{PlanId, TaskId};
+use crate::queue::merged::TargetHead;
 use crate::queue::phase::{Phase, Point};
 use crate::queue::row_error::RowError;
 use crate::queue::store::{
@@ -35,6 +36,11 @@ pub struct Transition {
     pub to: String,
     /// The point recorded, if the write entered a phase with one.
     pub occurrence: Option<Occurrence>,
+    /// Why the `after_merge` this move recorded runs without `ARC_MERGED_SHA`: no sha was
+    /// given and the target branch's head could not be read (see [`MoveFacts::target_head`]).
+    /// The move itself recorded; a caller shows this as a `warning:` line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 impl Transition {
@@ -51,6 +57,29 @@ pub struct MoveFacts {
     pub merged_sha: Option<String>,
     /// The task's current attempt, from 1 (`ARC_ATTEMPT`).
     pub attempt: Option<u32>,
+    /// Where to read the sha when [`merged_sha`](Self::merged_sha) is `None`: a move that
+    /// records `after_merge` then reads the target branch's head, in the same call, and keeps
+    /// it as the task's merged sha, as a given one would be. When it cannot be read, the move
+    /// still records, the task keeps no merged sha (its point runs without `ARC_MERGED_SHA`)
+    /// and [`Transition::warning`] says why. `None`: nothing is read, and the task keeps
+    /// whatever merged sha it had. [`Queue::move_task`](crate::queue::Queue::move_task) fills
+    /// it from the workspace when the caller left it `None`.
+    pub target_head: Option<TargetHead>,
+}
+
+impl MoveFacts {
+    /// The sha to keep for a move that recorded `point`, when it is `after_merge`, no sha was
+    /// given and a target branch to read is: `Some(Ok(sha))`, or `Some(Err(why))` when it could
+    /// not be read. `None` when the move keeps what it was given.
+    pub(crate) fn read_sha(&self, point: Option<Point>) -> Option<Result<String, String>> {
+        if point != Some(Point::AfterMerge) || self.merged_sha.is_some() {
+            return None;
+        }
+        let head = self.target_head.as_ref()?;
+        Some(head.read().map_err(|e| {
+            format!("after_merge runs without ARC_MERGED_SHA: cannot read the head of target branch {:?}: {e}", head.branch)
+        }))
+    }
 }
 
 /// Checks a merged sha: 4 to 64 hex digits.
@@ -129,6 +158,7 @@ pub fn add_task(
         from: None,
         to: phase.to_string(),
         occurrence,
+        warning: None,
     })
 }
 
@@ -180,11 +210,19 @@ pub fn move_task(
         }
         _ => None,
     };
+    // Read under the write lock, so the sha is the head the merge left as the move records.
+    let mut warning = None;
+    if let Some(read) = facts.read_sha(occurrence.as_ref().map(|o| o.point)) {
+        let sha = read.map_err(|why| warning = Some(why)).ok();
+        tx.prepare_cached("UPDATE tasks SET merged_sha = ?2 WHERE id = ?1")?
+            .execute(params![task.as_str(), sha])?;
+    }
     Ok(Transition {
         task: task.to_string(),
         from: Some(from),
         to: to.to_string(),
         occurrence,
+        warning,
     })
 }
 
@@ -261,6 +299,7 @@ pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition
             from: Some(phase),
             to: to.clone(),
             occurrence: Some(Occurrence { id, point }),
+            warning: None,
         })
         .collect())
 }
@@ -468,6 +507,7 @@ mod tests {
         let facts = MoveFacts {
             merged_sha: Some("xyz; rm -rf /".into()),
             attempt: None,
+            target_head: None,
         };
         let err = store
             .write(|tx| move_task(tx, &t, &Phase::new("done.merged").unwrap(), &facts))
@@ -476,6 +516,54 @@ mod tests {
         assert_eq!(store.task("t1").unwrap().unwrap().phase, "todo.ready");
         assert!(pending(&store).is_empty());
     }
+    /// A move that records `after_merge` without a sha reads the target branch's head from a
+    /// real repository and keeps it; a branch that is not there records the move with a
+    /// warning and no sha.
+    #[test]
+    fn a_merge_without_a_sha_reads_the_target_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&repo)
+                .args(args)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .envs([("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@t")])
+                .envs([("GIT_COMMITTER_NAME", "t"), ("GIT_COMMITTER_EMAIL", "t@t")])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        std::fs::create_dir(&repo).unwrap();
+        git(&["init", "-q", "-b", "main"]);
+        git(&["commit", "-q", "--allow-empty", "-m", "one"]);
+        let sha = git(&["rev-parse", "main"]);
+        let mut store = with_ready_task(dir.path());
+        let (t, _) = ids("t1", "p1");
+        let facts = |branch: &str| MoveFacts {
+            target_head: Some(TargetHead {
+                repo: repo.clone(),
+                branch: branch.into(),
+            }),
+            ..MoveFacts::default()
+        };
+        let merged = Phase::new("done.merged").unwrap();
+        let moved = store
+            .write(|tx| move_task(tx, &t, &merged, &facts("main")))
+            .unwrap();
+        assert_eq!(moved.warning, None);
+        assert_eq!(store.task("t1").unwrap().unwrap().merged_sha, Some(sha));
+        move_into(&mut store, &t, "todo.ready");
+        let moved = store
+            .write(|tx| move_task(tx, &t, &merged, &facts("nope")))
+            .unwrap();
+        assert!(moved.occurrence.is_some());
+        assert!(moved.warning.unwrap().contains("nope"));
+        assert_eq!(store.task("t1").unwrap().unwrap().merged_sha, None);
+    }
+
     /// The two-column rows `sql` selects.
     fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
         store: &Store,

@@ -382,6 +382,8 @@ struct LogPage {
     file: String,
     /// The host the log is on, when it is not this one.
     elsewhere: Option<String>,
+    /// The log is gone: history rows name it, but it was pruned.
+    pruned: bool,
     /// The log's text, rendered (escaped) by [`ansi::render`].
     html: String,
     skipped: u64,
@@ -403,6 +405,8 @@ pub(crate) enum LogText {
     },
     /// The log is on another host: the one that ran the hook.
     Elsewhere(String),
+    /// The task's history rows name the log, and it is gone: pruned.
+    Pruned,
 }
 
 /// The log `file` of task `id` as a page shows it: found among the task's log files on this
@@ -415,8 +419,18 @@ pub(crate) fn read_log(
 ) -> Result<LogText, UiError> {
     let logs = db.log_files(id, None)?;
     if let Some(log) = logs.iter().find(|l| l.name() == file) {
-        let (bytes, skipped) = read_end(&log.path, LOG_SHOWN)?;
-        return Ok(LogText::Here { bytes, skipped });
+        match read_end(&log.path, LOG_SHOWN) {
+            Ok((bytes, skipped)) => return Ok(LogText::Here { bytes, skipped }),
+            // Pruned since it was listed.
+            Err(UiError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(LogText::Pruned);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let named = |p: &std::path::PathBuf| p.file_name().is_some_and(|n| n == file);
+    if db.pruned_logs(id)?.iter().any(named) {
+        return Ok(LogText::Pruned);
     }
     // A queue many hosts drain: a run's log is on the host that ran it, which its history
     // row names.
@@ -505,6 +519,7 @@ pub(crate) async fn log(req: PageRequest, Path((id, file)): Path<(String, String
                     task: id.clone(),
                     file: file.clone(),
                     elsewhere: None,
+                    pruned: false,
                     html: shown.html,
                     skipped,
                     shown: shown.used as u64,
@@ -513,12 +528,28 @@ pub(crate) async fn log(req: PageRequest, Path((id, file)): Path<(String, String
                 },
             )
         }
+        Ok(LogText::Pruned) => render(
+            StatusCode::OK,
+            &LogPage {
+                page: page(),
+                task: id.clone(),
+                file: file.clone(),
+                elsewhere: None,
+                pruned: true,
+                html: String::new(),
+                skipped: 0,
+                shown: 0,
+                end: 0,
+                style: String::new(),
+            },
+        ),
         Ok(LogText::Elsewhere(host)) => render(
             StatusCode::OK,
             &LogPage {
                 page: page(),
                 task: id.clone(),
                 file: file.clone(),
+                pruned: false,
                 elsewhere: Some(host),
                 html: String::new(),
                 skipped: 0,

@@ -997,3 +997,14 @@ fn a_task_move_behind_a_hosts_open_transaction_gives_up_with_an_error() {
         .ok();
     assert!(moved.stdout().contains("failed.x"), "{}", moved.describe());
 }
+
+/// As on SQLite: a move into `done.merged` without a sha reads the target branch's head, a
+/// given sha wins, and a head that cannot be read leaves one warning line and no variable.
+#[test]
+fn a_merge_without_a_sha_gets_the_target_branch_head() {
+    let (ws, _db, url) = pg_workspace_with(&Config::default(), "");
+    crate::support::merged::target_head_cases(&ws, &|cfg| {
+        ws.write_config_text(pg_config(cfg, &url, "q", "").as_bytes());
+    });
+    assert!(ws.pending().is_empty(), "nothing went into arc.db");
+}

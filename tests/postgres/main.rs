@@ -27,6 +27,7 @@ mod live;
 #[allow(dead_code)]
 #[path = "../ui_live/client.rs"]
 mod live_client;
+mod logs;
 mod metrics;
 mod parity;
 mod pause;
@@ -145,6 +146,7 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
         let facts = MoveFacts {
             merged_sha: Some("abc123".into()),
             attempt: Some(2),
+            target_head: None,
         };
         record::move_task(&mut tx, &q, &task("t1"), &ph("done.merged"), &facts).unwrap();
         tx.rollback().unwrap();
@@ -161,6 +163,7 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
     let facts = MoveFacts {
         merged_sha: Some("abc123".into()),
         attempt: Some(2),
+        target_head: None,
     };
     s.write(|tx, q| record::move_task(tx, q, &task("t1"), &ph("done.merged"), &facts))
         .unwrap();
@@ -169,6 +172,7 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
     let bad = MoveFacts {
         merged_sha: Some("not a sha".into()),
         attempt: None,
+        target_head: None,
     };
     let err = s
         .write(|tx, q| record::move_task(tx, q, &task("t1"), &ph("failed.x"), &bad))
@@ -1158,8 +1162,14 @@ fn the_drains_reads_and_writes() {
 
     // Pruned oldest first, at most the limit.
     let later = chrono::Utc::now().timestamp_millis() + 1000;
-    assert_eq!(store::prune_history(&mut lock, later, 3).unwrap(), 3);
-    assert_eq!(store::prune_history(&mut lock, later, 3).unwrap(), 1);
+    assert_eq!(
+        store::prune_history(&mut lock, later, 3, &mut |_| {}).unwrap(),
+        3
+    );
+    assert_eq!(
+        store::prune_history(&mut lock, later, 3, &mut |_| {}).unwrap(),
+        1
+    );
     assert!(
         store::history(s.client(), &q, None, None, 10)
             .unwrap()

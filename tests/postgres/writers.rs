@@ -502,3 +502,75 @@ fn a_move_waiting_on_a_rolled_back_move_leaves_the_phase_that_stayed() {
         assert_eq!(pending[0].3.as_deref(), Some("failed.b"));
     }
 }
+
+/// A host's recording reads the target branch's head when its `MoveFacts` name one and give no
+/// sha, through `record::move_task` and a `Recorder` alike: the sha kept with the task; a given
+/// sha wins; a branch that is not there records the move with a warning and no sha, even for a
+/// task that had one; a move that records nothing keeps the sha it had.
+#[test]
+fn a_host_move_into_done_merged_reads_the_target_head() {
+    let repo = tempfile::tempdir().unwrap();
+    crate::support::git::make_repo(repo.path(), 1);
+    let sha = crate::support::git::git(repo.path(), &["rev-parse", "main"])
+        .trim()
+        .to_owned();
+    let (_db, mut s) = fresh("head");
+    s.write(|tx, q| {
+        for t in ["t1", "t2", "t3"] {
+            record::add_task(tx, q, &task(t), &plan("p"), &ph("todo.ready"))?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let recorder = pg::Recorder::prepare(s.client()).unwrap();
+    let head = |branch: &str| MoveFacts {
+        target_head: Some(hookq::queue::TargetHead {
+            repo: repo.path().to_path_buf(),
+            branch: branch.into(),
+        }),
+        ..MoveFacts::default()
+    };
+    let merged = ph("done.merged");
+    let kept = |s: &mut PgStore, t: &str| {
+        let q = s.queue().clone();
+        store::task(s.client(), &q, t).unwrap().unwrap().merged_sha
+    };
+    let moved = s
+        .write(|tx, q| record::move_task(tx, q, &task("t1"), &merged, &head("main")))
+        .unwrap();
+    assert_eq!(
+        (moved.warning, kept(&mut s, "t1")),
+        (None, Some(sha.clone()))
+    );
+    let moved = s
+        .write(|tx, q| recorder.move_task(tx, q, &task("t2"), &merged, &head("main")))
+        .unwrap();
+    assert_eq!(
+        (moved.warning, kept(&mut s, "t2")),
+        (None, Some(sha.clone()))
+    );
+    let given = MoveFacts {
+        merged_sha: Some("abcdef12".into()),
+        ..head("main")
+    };
+    s.write(|tx, q| recorder.move_task(tx, q, &task("t3"), &merged, &given))
+        .unwrap();
+    assert_eq!(kept(&mut s, "t3").as_deref(), Some("abcdef12"));
+
+    // Already merged: nothing recorded, nothing read, the sha stays.
+    let same = s
+        .write(|tx, q| recorder.move_task(tx, q, &task("t3"), &merged, &head("nope")))
+        .unwrap();
+    assert!(same.occurrence.is_none() && same.warning.is_none());
+    assert_eq!(kept(&mut s, "t3").as_deref(), Some("abcdef12"));
+
+    s.write(|tx, q| recorder.move_task(tx, q, &task("t1"), &ph("todo.ready"), &head("main")))
+        .unwrap();
+    let moved = s
+        .write(|tx, q| recorder.move_task(tx, q, &task("t1"), &merged, &head("nope")))
+        .unwrap();
+    assert!(moved.occurrence.is_some(), "the move recorded");
+    let warning = moved.warning.unwrap();
+    assert!(warning.contains("nope"), "{warning}");
+    assert_eq!(kept(&mut s, "t1"), None, "no stale sha");
+}

@@ -19,6 +19,7 @@ fn ws_with(hooks: &str) -> Ws {
 #[test]
 fn points_run_in_recorded_order() {
     let ws = Ws::init();
+    ws.git_init();
     ws.write_config(&every_point_runs(&[
         r#"echo "$ARC_HOOK $ARC_TASK 1" >> order.log"#,
         r#"echo "$ARC_HOOK $ARC_TASK 2" >> order.log"#,
@@ -204,6 +205,7 @@ fn every_owner_transition_drains_and_reports_as_run_does() {
         ..Config::hooks(&every_point("true"))
     });
     ws.settle_config();
+    ws.git_init();
     ws.hookq(&["task", "add", "t2", "--plan", "done"]).ok();
     ws.hookq(&["task", "move", "t2", "done.merged", "--no-run"])
         .ok();
@@ -904,6 +906,7 @@ after_awaiting_human = ['echo "$ARC_TASK" >> later']"#,
 #[test]
 fn jobs_keep_each_tasks_points_in_recorded_order() {
     let ws = Ws::init();
+    ws.git_init();
     ws.write_config(&every_point_runs(&[
         r#"echo "$ARC_HOOK $ARC_STATE" >> "order-$ARC_TASK"; sleep 0.1"#,
         r#"echo "$ARC_HOOK 2" >> "order-$ARC_TASK"; [ "$ARC_TASK" != t2 ] || [ "$ARC_HOOK" != after_fail ] || exit 4"#,

@@ -183,6 +183,15 @@ fn log_cap_below_the_minimum() {
 }
 
 #[test]
+fn log_file_cap_below_the_minimum() {
+    refused_fixture(
+        "log_file_cap_small.toml",
+        "2: queue.max_log_file_bytes",
+        "must be a whole number from 1024 to 1099511627776, found 512",
+    );
+}
+
+#[test]
 fn duplicate_key() {
     refused_fixture(
         "duplicate_key.toml",

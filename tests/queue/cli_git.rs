@@ -366,3 +366,11 @@ fn a_refused_push_fails_the_first_line() {
     let log = std::fs::read_to_string(ws.log_path("t1", "after_merge", 1)).unwrap();
     assert!(log.contains("refused by policy"), "{log}");
 }
+
+/// A move into `done.merged` without `--merged-sha` gives `after_merge` the target branch's
+/// head; a given sha wins; no repository or no branch: the move records, one warning line.
+#[test]
+fn a_merge_without_a_sha_gets_the_target_branch_head() {
+    let ws = Ws::init();
+    crate::support::merged::target_head_cases(&ws, &|cfg| ws.write(cfg));
+}

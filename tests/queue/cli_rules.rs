@@ -20,6 +20,7 @@ fn fired(ws: &Ws) -> Vec<String> {
 #[test]
 fn each_phase_fires_its_point() {
     let ws = ws();
+    ws.git_init();
     let cases = [
         ("done.merged", "after_merge"),
         ("failed.gate_failed", "after_fail"),

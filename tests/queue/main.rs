@@ -12,6 +12,7 @@ mod cli_drain;
 mod cli_errors;
 mod cli_git;
 mod cli_hub;
+mod cli_logs;
 mod cli_pause;
 mod cli_rules;
 mod concurrency;

@@ -10,6 +10,8 @@ pub mod agent;
 pub mod browser;
 pub mod git;
 pub mod lifecycle;
+pub mod logs;
+pub mod merged;
 pub mod pty;
 pub mod queue;
 pub mod run;

@@ -332,6 +332,16 @@ impl Ws {
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
     }
 
+    /// Makes the root a git repository with one empty commit on `main`, so that a move into
+    /// `done.merged` without `--merged-sha` reads its sha from there (in a root with no
+    /// repository, the move prints a `warning:` line).
+    pub fn git_init(&self) {
+        let root = self.root();
+        crate::support::git::git(root, &["init", "-q", "-b", "main"]);
+        std::fs::write(root.join(".git/info/exclude"), ".radian/\n").unwrap();
+        crate::support::git::git(root, &["commit", "-q", "--allow-empty", "-m", "init"]);
+    }
+
     /// Replaces `config.toml` with the default test config and this `[hooks]` body.
     pub fn write_config(&self, hooks: &str) {
         self.write(&Config::hooks(hooks));

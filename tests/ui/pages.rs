@@ -324,3 +324,20 @@ fn a_page_names_the_generation_it_was_read_at() {
     }
     ui.stop();
 }
+
+/// A log the task's history names that is gone (pruned, or removed by hand) reads as pruned,
+/// not as an error; a log no row names is still not found.
+#[test]
+fn a_pruned_log_reads_as_pruned() {
+    let ws = moved();
+    std::fs::remove_file(ws.log_path("t1", "after_rework", 1)).unwrap();
+    let ui = Served::start(&ws, &[]);
+    let page = ui.get("task/t1/log/after_rework-01.log");
+    let body = page.ok();
+    assert!(
+        body.contains(r#"<p id="pruned" class="note">pruned"#),
+        "{body}"
+    );
+    assert!(!body.contains(r#"<pre id="log""#), "{body}");
+    assert_eq!(ui.get("task/t1/log/after_merge-01.log").status, 404);
+}

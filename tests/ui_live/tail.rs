@@ -201,3 +201,22 @@ fn the_script_is_served_as_javascript() {
     assert_eq!(body, LIVE_JS.as_bytes());
     assert!(LIVE_JS.contains("EventSource"));
 }
+
+/// A log pruned while a page tails it: the stream says `pruned` once and ends.
+#[test]
+fn a_log_pruned_while_tailed_says_so() {
+    let ws = Ws::init();
+    ws.write_config("after_proposed = ['echo ran']");
+    ws.settle_config();
+    ws.task_add("t1", "p", "todo.proposed").ok();
+    ws.hookq(&["run"]).ok();
+    let live = Live::start(Workspace::at(ws.root())).unwrap();
+    let server = Server::start(live);
+    let tail = server.events("/task/t1/log/after_proposed-01.log/tail?from=0");
+    tail.text_until("ran\n");
+    std::fs::remove_file(ws.log_path("t1", "after_proposed", 1)).unwrap();
+    let e = tail.next().unwrap();
+    assert_eq!(e.event, "pruned");
+    assert!(e.data.starts_with("pruned"), "{:?}", e.data);
+    tail.ended();
+}

@@ -48,6 +48,7 @@ kill_grace_secs = 5
 [queue]
 max_interrupted_runs = 5
 keep_history_days = 30
+# max_log_file_bytes = 16777216
 
 [hooks]
 # Each line runs as `/bin/sh -c <line>` in the repository root, with ARC_TASK, ARC_BRANCH,

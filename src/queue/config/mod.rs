@@ -8,6 +8,6 @@ pub mod source;
 
 pub use initial::{initial_config, toml_quote};
 pub use parse::{
-    Config, ConfigError, ConfigWarning, Gate, MAX_COMMANDS, MAX_CONFIG_BYTES, Queue, Repository,
+    Config, ConfigError, ConfigWarning, DEFAULT_MAX_LOG_FILE_BYTES, Gate, MAX_COMMANDS, MAX_CONFIG_BYTES, Queue, Repository,
 };
 pub use source::{ConfigSource, FileVersion, QUIET, SETTLE, SETTLE_LIMIT};

@@ -18,6 +18,10 @@ use crate::queue::phase::Point;
 /// The most command lines one point may have: its logs are numbered with two digits.
 pub const MAX_COMMANDS: usize = 99;
 
+/// `queue.max_log_file_bytes` when unset: 16 MiB, thousands of the short runs a hook usually
+/// logs, and a few hundred such files before a task's logs take a gigabyte.
+pub const DEFAULT_MAX_LOG_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
 /// The largest config file read; anything bigger is refused rather than parsed.
 pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 
@@ -102,6 +106,8 @@ pub struct Queue {
     pub max_interrupted_runs: u32,
     /// How long history rows are kept.
     pub keep_history_days: u32,
+    /// The size past which a log file loses its oldest runs, before the next run appends.
+    pub max_log_file_bytes: u64,
     /// `queue.database`: a PostgreSQL connection string (URL or key/value pairs); unset for the
     /// workspace's SQLite file. Never serialized: it may hold a password.
     #[serde(skip)]
@@ -142,6 +148,7 @@ impl Default for Config {
             queue: Queue {
                 max_interrupted_runs: 5,
                 keep_history_days: 30,
+                max_log_file_bytes: DEFAULT_MAX_LOG_FILE_BYTES,
                 database: None,
                 name: None,
             },
@@ -372,6 +379,7 @@ impl<'a> Parser<'a> {
                 &[
                     "max_interrupted_runs",
                     "keep_history_days",
+                    "max_log_file_bytes",
                     "database",
                     "name",
                 ],
@@ -382,6 +390,9 @@ impl<'a> Parser<'a> {
             }
             if let Some(v) = self.int(t, "queue", "keep_history_days", 1, 36500)? {
                 cfg.queue.keep_history_days = v as u32;
+            }
+            if let Some(v) = self.int(t, "queue", "max_log_file_bytes", 1024, 1 << 40)? {
+                cfg.queue.max_log_file_bytes = v;
             }
             cfg.queue.database = self.string(t, "queue", "database")?;
             cfg.queue.name = self.string(t, "queue", "name")?;
@@ -618,7 +629,7 @@ mod tests {
         let c = parse(
             "[repository]\nmain_branch = 'trunk'\nremote = 'up'\n[integration]\ntarget_branch = 'rel'\n\
              [gate]\ncommand_timeout_secs = 7\nkill_grace_secs = 2\nmax_log_bytes = 4096\n\
-             [queue]\nmax_interrupted_runs = 3\nkeep_history_days = 9\n\
+             [queue]\nmax_interrupted_runs = 3\nkeep_history_days = 9\nmax_log_file_bytes = 8192\n\
              database = 'postgres://u:pw@db/q'\nname = 'acme/widgets'\n\
              [hooks]\nafter_merge = ['a', 'b']\nafter_proposed = ['c']\n",
         )
@@ -630,6 +641,7 @@ mod tests {
         assert_eq!(c.gate.max_log_bytes, 4096);
         assert_eq!(c.queue.max_interrupted_runs, 3);
         assert_eq!(c.queue.keep_history_days, 9);
+        assert_eq!(c.queue.max_log_file_bytes, 8192);
         assert_eq!(c.queue.database.as_deref(), Some("postgres://u:pw@db/q"));
         assert_eq!(c.queue.name.as_deref(), Some("acme/widgets"));
         let shown = serde_json::to_string(&c).unwrap();
@@ -674,6 +686,18 @@ mod tests {
                 .contains(":2: queue.max_interrupted: unknown key")
         );
         assert!(err("hooks = 3\n").contains(":1: hooks: expected a table"));
+        assert_eq!(
+            err("[queue]\n\nmax_log_file_bytes = 100\n"),
+            "/ws/config.toml:3: queue.max_log_file_bytes: must be a whole number from 1024 to 1099511627776, found 100"
+        );
+        assert!(
+            err("[queue]\nmax_log_file_bytes = '1M'\n")
+                .contains(":2: queue.max_log_file_bytes: expected a whole number, found string")
+        );
+        assert!(
+            err("[queue]\nmax_log_files_bytes = 4096\n")
+                .contains(":2: queue.max_log_files_bytes: unknown key, did you mean queue.max_log_file_bytes?")
+        );
     }
 
     #[test]

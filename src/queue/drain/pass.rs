@@ -12,7 +12,9 @@ use crate::queue::backend::{ChangeMark, Mark, QueueStore};
 use crate::queue::config::{Config, ConfigError, ConfigSource};
 use crate::queue::env::{HookVars, base_env, hook_env};
 use crate::queue::error::Error;
+use crate::queue::ids::TaskId;
 use crate::queue::lock::{RunnerLock, Wait};
+use crate::queue::logs;
 use crate::queue::store::{Cleared, NewHistory, Outcome, PendingRow, now_ms};
 use crate::queue::workspace::Workspace;
 
@@ -276,7 +278,21 @@ impl<'a> Drainer<'a> {
             // A half-written config can lack `keep_history_days`: prune by a settled one.
             if self.unsettled().is_none() {
                 let keep_ms = i64::from(cfg.queue.keep_history_days) * 86_400_000;
-                store.prune_history(now_ms() - keep_ms, PRUNE_LIMIT)?;
+                let (ws, warn) = (&self.ws, &mut self.warn);
+                // A task's logs go with the last rows that name them; a failure leaves them,
+                // with a warning, and prunes the rows all the same.
+                let mut remove_logs = |task: &str| {
+                    let Ok(task) = TaskId::new(task) else {
+                        return;
+                    };
+                    if let Err(e) = logs::remove_task_logs(ws, &task) {
+                        warn(&format!(
+                            "warning: cannot remove the pruned hook logs of task {task} in {}: {e}",
+                            ws.hook_log_dir(&task).display()
+                        ));
+                    }
+                };
+                store.prune_history(now_ms() - keep_ms, PRUNE_LIMIT, &mut remove_logs)?;
             }
             Ok(report)
         })

@@ -8,6 +8,7 @@ use crate::queue::backend::Mark;
 use crate::queue::config::Config;
 use crate::queue::ids::TaskId;
 use crate::queue::lock::RunnerLock;
+use crate::queue::logs;
 use crate::queue::phase::Point;
 use crate::queue::store::{NewHistory, Outcome, PendingRow, now_ms};
 use crate::queue::workspace::Workspace;
@@ -117,6 +118,15 @@ pub(super) fn execute(
         }
         let index = i + 1;
         let log = ws.hook_log_path(task, point, index);
+        // Before this run appends and while nothing writes to the file (this runner is its only
+        // writer): past its cap, the file loses its oldest runs. A log opened ahead is opened
+        // again when this replaced it.
+        if let Err(e) = logs::trim(&log, job.cfg.queue.max_log_file_bytes) {
+            warnings.push(format!(
+                "warning: cannot trim log {} to queue.max_log_file_bytes: {e}",
+                log.display()
+            ));
+        }
         let opened = ahead.take();
         let mut next_log = if index < lines.len() {
             Some(ws.hook_log_path(task, point, index + 1))

@@ -587,8 +587,13 @@ impl crate::queue::QueueStore for PanicsOnB {
     fn try_clear_all(&mut self, points: &[crate::queue::store::Cleared]) -> Result<bool, Error> {
         crate::queue::QueueStore::try_clear_all(&mut self.0, points)
     }
-    fn prune_history(&mut self, cutoff_ms: i64, limit: usize) -> Result<usize, Error> {
-        crate::queue::QueueStore::prune_history(&mut self.0, cutoff_ms, limit)
+    fn prune_history(
+        &mut self,
+        cutoff_ms: i64,
+        limit: usize,
+        remove_logs: &mut dyn FnMut(&str),
+    ) -> Result<usize, Error> {
+        crate::queue::QueueStore::prune_history(&mut self.0, cutoff_ms, limit, remove_logs)
     }
     fn change_mark(&mut self) -> Result<crate::queue::backend::ChangeMark, Error> {
         self.0.change_mark()

@@ -314,10 +314,15 @@ impl QueueStore for PgQueue {
         cleared.map_err(|e| self.placed(e))
     }
 
-    fn prune_history(&mut self, cutoff_ms: i64, limit: usize) -> Result<usize, Error> {
+    fn prune_history(
+        &mut self,
+        cutoff_ms: i64,
+        limit: usize,
+        remove_logs: &mut dyn FnMut(&str),
+    ) -> Result<usize, Error> {
         let pruned = self
             .lock()
-            .and_then(|mut l| store::prune_history(&mut l, cutoff_ms, limit));
+            .and_then(|mut l| store::prune_history(&mut l, cutoff_ms, limit, remove_logs));
         pruned.map_err(|e| self.placed(e))
     }
 

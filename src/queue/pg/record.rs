@@ -183,6 +183,7 @@ pub fn add_task(
         from: None,
         to: phase.to_string(),
         occurrence,
+        warning: None,
     })
 }
 
@@ -316,11 +317,26 @@ fn move_by(
         id,
         point: to.point().expect("a point was recorded only for a phase with one"),
     });
+    // Read while the move holds the task's row: the head the merge left as the move records.
+    // Only a move that recorded `after_merge` without a sha pays the second statement.
+    let mut warning = None;
+    if let Some(read) = facts.read_sha(occurrence.as_ref().map(|o| o.point)) {
+        let sha = read.map_err(|why| warning = Some(why)).ok();
+        tx.execute_typed(
+            "UPDATE hookq_tasks SET merged_sha = $3 WHERE queue = $1 AND id = $2",
+            &[
+                (&queue.as_str(), Type::TEXT),
+                (&task.as_str(), Type::TEXT),
+                (&sha, Type::TEXT),
+            ],
+        )?;
+    }
     Ok(Transition {
         task: task.to_string(),
         from: Some(from),
         to: to.to_string(),
         occurrence,
+        warning,
     })
 }
 
@@ -374,6 +390,7 @@ pub fn cancel_plan(
             from: Some(phase),
             to: to.clone(),
             occurrence: Some(Occurrence { id, point }),
+            warning: None,
         })
         .collect())
 }

@@ -45,6 +45,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "V8__one_statement_move",
         include_str!("../../../migrations/postgres/V8__one_statement_move.sql"),
     ),
+    (
+        "V9__pruned_logs",
+        include_str!("../../../migrations/postgres/V9__pruned_logs.sql"),
+    ),
 ];
 
 /// The advisory lock (of [`ADVISORY_CLASS`]) that serialises migrations: queue locks use the

@@ -127,19 +127,44 @@ impl Store {
         Ok(entry)
     }
 
-    /// Deletes history rows that finished before `cutoff_ms`, at most `limit` of them; returns how
-    /// many went.
+    /// Deletes history rows that finished before `cutoff_ms`, at most `limit` of them, oldest
+    /// first; returns how many went. First, `remove_logs` is called with each task whose hook
+    /// logs nothing will refer to once they are gone: no pending point, no other history row.
+    ///
+    /// The logs go before the rows, outside the write lock, so recording never waits on the
+    /// files, and a runner killed between the two leaves rows whose logs are gone (shown as
+    /// pruned, and pruned by the next pass), never logs that no row names. Only the runner lock's
+    /// holder prunes, after its pass ran every command, so no hook writes to a log that goes.
     pub(crate) fn prune_history(
         &mut self,
         cutoff_ms: i64,
         limit: usize,
+        remove_logs: &mut dyn FnMut(&str),
     ) -> Result<usize, StoreError> {
+        let limit = limit as i64;
+        // Grouped by task, a task's rows all among the pruned ones; its pending points are
+        // looked for in one scan (the table has no index by task: see the first migration).
+        let unreferenced: Vec<String> = self
+            .conn()
+            .prepare_cached(
+                "WITH doomed AS MATERIALIZED (
+                     SELECT id, task FROM hook_history WHERE finished_ms < ?1
+                     ORDER BY finished_ms, id LIMIT ?2)
+                 SELECT d.task FROM doomed d GROUP BY d.task
+                 HAVING COUNT(*) = (SELECT COUNT(*) FROM hook_history h WHERE h.task = d.task)
+                     AND d.task NOT IN (SELECT task FROM pending_hooks)",
+            )?
+            .query_map(params![cutoff_ms, limit], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        for task in &unreferenced {
+            remove_logs(task);
+        }
         self.write(|tx| {
             Ok(tx
                 .prepare_cached(
-                    "DELETE FROM hook_history WHERE id IN (SELECT id FROM hook_history WHERE finished_ms < ?1 ORDER BY finished_ms LIMIT ?2)",
+                    "DELETE FROM hook_history WHERE id IN (SELECT id FROM hook_history WHERE finished_ms < ?1 ORDER BY finished_ms, id LIMIT ?2)",
                 )?
-                .execute(params![cutoff_ms, limit as i64])?)
+                .execute(params![cutoff_ms, limit])?)
         })
     }
 }

@@ -110,6 +110,17 @@
       pre.setAttribute("data-offset", "0");
       pre.setAttribute("data-style", "");
     });
+    // The log was pruned while shown: say so above what was read of it; nothing more comes.
+    tail.addEventListener("pruned", function (e) {
+      if (tail) { tail.close(); tail = null; }
+      if (!document.getElementById("pruned")) {
+        var note = document.createElement("p");
+        note.id = "pruned";
+        note.className = "note";
+        note.textContent = e.data;
+        pre.parentNode.insertBefore(note, pre);
+      }
+    });
   }
 
   var events = null;

@@ -47,6 +47,11 @@ struct Tail {
     inode: Option<u64>,
     /// The style in effect at `offset`.
     style: Style,
+    /// The file was missing at the last look: a log rotated by moving it away is missing for a
+    /// moment, a pruned one for good.
+    missing: bool,
+    /// The file went (pruned): the stream has said so and ends.
+    gone: bool,
     /// The watcher's channel, only to end with the view.
     stop: watch::Receiver<u64>,
 }
@@ -85,6 +90,8 @@ pub(super) async fn tail(
         offset,
         inode: None,
         style,
+        missing: false,
+        gone: false,
         stop: live.shared.subscribe(),
     };
     let events = stream::unfold(state, |mut t| async move {
@@ -108,6 +115,9 @@ fn position(id: &str) -> Option<(u64, Style)> {
 impl Tail {
     /// The next event: text appended, or the file emptied; `None` once the view stops.
     async fn next(&mut self) -> Option<Event> {
+        if self.gone {
+            return None;
+        }
         loop {
             if let Some(event) = self.look().await {
                 return Some(event);
@@ -121,7 +131,25 @@ impl Tail {
 
     /// What the file holds past the offset now, if anything.
     async fn look(&mut self) -> Option<Event> {
-        let meta = tokio::fs::metadata(&self.path).await.ok()?;
+        let meta = match tokio::fs::metadata(&self.path).await {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !self.missing => {
+                self.missing = true;
+                return None;
+            }
+            // Still missing a tick later: pruned (a pass removed the task's logs). Said once,
+            // and the stream ends.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.gone = true;
+                return Some(
+                    Event::default()
+                        .event("pruned")
+                        .data("pruned: this log is gone; the task's history still lists its runs"),
+                );
+            }
+            Err(_) => return None,
+        };
+        self.missing = false;
         let len = meta.len();
         let replaced = self.inode.replace(meta.ino()).is_some_and(|i| i != meta.ino());
         if len < self.offset || replaced {
