@@ -1002,6 +1002,9 @@ fn a_task_move_behind_a_hosts_open_transaction_gives_up_with_an_error() {
 /// given sha wins, and a head that cannot be read leaves one warning line and no variable.
 #[test]
 fn a_merge_without_a_sha_gets_the_target_branch_head() {
+    if crate::without_postgres("a_merge_without_a_sha_gets_the_target_branch_head") {
+        return;
+    }
     let (ws, _db, url) = pg_workspace_with(&Config::default(), "");
     crate::support::merged::target_head_cases(&ws, &|cfg| {
         ws.write_config_text(pg_config(cfg, &url, "q", "").as_bytes());
