@@ -4,8 +4,8 @@
 
 use serde_json::json;
 
-use crate::scenarios::{HOOKS, hookq_ok, populate};
-use crate::server::Ui;
+use crate::browser::scenarios::{HOOKS, hookq_ok, populate};
+use crate::browser::server::Ui;
 use crate::support::browser::{Browser, PATIENCE};
 use crate::support::queue::Ws;
 

@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::scenarios::{HOOKS, hookq_ok, populate};
-use crate::server::{Ui, mark, record_first, seen};
+use crate::browser::scenarios::{HOOKS, hookq_ok, populate};
+use crate::browser::server::{Ui, mark, record_first, seen};
 use crate::support::browser::{Browser, PATIENCE};
 use crate::support::queue::Ws;
 

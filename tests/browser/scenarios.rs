@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::server::{Ui, mark, now_ms, record_first, seen};
+use super::server::{Ui, mark, now_ms, record_first, seen};
 use crate::support::browser::{Browser, PATIENCE};
 use crate::support::queue::{Out, Ws};
 

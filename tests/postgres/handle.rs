@@ -5,7 +5,7 @@ use hookq::queue::store::{HistoryFilter, PendingFilter};
 use hookq::queue::{DrainIfFree, Error, Queue, QueueOptions};
 use hookq::{MoveFacts, Phase, PlanId, Stop, TaskId, Workspace};
 
-use crate::cli::pg_workspace_with;
+use crate::postgres::cli::pg_workspace_with;
 use crate::support::queue::Config;
 
 fn open(root: &std::path::Path) -> Queue {
@@ -20,7 +20,7 @@ fn open(root: &std::path::Path) -> Queue {
 
 #[test]
 fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
-    if crate::without_postgres("the_library_queue_filters_pages_and_names_the_host_on_postgres") {
+    if crate::postgres::without_postgres("the_library_queue_filters_pages_and_names_the_host_on_postgres") {
         return;
     }
     let hooks = "after_fail = ['true']\nafter_rework = ['false']\n";

@@ -9,7 +9,7 @@ use std::time::Duration;
 use hookq::queue::pg::{PgStore, store};
 use hookq::queue::store::{HistoryRow, PendingRow};
 
-use crate::cli::{no_password, open, pg_config, pg_workspace_with};
+use crate::postgres::cli::{no_password, open, pg_config, pg_workspace_with};
 use crate::support::queue::{Config, Ws};
 
 const DAY_MS: i64 = 86_400_000;
@@ -38,7 +38,7 @@ fn now_ms() -> i64 {
 /// retry runs it again.
 #[test]
 fn a_point_interrupted_too_often_is_parked_and_can_be_retried() {
-    if crate::without_postgres("a_point_interrupted_too_often_is_parked_and_can_be_retried") {
+    if crate::postgres::without_postgres("a_point_interrupted_too_often_is_parked_and_can_be_retried") {
         return;
     }
     let hooks = r#"after_fail = ['echo ran >> out', 'kill -KILL $PPID']
@@ -200,7 +200,7 @@ after_awaiting_human = ['echo "$ARC_TASK" >> later']"#;
 /// pass, so it cannot drag them down with it again; then it is parked.
 #[test]
 fn points_finished_before_a_runner_killing_point_are_not_run_again_with_it() {
-    if crate::without_postgres(
+    if crate::postgres::without_postgres(
         "points_finished_before_a_runner_killing_point_are_not_run_again_with_it",
     ) {
         return;
@@ -341,7 +341,7 @@ const KEEP_TWO_DAYS: &str = "keep_history_days = 2\n";
 
 #[test]
 fn old_history_is_pruned_on_sqlite() {
-    if crate::without_postgres("old_history_is_pruned_on_sqlite") {
+    if crate::postgres::without_postgres("old_history_is_pruned_on_sqlite") {
         return;
     }
     let ws = Ws::init();
@@ -358,7 +358,7 @@ fn old_history_is_pruned_on_sqlite() {
 /// database stay until a pass of that queue.
 #[test]
 fn old_history_is_pruned_on_postgres_queue_by_queue() {
-    if crate::without_postgres("old_history_is_pruned_on_postgres_queue_by_queue") {
+    if crate::postgres::without_postgres("old_history_is_pruned_on_postgres_queue_by_queue") {
         return;
     }
     let cfg = Config::hooks(PRUNED_HOOKS);
@@ -382,7 +382,7 @@ fn old_history_is_pruned_on_postgres_queue_by_queue() {
 /// drain leaves nothing pending.
 #[test]
 fn jobs_keep_each_tasks_points_in_recorded_order() {
-    if crate::without_postgres("jobs_keep_each_tasks_points_in_recorded_order") {
+    if crate::postgres::without_postgres("jobs_keep_each_tasks_points_in_recorded_order") {
         return;
     }
     let hooks = r#"after_fail = ['echo "start $ARC_TASK $ARC_STATE" >> times; sleep 0.2; echo "end $ARC_TASK $ARC_STATE" >> times']"#;
@@ -460,7 +460,7 @@ fn jobs_keep_each_tasks_points_in_recorded_order() {
 /// the file is whole, the point runs.
 #[test]
 fn a_pass_during_a_slow_rewrite_never_clears_the_point_unrun() {
-    if crate::without_postgres("a_pass_during_a_slow_rewrite_never_clears_the_point_unrun") {
+    if crate::postgres::without_postgres("a_pass_during_a_slow_rewrite_never_clears_the_point_unrun") {
         return;
     }
     let cfg = Config::hooks(r#"after_fail = ['echo "$ARC_TASK" >> ran.out']"#);
@@ -500,7 +500,7 @@ fn a_pass_during_a_slow_rewrite_never_clears_the_point_unrun() {
 /// dropped quietly.
 #[test]
 fn dropping_a_started_point_says_its_commands_may_still_run() {
-    if crate::without_postgres("dropping_a_started_point_says_its_commands_may_still_run") {
+    if crate::postgres::without_postgres("dropping_a_started_point_says_its_commands_may_still_run") {
         return;
     }
     let cfg = Config::hooks(

@@ -8,7 +8,7 @@ use hookq::queue::pg::{PgStore, store};
 use rustix::process::Signal;
 use serde_json::Value;
 
-use crate::cli::{open, pg_workspace_with};
+use crate::postgres::cli::{open, pg_workspace_with};
 use crate::support::queue::{Config, Ws};
 
 /// `(task, passes)` of the queue's pending points, in order.
@@ -28,7 +28,7 @@ fn json(ws: &Ws, args: &[&str]) -> Value {
 
 #[test]
 fn a_paused_queue_records_but_no_process_runs_it_until_resumed() {
-    if crate::without_postgres("a_paused_queue_records_but_no_process_runs_it_until_resumed") {
+    if crate::postgres::without_postgres("a_paused_queue_records_but_no_process_runs_it_until_resumed") {
         return;
     }
     let hooks = r#"after_fail = ['echo "fail $ARC_TASK" >> ran']
@@ -109,7 +109,7 @@ after_rework = ['echo "rework $ARC_TASK" >> ran']
 
 #[test]
 fn a_hub_paused_mid_point_finishes_it_and_starts_no_other_until_resumed() {
-    if crate::without_postgres(
+    if crate::postgres::without_postgres(
         "a_hub_paused_mid_point_finishes_it_and_starts_no_other_until_resumed",
     ) {
         return;
@@ -151,14 +151,14 @@ fn a_hub_paused_mid_point_finishes_it_and_starts_no_other_until_resumed() {
 
 #[test]
 fn the_pause_is_the_queues_and_the_start_mark_reads_it() {
-    if crate::without_postgres("the_pause_is_the_queues_and_the_start_mark_reads_it") {
+    if crate::postgres::without_postgres("the_pause_is_the_queues_and_the_start_mark_reads_it") {
         return;
     }
     use hookq::queue::pg::record;
     use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
 
-    let db = crate::cluster::cluster().database();
-    let url = crate::cluster::cluster().url(&db, "");
+    let db = crate::postgres::cluster::cluster().database();
+    let url = crate::postgres::cluster::cluster().url(&db, "");
     let (mut s, mut other) = (open(&url, "q"), open(&url, "other"));
     for store in [&mut s, &mut other] {
         store

@@ -12,9 +12,9 @@ use hookq::queue::pg::{PgRunnerLock, QueueName, Target, holder};
 use hookq::queue::{RunnerLock, Wait};
 use rustix::process::{Pid, Signal};
 
-use crate::cluster::cluster;
-use crate::fault::{host, open, pending_count, until};
-use crate::relay::Relay;
+use crate::postgres::cluster::cluster;
+use crate::postgres::fault::{host, open, pending_count, until};
+use crate::postgres::relay::Relay;
 use crate::support::queue::{EVENTUALLY, Running, Ws};
 
 /// The lease the hubs of these tests keep: short, so that a takeover takes seconds.
@@ -160,7 +160,7 @@ impl Drop for Frozen {
 /// docs allow to overlap), says it lost the lock, and starts nothing more.
 #[test]
 fn a_frozen_holder_is_taken_over_and_starts_nothing_once_resumed() {
-    if crate::without_postgres("a_frozen_holder_is_taken_over_and_starts_nothing_once_resumed") {
+    if crate::postgres::without_postgres("a_frozen_holder_is_taken_over_and_starts_nothing_once_resumed") {
         return;
     }
     let db = cluster().database();
@@ -229,7 +229,7 @@ fn a_frozen_holder_is_taken_over_and_starts_nothing_once_resumed() {
 /// answer), says so, and starts nothing, then or once the relay is gone.
 #[test]
 fn a_holder_cut_off_silently_is_taken_over_and_starts_nothing() {
-    if crate::without_postgres("a_holder_cut_off_silently_is_taken_over_and_starts_nothing") {
+    if crate::postgres::without_postgres("a_holder_cut_off_silently_is_taken_over_and_starts_nothing") {
         return;
     }
     let c = cluster();
@@ -287,7 +287,7 @@ fn a_holder_cut_off_silently_is_taken_over_and_starts_nothing() {
 /// one `error:` line naming the permission denied (exit 5), rather than connect again for ever.
 #[test]
 fn a_permission_error_stops_the_hub_with_one_error() {
-    if crate::without_postgres("a_permission_error_stops_the_hub_with_one_error") {
+    if crate::postgres::without_postgres("a_permission_error_stops_the_hub_with_one_error") {
         return;
     }
     let c = cluster();
@@ -317,7 +317,7 @@ fn a_permission_error_stops_the_hub_with_one_error() {
 /// first wait plus N more.
 #[test]
 fn run_wait_bounds_both_locks_together() {
-    if crate::without_postgres("run_wait_bounds_both_locks_together") {
+    if crate::postgres::without_postgres("run_wait_bounds_both_locks_together") {
         return;
     }
     let c = cluster();
@@ -357,7 +357,7 @@ fn run_wait_bounds_both_locks_together() {
 /// keep a runner from waiting for ever; the client's side has the same keepalives.
 #[test]
 fn the_runners_session_has_keepalives_and_timeouts() {
-    if crate::without_postgres("the_runners_session_has_keepalives_and_timeouts") {
+    if crate::postgres::without_postgres("the_runners_session_has_keepalives_and_timeouts") {
         return;
     }
     let c = cluster();
@@ -397,7 +397,7 @@ fn the_runners_session_has_keepalives_and_timeouts() {
 /// variable, with the usage exit code, before anything runs.
 #[test]
 fn a_bad_lease_setting_is_refused() {
-    if crate::without_postgres("a_bad_lease_setting_is_refused") {
+    if crate::postgres::without_postgres("a_bad_lease_setting_is_refused") {
         return;
     }
     let c = cluster();

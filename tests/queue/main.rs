@@ -1,6 +1,7 @@
 //! The durable hook queue through the real binary and the library: draining, rules, hubs,
 //! errors and bad input, hostile hooks, crashes and concurrent writers, notifications, the WAL,
-//! and property tests of what is parsed at the edge.
+//! and property tests of what is parsed at the edge; and the queue on PostgreSQL (`postgres`),
+//! against a throwaway cluster this binary starts itself.
 
 // Each binary uses a different part of the shared helpers.
 #[allow(dead_code)]
@@ -22,4 +23,7 @@ mod hostile;
 mod hub_metrics;
 mod notify;
 mod props;
+#[cfg(feature = "postgres")]
+#[path = "../postgres/mod.rs"]
+mod postgres;
 mod wal_spill;

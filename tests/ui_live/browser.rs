@@ -16,7 +16,7 @@ use hookq::Workspace;
 use hookq::ui::live::{Live, routes};
 use serde_json::{Value, json};
 
-use crate::client::EVENTUALLY;
+use crate::live::client::EVENTUALLY;
 use crate::support::browser::Browser;
 use crate::support::queue::Ws;
 

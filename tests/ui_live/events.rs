@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use hookq::Workspace;
 use hookq::ui::live::{Live, watch::SQLITE_POLL};
 
-use crate::client::Server;
+use crate::live::client::Server;
 use crate::support::queue::Ws;
 
 /// `PRAGMA data_version` on a connection of the test's own: it moves when another commits.

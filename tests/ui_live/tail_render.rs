@@ -8,7 +8,7 @@ use hookq::Workspace;
 use hookq::ui::{UiConfig, router};
 use serde_json::Value;
 
-use crate::client::EVENTUALLY;
+use crate::live::client::EVENTUALLY;
 use crate::support::browser::Browser;
 use crate::support::queue::Ws;
 

@@ -5,7 +5,7 @@
 
 #[cfg(feature = "ui")]
 mod browser;
-// The browser tests' scenarios, shared with the `browser` binary; each binary uses a different
+// The browser tests' scenarios, shared with the `ui` binary's browser tests; each binary uses a different
 // part of them.
 #[cfg(feature = "ui")]
 #[allow(dead_code)]
@@ -22,7 +22,7 @@ mod fault;
 mod handle;
 #[cfg(feature = "ui")]
 mod live;
-// The live view's test client, shared with the `ui_live` binary.
+// The live view's test client, shared with the `ui` binary's live tests.
 #[cfg(feature = "ui")]
 #[allow(dead_code)]
 #[path = "../ui_live/client.rs"]
@@ -35,14 +35,10 @@ mod relay;
 mod takeover;
 mod ui;
 mod writers;
-// Each binary uses a different part of the shared helpers.
-#[allow(dead_code)]
-#[path = "../support/mod.rs"]
-mod support;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use crate::support;
 use cluster::{PASSWORD, cluster};
 use hookq::failure::{Failure, code};
 use hookq::queue::RowError;
@@ -104,7 +100,7 @@ fn pending(s: &mut PgStore) -> Vec<(i64, String, String, Option<String>)> {
 
 #[test]
 fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
-    if crate::without_postgres("recording_follows_the_rules_and_a_rollback_leaves_nothing") {
+    if crate::postgres::without_postgres("recording_follows_the_rules_and_a_rollback_leaves_nothing") {
         return;
     }
     let (_db, mut s) = fresh("q");
@@ -273,7 +269,7 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
 /// sends fewer notifications than calls, never none after the last commit.
 #[test]
 fn hubs_are_notified_after_the_commit_never_inside_it() {
-    if crate::without_postgres("hubs_are_notified_after_the_commit_never_inside_it") {
+    if crate::postgres::without_postgres("hubs_are_notified_after_the_commit_never_inside_it") {
         return;
     }
     let (db, mut s) = fresh("notified");
@@ -352,7 +348,7 @@ fn hubs_are_notified_after_the_commit_never_inside_it() {
 
 #[test]
 fn queues_in_one_database_never_see_each_other() {
-    if crate::without_postgres("queues_in_one_database_never_see_each_other") {
+    if crate::postgres::without_postgres("queues_in_one_database_never_see_each_other") {
         return;
     }
     let (db, mut a) = fresh("repo-a");
@@ -441,7 +437,7 @@ fn lock_soon(s: &PgStore) -> PgRunnerLock {
 
 #[test]
 fn the_runner_lock_is_one_per_queue_and_goes_with_its_connection() {
-    if crate::without_postgres("the_runner_lock_is_one_per_queue_and_goes_with_its_connection") {
+    if crate::postgres::without_postgres("the_runner_lock_is_one_per_queue_and_goes_with_its_connection") {
         return;
     }
     let (db, mut s) = fresh("locked");
@@ -547,7 +543,7 @@ fn the_runner_lock_is_one_per_queue_and_goes_with_its_connection() {
 
 #[test]
 fn a_waiter_keeps_one_connection_and_gives_up_when_told() {
-    if crate::without_postgres("a_waiter_keeps_one_connection_and_gives_up_when_told") {
+    if crate::postgres::without_postgres("a_waiter_keeps_one_connection_and_gives_up_when_told") {
         return;
     }
     use std::sync::Arc;
@@ -617,7 +613,7 @@ fn connect_error(text: &str) -> PgError {
 
 #[test]
 fn a_wrong_password_is_refused_in_one_line_without_the_password() {
-    if crate::without_postgres("a_wrong_password_is_refused_in_one_line_without_the_password") {
+    if crate::postgres::without_postgres("a_wrong_password_is_refused_in_one_line_without_the_password") {
         return;
     }
     let c = cluster();
@@ -657,7 +653,7 @@ fn a_wrong_password_is_refused_in_one_line_without_the_password() {
 
 #[test]
 fn an_unknown_host_or_a_closed_port_is_refused_with_a_hint() {
-    if crate::without_postgres("an_unknown_host_or_a_closed_port_is_refused_with_a_hint") {
+    if crate::postgres::without_postgres("an_unknown_host_or_a_closed_port_is_refused_with_a_hint") {
         return;
     }
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
@@ -688,7 +684,7 @@ fn an_unknown_host_or_a_closed_port_is_refused_with_a_hint() {
 
 #[test]
 fn a_database_without_the_schema_or_with_a_newer_one_is_refused() {
-    if crate::without_postgres("a_database_without_the_schema_or_with_a_newer_one_is_refused") {
+    if crate::postgres::without_postgres("a_database_without_the_schema_or_with_a_newer_one_is_refused") {
         return;
     }
     let c = cluster();
@@ -742,7 +738,7 @@ fn a_database_without_the_schema_or_with_a_newer_one_is_refused() {
 
 #[test]
 fn opening_one_new_database_from_many_connections_at_once_migrates_it_once() {
-    if crate::without_postgres(
+    if crate::postgres::without_postgres(
         "opening_one_new_database_from_many_connections_at_once_migrates_it_once",
     ) {
         return;
@@ -777,7 +773,7 @@ fn opening_one_new_database_from_many_connections_at_once_migrates_it_once() {
 /// in the order they committed; every one runs, and none is left pending.
 #[test]
 fn eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains() {
-    if crate::without_postgres(
+    if crate::postgres::without_postgres(
         "eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains",
     ) {
         return;
@@ -838,7 +834,7 @@ fn eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains() {
             std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",
-                    "writer_process",
+                    "postgres::writer_process",
                     "--nocapture",
                     "--test-threads=1",
                 ])
@@ -933,7 +929,7 @@ const WRITER_ENV: &str = "HOOKQ_TEST_PG_WRITER";
 /// without it (as every test run does), it does nothing.
 #[test]
 fn writer_process() {
-    if crate::without_postgres("writer_process") {
+    if crate::postgres::without_postgres("writer_process") {
         return;
     }
     let Ok(spec) = std::env::var(WRITER_ENV) else {
@@ -980,7 +976,7 @@ fn encrypted(s: &mut PgStore) -> bool {
 
 #[test]
 fn tls_require_and_verify_full_against_the_test_server() {
-    if crate::without_postgres("tls_require_and_verify_full_against_the_test_server") {
+    if crate::postgres::without_postgres("tls_require_and_verify_full_against_the_test_server") {
         return;
     }
     let c = cluster();
@@ -1039,7 +1035,7 @@ fn tls_require_and_verify_full_against_the_test_server() {
 
 #[test]
 fn the_drains_reads_and_writes() {
-    if crate::without_postgres("the_drains_reads_and_writes") {
+    if crate::postgres::without_postgres("the_drains_reads_and_writes") {
         return;
     }
     let (_db, mut s) = fresh("drained");
@@ -1197,7 +1193,7 @@ fn ran(dir: &tempfile::TempDir) -> Vec<String> {
 
 #[test]
 fn the_drainer_drains_a_postgres_queue_in_order_per_task() {
-    if crate::without_postgres("the_drainer_drains_a_postgres_queue_in_order_per_task") {
+    if crate::postgres::without_postgres("the_drainer_drains_a_postgres_queue_in_order_per_task") {
         return;
     }
     use hookq::exec::Stop;
@@ -1346,7 +1342,7 @@ after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
 
 #[test]
 fn a_runner_whose_lock_connection_was_lost_runs_and_clears_nothing() {
-    if crate::without_postgres("a_runner_whose_lock_connection_was_lost_runs_and_clears_nothing") {
+    if crate::postgres::without_postgres("a_runner_whose_lock_connection_was_lost_runs_and_clears_nothing") {
         return;
     }
     use hookq::exec::Stop;
