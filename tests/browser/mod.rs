@@ -6,7 +6,6 @@
 //! (`actions`), and a reader clicking through many pages (`navigation`). Screenshots go to
 //! `target/ui-screens/`. Without Chromium a test says `SKIPPED` and passes, but under CI.
 
-
 mod actions;
 mod hostile;
 mod navigation;

@@ -139,7 +139,9 @@ fn ungated_tests(text: &str) -> Vec<String> {
         let gated = body.strip_prefix("if").is_some_and(|b| {
             let call = format!("without_postgres(\"{name}\"){{");
             b.find(&call).is_some_and(|at| {
-                b[..at].chars().all(|c| c.is_alphanumeric() || c == '_' || c == ':')
+                b[..at]
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == ':')
                     && b[at..].starts_with(&call)
             })
         });
@@ -161,6 +163,13 @@ fn every_postgres_test_first_asks_for_the_server() {
         );
     }
     assert!(ungated.is_empty(), "{ungated:#?}");
+    // The conformance suite's PostgreSQL half asks in the macro that makes each of its tests.
+    let suite = rust_files("tests/conformance")
+        .into_iter()
+        .find(|(n, _)| n == "tests/conformance/mod.rs")
+        .unwrap()
+        .1;
+    assert!(suite.contains("if $crate::postgres::without_postgres(stringify!($test)) {"));
     // The bench at smoke size starts one too.
     let smoke = rust_files("tests/docs")
         .into_iter()

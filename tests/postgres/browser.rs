@@ -30,7 +30,9 @@ fn every_page_renders_on_postgres_with_no_console_error() {
 
 #[test]
 fn a_task_move_shows_on_open_pages_within_a_second_on_postgres() {
-    if crate::postgres::without_postgres("a_task_move_shows_on_open_pages_within_a_second_on_postgres") {
+    if crate::postgres::without_postgres(
+        "a_task_move_shows_on_open_pages_within_a_second_on_postgres",
+    ) {
         return;
     }
     let ws = populated();
@@ -77,7 +79,9 @@ fn the_view_never_shows_the_database_password() {
 
 #[test]
 fn a_hook_starting_and_ending_shows_within_a_second_on_postgres() {
-    if crate::postgres::without_postgres("a_hook_starting_and_ending_shows_within_a_second_on_postgres") {
+    if crate::postgres::without_postgres(
+        "a_hook_starting_and_ending_shows_within_a_second_on_postgres",
+    ) {
         return;
     }
     let (ws, _db, url) = pg_workspace_with(&Config::default(), "");

@@ -121,7 +121,9 @@ impl Rng {
 /// per queue), and every point runs exactly once.
 #[test]
 fn two_hubs_and_passes_on_one_queue_never_overlap_and_lose_nothing() {
-    if crate::postgres::without_postgres("two_hubs_and_passes_on_one_queue_never_overlap_and_lose_nothing") {
+    if crate::postgres::without_postgres(
+        "two_hubs_and_passes_on_one_queue_never_overlap_and_lose_nothing",
+    ) {
         return;
     }
     let db = cluster().database();
@@ -238,8 +240,9 @@ fn killing_the_holding_hub_mid_hook_loses_no_point() {
 /// queue is finished, and every point ran to its end and was cleared with an `ok` outcome.
 #[test]
 fn ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue() {
-    if crate::postgres::without_postgres("ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue")
-    {
+    if crate::postgres::without_postgres(
+        "ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue",
+    ) {
         return;
     }
     let db = cluster().database();
@@ -293,7 +296,8 @@ fn ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue() {
 /// one `error:` line, a `hint:`, the database's exit code, and never the password.
 #[test]
 fn an_unusable_database_is_refused_in_one_line_with_a_hint() {
-    if crate::postgres::without_postgres("an_unusable_database_is_refused_in_one_line_with_a_hint") {
+    if crate::postgres::without_postgres("an_unusable_database_is_refused_in_one_line_with_a_hint")
+    {
         return;
     }
     use crate::postgres::cluster::PASSWORD;
@@ -388,7 +392,9 @@ fn an_unusable_database_is_refused_in_one_line_with_a_hint() {
 /// nothing; once the server is back the same command succeeds.
 #[test]
 fn a_server_restart_mid_drain_and_a_server_down_during_task_move() {
-    if crate::postgres::without_postgres("a_server_restart_mid_drain_and_a_server_down_during_task_move") {
+    if crate::postgres::without_postgres(
+        "a_server_restart_mid_drain_and_a_server_down_during_task_move",
+    ) {
         return;
     }
     let c = crate::postgres::cluster::own_cluster();

@@ -16,10 +16,9 @@ mod scenarios;
 #[path = "../browser/server.rs"]
 mod server;
 
-mod cli;
+pub(crate) mod cli;
 mod cluster;
 mod fault;
-mod handle;
 #[cfg(feature = "ui")]
 mod live;
 // The live view's test client, shared with the `ui` binary's live tests.
@@ -29,8 +28,8 @@ mod live;
 mod live_client;
 mod logs;
 mod metrics;
-mod parity;
 mod pause;
+mod prune;
 mod relay;
 mod takeover;
 mod ui;
@@ -100,7 +99,9 @@ fn pending(s: &mut PgStore) -> Vec<(i64, String, String, Option<String>)> {
 
 #[test]
 fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
-    if crate::postgres::without_postgres("recording_follows_the_rules_and_a_rollback_leaves_nothing") {
+    if crate::postgres::without_postgres(
+        "recording_follows_the_rules_and_a_rollback_leaves_nothing",
+    ) {
         return;
     }
     let (_db, mut s) = fresh("q");
@@ -437,7 +438,9 @@ fn lock_soon(s: &PgStore) -> PgRunnerLock {
 
 #[test]
 fn the_runner_lock_is_one_per_queue_and_goes_with_its_connection() {
-    if crate::postgres::without_postgres("the_runner_lock_is_one_per_queue_and_goes_with_its_connection") {
+    if crate::postgres::without_postgres(
+        "the_runner_lock_is_one_per_queue_and_goes_with_its_connection",
+    ) {
         return;
     }
     let (db, mut s) = fresh("locked");
@@ -613,7 +616,9 @@ fn connect_error(text: &str) -> PgError {
 
 #[test]
 fn a_wrong_password_is_refused_in_one_line_without_the_password() {
-    if crate::postgres::without_postgres("a_wrong_password_is_refused_in_one_line_without_the_password") {
+    if crate::postgres::without_postgres(
+        "a_wrong_password_is_refused_in_one_line_without_the_password",
+    ) {
         return;
     }
     let c = cluster();
@@ -653,7 +658,8 @@ fn a_wrong_password_is_refused_in_one_line_without_the_password() {
 
 #[test]
 fn an_unknown_host_or_a_closed_port_is_refused_with_a_hint() {
-    if crate::postgres::without_postgres("an_unknown_host_or_a_closed_port_is_refused_with_a_hint") {
+    if crate::postgres::without_postgres("an_unknown_host_or_a_closed_port_is_refused_with_a_hint")
+    {
         return;
     }
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
@@ -684,7 +690,9 @@ fn an_unknown_host_or_a_closed_port_is_refused_with_a_hint() {
 
 #[test]
 fn a_database_without_the_schema_or_with_a_newer_one_is_refused() {
-    if crate::postgres::without_postgres("a_database_without_the_schema_or_with_a_newer_one_is_refused") {
+    if crate::postgres::without_postgres(
+        "a_database_without_the_schema_or_with_a_newer_one_is_refused",
+    ) {
         return;
     }
     let c = cluster();
@@ -1342,7 +1350,9 @@ after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
 
 #[test]
 fn a_runner_whose_lock_connection_was_lost_runs_and_clears_nothing() {
-    if crate::postgres::without_postgres("a_runner_whose_lock_connection_was_lost_runs_and_clears_nothing") {
+    if crate::postgres::without_postgres(
+        "a_runner_whose_lock_connection_was_lost_runs_and_clears_nothing",
+    ) {
         return;
     }
     use hookq::exec::Stop;

@@ -28,7 +28,9 @@ fn json(ws: &Ws, args: &[&str]) -> Value {
 
 #[test]
 fn a_paused_queue_records_but_no_process_runs_it_until_resumed() {
-    if crate::postgres::without_postgres("a_paused_queue_records_but_no_process_runs_it_until_resumed") {
+    if crate::postgres::without_postgres(
+        "a_paused_queue_records_but_no_process_runs_it_until_resumed",
+    ) {
         return;
     }
     let hooks = r#"after_fail = ['echo "fail $ARC_TASK" >> ran']

@@ -160,7 +160,9 @@ impl Drop for Frozen {
 /// docs allow to overlap), says it lost the lock, and starts nothing more.
 #[test]
 fn a_frozen_holder_is_taken_over_and_starts_nothing_once_resumed() {
-    if crate::postgres::without_postgres("a_frozen_holder_is_taken_over_and_starts_nothing_once_resumed") {
+    if crate::postgres::without_postgres(
+        "a_frozen_holder_is_taken_over_and_starts_nothing_once_resumed",
+    ) {
         return;
     }
     let db = cluster().database();
@@ -229,7 +231,9 @@ fn a_frozen_holder_is_taken_over_and_starts_nothing_once_resumed() {
 /// answer), says so, and starts nothing, then or once the relay is gone.
 #[test]
 fn a_holder_cut_off_silently_is_taken_over_and_starts_nothing() {
-    if crate::postgres::without_postgres("a_holder_cut_off_silently_is_taken_over_and_starts_nothing") {
+    if crate::postgres::without_postgres(
+        "a_holder_cut_off_silently_is_taken_over_and_starts_nothing",
+    ) {
         return;
     }
     let c = cluster();

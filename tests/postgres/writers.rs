@@ -43,7 +43,8 @@ fn waits_for_a_lock(db: &str, app: &str) -> bool {
 /// the first to commit and then gets the higher id.
 #[test]
 fn a_recording_waits_only_for_transactions_on_its_own_task() {
-    if crate::postgres::without_postgres("a_recording_waits_only_for_transactions_on_its_own_task") {
+    if crate::postgres::without_postgres("a_recording_waits_only_for_transactions_on_its_own_task")
+    {
         return;
     }
     let (db, mut a) = fresh("turns");
@@ -120,7 +121,9 @@ fn a_recording_waits_only_for_transactions_on_its_own_task() {
 /// whose id is below those already run is never skipped.
 #[test]
 fn a_point_committed_after_points_with_higher_ids_is_run_by_the_hub() {
-    if crate::postgres::without_postgres("a_point_committed_after_points_with_higher_ids_is_run_by_the_hub") {
+    if crate::postgres::without_postgres(
+        "a_point_committed_after_points_with_higher_ids_is_run_by_the_hub",
+    ) {
         return;
     }
     let (dir, ws) = hooked_workspace(r#"after_fail = ['echo "$ARC_TASK $ARC_STATE" >> ran']"#);
@@ -214,8 +217,9 @@ fn a_point_committed_after_points_with_higher_ids_is_run_by_the_hub() {
 /// each old point once.
 #[test]
 fn a_database_of_the_counter_schema_upgrades_with_its_pending_points() {
-    if crate::postgres::without_postgres("a_database_of_the_counter_schema_upgrades_with_its_pending_points")
-    {
+    if crate::postgres::without_postgres(
+        "a_database_of_the_counter_schema_upgrades_with_its_pending_points",
+    ) {
         return;
     }
     let db = cluster().database();
@@ -327,7 +331,9 @@ after_rework = ['echo "rework $ARC_TASK" >> ran']"#,
 /// every queue asked for since the one before; `flush` waits until all were covered.
 #[test]
 fn a_notifier_wakes_hubs_from_its_own_thread_and_folds_a_burst() {
-    if crate::postgres::without_postgres("a_notifier_wakes_hubs_from_its_own_thread_and_folds_a_burst") {
+    if crate::postgres::without_postgres(
+        "a_notifier_wakes_hubs_from_its_own_thread_and_folds_a_burst",
+    ) {
         return;
     }
     let (db, mut listener) = fresh("notifier");
@@ -451,8 +457,9 @@ fn a_recorder_moves_tasks_on_its_prepared_statement() {
 /// schema's function, and a Recorder's statement.
 #[test]
 fn a_move_waiting_on_a_rolled_back_move_leaves_the_phase_that_stayed() {
-    if crate::postgres::without_postgres("a_move_waiting_on_a_rolled_back_move_leaves_the_phase_that_stayed")
-    {
+    if crate::postgres::without_postgres(
+        "a_move_waiting_on_a_rolled_back_move_leaves_the_phase_that_stayed",
+    ) {
         return;
     }
     let (db, mut a) = fresh("rollback");

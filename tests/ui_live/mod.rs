@@ -2,7 +2,6 @@
 //! on 127.0.0.1, read by plain HTTP clients and by headless Chromium, while the real `hookq`
 //! binary records and runs.
 
-
 mod browser;
 mod client;
 mod events;
