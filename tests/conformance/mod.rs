@@ -39,6 +39,7 @@ macro_rules! conformance {
 }
 
 mod drain;
+mod pause;
 mod reads;
 
 use crate::support::queue::{Config, Ws};

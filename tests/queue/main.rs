@@ -15,7 +15,6 @@ mod cli_errors;
 mod cli_git;
 mod cli_hub;
 mod cli_logs;
-mod cli_pause;
 mod cli_rules;
 mod concurrency;
 mod config_writes;
