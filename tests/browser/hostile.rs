@@ -111,7 +111,7 @@ fn a_hostile_task_id_shows_as_text() {
         .find(|a| a.text() == TASK)
         .expect("a link to the hostile task's page");
     link.click();
-    let shown = b.wait_for("the task page", crate::support::browser::PATIENCE, |b| {
+    let shown = b.wait_for("the task page", crate::support::HANG, |b| {
         b.text_of("#phase")
             .map(|_| true)
             .or_else(|| b.text_of("#error").map(|_| false))

@@ -462,7 +462,7 @@ fn a_hub_drains_on_notifications_and_outlives_an_outage() {
         std::thread::sleep(Duration::from_millis(200));
         ws.task_add(&format!("t{n}"), "p", &format!("failed.n{n}"))
             .ok();
-        let deadline = std::time::Instant::now() + crate::support::queue::EVENTUALLY;
+        let deadline = std::time::Instant::now() + crate::support::HANG;
         while ws.lines("ran").len() < n {
             assert!(
                 std::time::Instant::now() < deadline,
@@ -517,7 +517,7 @@ fn a_hub_waiting_for_the_lock_keeps_one_connection_and_takes_over_when_it_is_fre
     let name = format!("hookq runner pid {} %", hub.pid());
     let mut backends = std::collections::BTreeSet::new();
     let mut until = None;
-    let deadline = std::time::Instant::now() + crate::support::queue::EVENTUALLY;
+    let deadline = std::time::Instant::now() + crate::support::HANG;
     while until.is_none_or(|u| std::time::Instant::now() < u) {
         for row in watch
             .client()

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use hookq::queue::pg::{PgStore, QueueName, Target, holder, store};
 
 use crate::postgres::cluster::cluster;
-use crate::support::queue::{Config, EVENTUALLY, Running, Ws};
+use crate::support::HANG;
+use crate::support::queue::{Config, Running, Ws};
 
 /// A workspace after `hookq init` whose queue is `q` in `url`'s database, with `hooks`.
 pub(crate) fn host(url: &str, hooks: &str) -> Ws {
@@ -80,7 +81,7 @@ fn hub(ws: &Ws) -> Running {
 
 /// Waits until `f` holds, failing with the hubs' stderr.
 pub(crate) fn until(what: &str, hubs: &[&Running], mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + EVENTUALLY;
+    let deadline = Instant::now() + HANG;
     while !f() {
         if Instant::now() > deadline {
             let errs: Vec<String> = hubs.iter().map(|h| h.stderr_so_far()).collect();

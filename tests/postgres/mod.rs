@@ -596,12 +596,33 @@ fn a_waiter_keeps_one_connection_and_gives_up_when_told() {
         waiter.join().unwrap().is_none(),
         "the waiter took a held lock"
     );
-    // Waiting again, it takes the lock once the holder releases it.
+    // Waiting again, it takes the lock once the holder releases it: released once the server
+    // shows the new waiter's connection having tried for it.
+    let runners = |s: &mut PgStore| -> Vec<(i32, String)> {
+        s.client()
+            .query(
+                "SELECT pid, query FROM pg_stat_activity
+                 WHERE application_name LIKE $1 AND datname = current_database()",
+                &[&format!("hookq runner pid {} %", std::process::id())],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    };
+    support::eventually("the first waiter's connection to close", || {
+        runners(&mut s).len() == 1
+    });
+    let before: HashSet<i32> = runners(&mut s).into_iter().map(|(pid, _)| pid).collect();
     let again = {
         let s = open(&_db, "waiter");
         std::thread::spawn(move || s.lock_while(Wait::Forever, &|| true).unwrap())
     };
-    std::thread::sleep(Duration::from_millis(300));
+    support::eventually("the second waiter to try for the lock", || {
+        runners(&mut s)
+            .iter()
+            .any(|(pid, query)| !before.contains(pid) && query.contains("pg_try_advisory_lock"))
+    });
     holder.release().unwrap();
     assert!(
         again.join().unwrap().is_some(),

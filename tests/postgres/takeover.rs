@@ -15,7 +15,8 @@ use rustix::process::{Pid, Signal};
 use crate::postgres::cluster::cluster;
 use crate::postgres::fault::{host, open, pending_count, until};
 use crate::postgres::relay::Relay;
-use crate::support::queue::{EVENTUALLY, Running, Ws};
+use crate::support::HANG;
+use crate::support::queue::{Running, Ws};
 
 /// The lease the hubs of these tests keep: short, so that a takeover takes seconds.
 const LEASE_MS: &str = "3000";
@@ -306,7 +307,7 @@ fn a_permission_error_stops_the_hub_with_one_error() {
         c.port
     );
     let ws = host(&url, "");
-    let out = ws.spawn(&["hub"]).wait_within(EVENTUALLY).expect_code(5);
+    let out = ws.spawn(&["hub"]).wait_within(HANG).expect_code(5);
     assert_eq!(out.errors().len(), 1, "{}", out.describe());
     assert!(
         out.stderr().contains("permission denied"),
@@ -344,7 +345,7 @@ fn run_wait_bounds_both_locks_together() {
     let t = Instant::now();
     let out = ws
         .spawn(&["run", "--wait", "5"])
-        .wait_within(EVENTUALLY)
+        .wait_within(HANG)
         .expect_code(6);
     let took = t.elapsed();
     println!("run --wait 5 gave up after {took:?}");
@@ -411,7 +412,7 @@ fn a_bad_lease_setting_is_refused() {
         for cmd in [&["run"][..], &["hub"][..]] {
             let out = ws
                 .spawn_env(cmd, &[("HOOKQ_LEASE_MS", bad)])
-                .wait_within(EVENTUALLY)
+                .wait_within(HANG)
                 .expect_code(2);
             assert_eq!(out.errors().len(), 1, "{}", out.describe());
             assert!(

@@ -3,7 +3,7 @@
 //! schema upgrades in place with its pending points.
 
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hookq::exec::Stop;
 use hookq::queue::hub::{self, HubOptions};
@@ -13,18 +13,7 @@ use hookq::queue::{Drainer, MoveFacts, Wait};
 
 use super::cluster::cluster;
 use super::{fresh, hooked_workspace, open, ph, plan, ran, task};
-
-/// A generous bound that only catches a hang.
-const HANG: Duration = Duration::from_secs(60);
-
-/// Waits until `done` holds, failing the test after [`HANG`].
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let until = Instant::now() + HANG;
-    while !done() {
-        assert!(Instant::now() < until, "never: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use crate::support::{HANG, eventually};
 
 /// Whether the connection named `app` waits for a lock, as the server sees it.
 fn waits_for_a_lock(db: &str, app: &str) -> bool {
@@ -187,9 +176,9 @@ fn a_point_committed_after_points_with_higher_ids_is_run_by_the_hub() {
         eventually("the later points run", || ran(&dir).len() == 2);
         assert_eq!(ran(&dir), ["t1 failed.one", "t2 failed.two"]);
 
-        // The early one commits last, and nobody notifies. (The hub is given a moment to
-        // finish its passes first: a commit while a pass still runs is found by any mark, and
-        // this test is about the one that is not.)
+        // The early one commits last, and nobody notifies. (The hub finishes its passes
+        // first, which it has once it let go of the workspace's runner lock: a commit while a
+        // pass still runs is found by any mark, and this test is about the one that is not.)
         eventually("the later points are cleared", || {
             let mut c = open(&db, "late");
             let cq = c.queue().clone();
@@ -198,7 +187,10 @@ fn a_point_committed_after_points_with_higher_ids_is_run_by_the_hub() {
                 .len()
                 == 2
         });
-        std::thread::sleep(Duration::from_secs(1));
+        eventually("the hub to end its pass", || {
+            let f = std::fs::File::open(ws.lock_path()).unwrap();
+            fs2::FileExt::try_lock_exclusive(&f).is_ok()
+        });
         late.commit().unwrap();
         eventually("the point committed last runs", || ran(&dir).len() == 3);
         assert_eq!(ran(&dir)[2], "early failed.late");

@@ -2,6 +2,7 @@
 //! half-written never clears a point without running it, and a point whose hook truly has no
 //! commands is still cleared once the file has stayed as it is.
 
+use crate::support::HANG;
 use crate::support::queue as common;
 
 use std::process::Child;
@@ -11,7 +12,6 @@ use crate::cli_hub::{start_hub_with, stop_cleanly};
 use common::{Config, Ws};
 
 /// Generous: only there to catch a process that does not end.
-const LIMIT: Duration = Duration::from_secs(60);
 
 /// The config the writer leaves: t1's `after_fail` appends its task to `ran.out`.
 fn full_config() -> String {
@@ -20,7 +20,7 @@ fn full_config() -> String {
 
 /// Waits for the writer to finish, which it does 2 s after it started.
 fn finished(mut writer: Child) {
-    let deadline = Instant::now() + LIMIT;
+    let deadline = Instant::now() + HANG;
     loop {
         if let Some(status) = writer.try_wait().unwrap() {
             assert!(status.success(), "the writer failed: {status}");

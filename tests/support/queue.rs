@@ -8,16 +8,13 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, params};
 
 pub use super::run::{Out, Running};
 use super::workspace::Scratch;
 pub use super::{HANG, HOOKQ, fixtures};
-
-/// How long to wait for something another process does (a hub running a hook).
-pub const EVENTUALLY: Duration = Duration::from_secs(90);
 
 /// A `config.toml` the tests write; `Default` gives a config with short-ish limits and no hooks.
 #[derive(Debug, Clone)]
@@ -529,14 +526,10 @@ impl Ws {
         s
     }
 
-    /// Polls until `f` holds; fails the test after `EVENTUALLY`.
+    /// Polls until `f` holds; fails the test after [`HANG`] ([`super::eventually`]).
     #[track_caller]
-    pub fn eventually(&self, what: &str, mut f: impl FnMut() -> bool) {
-        let deadline = Instant::now() + EVENTUALLY;
-        while !f() {
-            assert!(Instant::now() < deadline, "gave up waiting for {what}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    pub fn eventually(&self, what: &str, f: impl FnMut() -> bool) {
+        super::eventually(what, f);
     }
 }
 
