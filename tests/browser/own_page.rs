@@ -195,16 +195,7 @@ fn the_harness_drives_a_page_and_catches_its_console_errors() {
     assert!(!processes_naming(&profile).is_empty(), "the browser runs");
     drop(b);
     assert!(crate::support::queue::process_gone(driver));
-    let deadline = std::time::Instant::now() + HANG;
-    loop {
-        let left = processes_naming(&profile);
-        if left.is_empty() {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "left running: {left:#?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    crate::support::eventually("the browser's processes to end", || {
+        processes_naming(&profile).is_empty()
+    });
 }

@@ -1,7 +1,7 @@
 //! The reads and hand-made changes of the library's `Queue`, the calls `hookq queue`, `task`
 //! and the web view make: pending points and history narrowed by task, point, outcome and host,
 //! paged by id; a drop, and a drop of what is not pending; a pass when the runner lock is free;
-//! the overview's counts per interval and slowest runs.
+//! the overview's counts per interval and slowest runs; the runner lock's holder.
 
 use hookq::queue::store::{HistoryFilter, PendingFilter};
 use hookq::queue::{DrainIfFree, Error};
@@ -10,7 +10,10 @@ use hookq::{MoveFacts, Phase, PlanId, Stop, TaskId};
 use super::Driver;
 use crate::support::queue::Config;
 
-conformance!(the_library_queue_filters_pages_drops_and_drains);
+conformance!(
+    the_library_queue_filters_pages_drops_and_drains,
+    the_lock_names_the_runner_holding_it_and_is_free_after,
+);
 
 fn the_library_queue_filters_pages_drops_and_drains(d: Driver) {
     let hooks = "after_fail = ['true']\nafter_rework = ['false']\n";
@@ -176,4 +179,40 @@ fn the_library_queue_filters_pages_drops_and_drains(d: Driver) {
             .windows(2)
             .all(|w| w[0].duration_ms >= w[1].duration_ms)
     );
+}
+
+/// While `hookq run` runs a point, the library, `hookq queue --json` and `hookq queue` name
+/// the runner holding the lock by its pid; once it ended, the lock is free.
+fn the_lock_names_the_runner_holding_it_and_is_free_after(d: Driver) {
+    let ws = d.workspace(
+        &Config::hooks(
+            "after_fail = ['touch started; n=0; while [ ! -e go ] && [ $n -lt 6000 ]; do sleep 0.02; n=$((n + 1)); done']",
+        ),
+        "",
+    );
+    let mut q = ws.queue();
+    let free = q.lock().unwrap();
+    assert!(!free.held && free.holder.is_none(), "{free:?}");
+    assert!(free.line.ends_with(": free"), "{}", free.line);
+
+    ws.task_add("t1", "p", "failed.x").ok();
+    let run = ws.spawn(&["run"]);
+    ws.eventually("the point's command to start", || {
+        ws.root().join("started").exists()
+    });
+    let held = q.lock().unwrap();
+    let by = format!(": held by pid {} ", run.pid());
+    assert!(held.held, "{held:?}");
+    assert!(held.line.contains(&by), "{} lacks {by}", held.line);
+    let listing = ws.hookq(&["queue", "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&listing.stdout()).unwrap();
+    assert_eq!(v["lock"]["pid"], run.pid(), "{v}");
+    let text = ws.hookq(&["queue"]).ok().stdout();
+    assert!(text.contains(&by), "{text}");
+
+    std::fs::write(ws.root().join("go"), "").unwrap();
+    run.wait_within(crate::support::HANG).ok();
+    let after = q.lock().unwrap();
+    assert!(!after.held, "{after:?}");
+    assert!(!after.line.contains(": held by"), "{}", after.line);
 }
