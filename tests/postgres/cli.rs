@@ -958,7 +958,8 @@ fn a_hub_that_never_reached_its_database_says_it_cannot_reach_it_yet() {
     ws.eventually("the hub says why it waits", || {
         hub.stderr_so_far().contains("warning: ")
     });
-    // It keeps trying, saying nothing more.
+    // It keeps trying, saying nothing more: its attempts at a closed port show nowhere, so a
+    // window of a few backoff steps is the check.
     std::thread::sleep(Duration::from_millis(1500));
     assert!(!hub.exited(), "{}", hub.stderr_so_far());
     hub.signal(rustix::process::Signal::TERM);

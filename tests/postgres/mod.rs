@@ -1356,6 +1356,9 @@ after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
         let woken = pq.wait_for_change(seen, Duration::from_secs(30)).unwrap();
         (pq, woken, started.elapsed())
     });
+    // Nothing the server shows says that the waiter blocks on its connection (it sends no
+    // query to wait), and a notification sent before it does is delivered to it all the same:
+    // the pause only makes the wake-up under test the one that happens.
     std::thread::sleep(Duration::from_millis(300));
     other
         .write(|tx, q| record::add_task(tx, q, &task("t3"), &plan("p"), &ph("failed.z")))

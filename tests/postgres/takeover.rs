@@ -209,7 +209,8 @@ fn a_frozen_holder_is_taken_over_and_starts_nothing_once_resumed() {
     until("the queue is finished", &[&hub_a, &hub_b], || {
         pending_count(&mut s) == 0 && started(&times, "B", "f2").is_some()
     });
-    // Past two more leases, the resumed hub still started nothing.
+    // Past two more leases, the resumed hub still started nothing: a stale lease runs out in
+    // time, so the time is the thing under test.
     std::thread::sleep(Duration::from_millis(2 * LEASE_MS.parse::<u64>().unwrap()));
     let late: Vec<Event> = events(&times)
         .into_iter()
@@ -339,6 +340,7 @@ fn run_wait_bounds_both_locks_together() {
         .unwrap()
         .unwrap();
     let release = std::thread::spawn(move || {
+        // The queue's lock held for 4.5 s of the 5 s wait: the time is the thing under test.
         std::thread::sleep(Duration::from_millis(4500));
         queue_lock.release().unwrap();
     });

@@ -9,8 +9,6 @@ use std::time::{Duration, Instant};
 use common::{Running, Ws, process_gone};
 use rustix::process::Signal;
 
-/// Generous: only there to catch a hub that does not stop.
-
 /// Starts a hub and waits until it says it is draining, which it does after installing its
 /// signal handlers: a SIGTERM sent before then would kill it with the default action.
 fn start_hub(ws: &Ws) -> Running {

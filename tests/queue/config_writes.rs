@@ -10,8 +10,6 @@ use std::time::{Duration, Instant};
 use crate::cli_hub::{start_hub_with, stop_cleanly};
 use common::{Config, Ws};
 
-/// Generous: only there to catch a process that does not end.
-
 /// The config the writer leaves: t1's `after_fail` appends its task to `ran.out`.
 fn full_config() -> String {
     Config::hooks(r#"after_fail = ['echo "$ARC_TASK" >> ran.out']"#).text()

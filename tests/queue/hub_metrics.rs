@@ -7,8 +7,6 @@ use crate::support::queue as common;
 use common::{Running, Ws};
 use rustix::process::Signal;
 
-/// Generous: only there to catch a hub that does not stop.
-
 /// Starts `hookq hub --metrics 127.0.0.1:0` and reads the URL it prints.
 fn start_hub_with_metrics(ws: &Ws) -> (Running, String) {
     let mut hub = ws.spawn_env(

@@ -14,8 +14,6 @@ use crate::support::HANG;
 
 const QUEUE_DOC: &str = include_str!("../../docs/queue.md");
 
-/// Generous: only there to turn a hang into a failure.
-
 /// A directory name with a space and form metacharacters, so a value pasted into a URL or form
 /// unescaped would show up as a wrong or extra field.
 const REPO: &str = "demo repo&x=1";
