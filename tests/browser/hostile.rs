@@ -4,8 +4,8 @@
 
 use rusqlite::params;
 
-use crate::scenarios::{HOOKS, hookq_ok, populate};
-use crate::server::Ui;
+use crate::browser::scenarios::{HOOKS, hookq_ok, populate};
+use crate::browser::server::Ui;
 use crate::support::browser::Browser;
 use crate::support::queue::Ws;
 
@@ -17,7 +17,7 @@ const COMMAND: &str = r#"</pre></table><script>alert("command")</script>"#;
 /// Writes a task with a hostile id, a pending point and a history row of it straight into the
 /// workspace's database.
 fn record_hostile(ws: &Ws) {
-    let now = crate::server::now_ms();
+    let now = crate::browser::server::now_ms();
     let db = ws.db();
     db.execute(
         "INSERT INTO tasks (id, plan, phase, attempt, created_ms, updated_ms)
@@ -111,7 +111,7 @@ fn a_hostile_task_id_shows_as_text() {
         .find(|a| a.text() == TASK)
         .expect("a link to the hostile task's page");
     link.click();
-    let shown = b.wait_for("the task page", crate::support::browser::PATIENCE, |b| {
+    let shown = b.wait_for("the task page", crate::support::HANG, |b| {
         b.text_of("#phase")
             .map(|_| true)
             .or_else(|| b.text_of("#error").map(|_| false))

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use hookq::queue::pg::{PgStore, QueueName, Target, holder, store};
 
-use crate::cluster::cluster;
-use crate::support::queue::{Config, EVENTUALLY, Running, Ws};
+use crate::postgres::cluster::cluster;
+use crate::support::HANG;
+use crate::support::queue::{Config, Running, Ws};
 
 /// A workspace after `hookq init` whose queue is `q` in `url`'s database, with `hooks`.
 pub(crate) fn host(url: &str, hooks: &str) -> Ws {
@@ -80,7 +81,7 @@ fn hub(ws: &Ws) -> Running {
 
 /// Waits until `f` holds, failing with the hubs' stderr.
 pub(crate) fn until(what: &str, hubs: &[&Running], mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + EVENTUALLY;
+    let deadline = Instant::now() + HANG;
     while !f() {
         if Instant::now() > deadline {
             let errs: Vec<String> = hubs.iter().map(|h| h.stderr_so_far()).collect();
@@ -121,7 +122,9 @@ impl Rng {
 /// per queue), and every point runs exactly once.
 #[test]
 fn two_hubs_and_passes_on_one_queue_never_overlap_and_lose_nothing() {
-    if crate::without_postgres("two_hubs_and_passes_on_one_queue_never_overlap_and_lose_nothing") {
+    if crate::postgres::without_postgres(
+        "two_hubs_and_passes_on_one_queue_never_overlap_and_lose_nothing",
+    ) {
         return;
     }
     let db = cluster().database();
@@ -190,7 +193,7 @@ fn holding(s: &mut PgStore, hubs: &[Running; 2]) -> Option<usize> {
 /// hub again; 50 rounds take a few seconds.
 #[test]
 fn killing_the_holding_hub_mid_hook_loses_no_point() {
-    if crate::without_postgres("killing_the_holding_hub_mid_hook_loses_no_point") {
+    if crate::postgres::without_postgres("killing_the_holding_hub_mid_hook_loses_no_point") {
         return;
     }
     let db = cluster().database();
@@ -238,8 +241,9 @@ fn killing_the_holding_hub_mid_hook_loses_no_point() {
 /// queue is finished, and every point ran to its end and was cleared with an `ok` outcome.
 #[test]
 fn ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue() {
-    if crate::without_postgres("ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue")
-    {
+    if crate::postgres::without_postgres(
+        "ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue",
+    ) {
         return;
     }
     let db = cluster().database();
@@ -293,10 +297,11 @@ fn ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue() {
 /// one `error:` line, a `hint:`, the database's exit code, and never the password.
 #[test]
 fn an_unusable_database_is_refused_in_one_line_with_a_hint() {
-    if crate::without_postgres("an_unusable_database_is_refused_in_one_line_with_a_hint") {
+    if crate::postgres::without_postgres("an_unusable_database_is_refused_in_one_line_with_a_hint")
+    {
         return;
     }
-    use crate::cluster::PASSWORD;
+    use crate::postgres::cluster::PASSWORD;
     let c = cluster();
     let ws = Ws::init();
     let good_db = c.database();
@@ -388,10 +393,12 @@ fn an_unusable_database_is_refused_in_one_line_with_a_hint() {
 /// nothing; once the server is back the same command succeeds.
 #[test]
 fn a_server_restart_mid_drain_and_a_server_down_during_task_move() {
-    if crate::without_postgres("a_server_restart_mid_drain_and_a_server_down_during_task_move") {
+    if crate::postgres::without_postgres(
+        "a_server_restart_mid_drain_and_a_server_down_during_task_move",
+    ) {
         return;
     }
-    let c = crate::cluster::own_cluster();
+    let c = crate::postgres::cluster::own_cluster();
     let db = c.database();
     let url = c.url(&db, "");
     let dir = tempfile::tempdir().unwrap();
@@ -443,7 +450,7 @@ fn a_server_restart_mid_drain_and_a_server_down_during_task_move() {
         "{}",
         out.describe()
     );
-    assert!(!out.stderr().contains(crate::cluster::PASSWORD));
+    assert!(!out.stderr().contains(crate::postgres::cluster::PASSWORD));
     c.start_again();
     let mut s = open(&url);
     let q = s.queue().clone();

@@ -11,14 +11,14 @@ use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
 use hookq::ui::live::Live;
 use hookq::ui::live::watch::{PG_GAP, PG_POLL};
 
-use crate::cli::{open, pg_workspace_with};
-use crate::cluster::cluster;
-use crate::live_client::Server;
+use crate::postgres::cli::{open, pg_workspace_with};
+use crate::postgres::cluster::cluster;
+use crate::postgres::live_client::Server;
 use crate::support::queue::{Config, Ws};
 
 #[test]
 fn the_view_mark_moves_with_every_change_a_page_shows() {
-    if crate::without_postgres("the_view_mark_moves_with_every_change_a_page_shows") {
+    if crate::postgres::without_postgres("the_view_mark_moves_with_every_change_a_page_shows") {
         return;
     }
     let db = cluster().database();
@@ -110,7 +110,7 @@ fn the_view_mark_moves_with_every_change_a_page_shows() {
 
 #[test]
 fn an_open_page_hears_of_a_move_a_start_and_an_end() {
-    if crate::without_postgres("an_open_page_hears_of_a_move_a_start_and_an_end") {
+    if crate::postgres::without_postgres("an_open_page_hears_of_a_move_a_start_and_an_end") {
         return;
     }
     let scratch = tempfile::tempdir().unwrap();
@@ -147,7 +147,7 @@ fn an_open_page_hears_of_a_move_a_start_and_an_end() {
 
 #[test]
 fn fifty_pages_cost_the_database_what_one_does() {
-    if crate::without_postgres("fifty_pages_cost_the_database_what_one_does") {
+    if crate::postgres::without_postgres("fifty_pages_cost_the_database_what_one_does") {
         return;
     }
     let (ws, _db, _url) = pg_workspace_with(&Config::default(), "");
@@ -182,7 +182,7 @@ fn reads_with_pages(ws: &Ws, server: &Server, live: &Live, pages: usize, tag: &s
 
 #[test]
 fn a_burst_of_notified_commits_costs_a_read_a_gap_at_most() {
-    if crate::without_postgres("a_burst_of_notified_commits_costs_a_read_a_gap_at_most") {
+    if crate::postgres::without_postgres("a_burst_of_notified_commits_costs_a_read_a_gap_at_most") {
         return;
     }
     let (ws, _db, url) = pg_workspace_with(&Config::default(), "");

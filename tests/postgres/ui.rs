@@ -10,13 +10,13 @@ mod server;
 use hookq::queue::pg::lock::host_name;
 use server::{Served, attrs};
 
-use crate::cli::pg_workspace_with;
-use crate::cluster::{PASSWORD, cluster};
+use crate::postgres::cli::pg_workspace_with;
+use crate::postgres::cluster::{PASSWORD, cluster};
 use crate::support::queue::Config;
 
 #[test]
 fn the_view_shows_a_postgres_queue() {
-    if crate::without_postgres("the_view_shows_a_postgres_queue") {
+    if crate::postgres::without_postgres("the_view_shows_a_postgres_queue") {
         return;
     }
     let cfg = Config::hooks(

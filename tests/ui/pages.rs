@@ -314,14 +314,9 @@ fn a_page_names_the_generation_it_was_read_at() {
     }
     ws.hookq(&["task", "move", "t2", "failed.error", "--no-run"])
         .ok();
-    let deadline = std::time::Instant::now() + crate::support::queue::HANG;
-    while generation("pending") <= before {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the page never named a later generation"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    crate::support::eventually("the page to name a later generation", || {
+        generation("pending") > before
+    });
     ui.stop();
 }
 

@@ -5,7 +5,7 @@
 
 #[cfg(feature = "ui")]
 mod browser;
-// The browser tests' scenarios, shared with the `browser` binary; each binary uses a different
+// The browser tests' scenarios, shared with the `ui` binary's browser tests; each binary uses a different
 // part of them.
 #[cfg(feature = "ui")]
 #[allow(dead_code)]
@@ -16,33 +16,28 @@ mod scenarios;
 #[path = "../browser/server.rs"]
 mod server;
 
-mod cli;
+pub(crate) mod cli;
 mod cluster;
 mod fault;
-mod handle;
 #[cfg(feature = "ui")]
 mod live;
-// The live view's test client, shared with the `ui_live` binary.
+// The live view's test client, shared with the `ui` binary's live tests.
 #[cfg(feature = "ui")]
 #[allow(dead_code)]
 #[path = "../ui_live/client.rs"]
 mod live_client;
 mod logs;
 mod metrics;
-mod parity;
 mod pause;
+mod prune;
 mod relay;
 mod takeover;
 mod ui;
 mod writers;
-// Each binary uses a different part of the shared helpers.
-#[allow(dead_code)]
-#[path = "../support/mod.rs"]
-mod support;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use crate::support;
 use cluster::{PASSWORD, cluster};
 use hookq::failure::{Failure, code};
 use hookq::queue::RowError;
@@ -104,7 +99,9 @@ fn pending(s: &mut PgStore) -> Vec<(i64, String, String, Option<String>)> {
 
 #[test]
 fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
-    if crate::without_postgres("recording_follows_the_rules_and_a_rollback_leaves_nothing") {
+    if crate::postgres::without_postgres(
+        "recording_follows_the_rules_and_a_rollback_leaves_nothing",
+    ) {
         return;
     }
     let (_db, mut s) = fresh("q");
@@ -273,7 +270,7 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
 /// sends fewer notifications than calls, never none after the last commit.
 #[test]
 fn hubs_are_notified_after_the_commit_never_inside_it() {
-    if crate::without_postgres("hubs_are_notified_after_the_commit_never_inside_it") {
+    if crate::postgres::without_postgres("hubs_are_notified_after_the_commit_never_inside_it") {
         return;
     }
     let (db, mut s) = fresh("notified");
@@ -352,7 +349,7 @@ fn hubs_are_notified_after_the_commit_never_inside_it() {
 
 #[test]
 fn queues_in_one_database_never_see_each_other() {
-    if crate::without_postgres("queues_in_one_database_never_see_each_other") {
+    if crate::postgres::without_postgres("queues_in_one_database_never_see_each_other") {
         return;
     }
     let (db, mut a) = fresh("repo-a");
@@ -441,7 +438,9 @@ fn lock_soon(s: &PgStore) -> PgRunnerLock {
 
 #[test]
 fn the_runner_lock_is_one_per_queue_and_goes_with_its_connection() {
-    if crate::without_postgres("the_runner_lock_is_one_per_queue_and_goes_with_its_connection") {
+    if crate::postgres::without_postgres(
+        "the_runner_lock_is_one_per_queue_and_goes_with_its_connection",
+    ) {
         return;
     }
     let (db, mut s) = fresh("locked");
@@ -547,7 +546,7 @@ fn the_runner_lock_is_one_per_queue_and_goes_with_its_connection() {
 
 #[test]
 fn a_waiter_keeps_one_connection_and_gives_up_when_told() {
-    if crate::without_postgres("a_waiter_keeps_one_connection_and_gives_up_when_told") {
+    if crate::postgres::without_postgres("a_waiter_keeps_one_connection_and_gives_up_when_told") {
         return;
     }
     use std::sync::Arc;
@@ -597,12 +596,33 @@ fn a_waiter_keeps_one_connection_and_gives_up_when_told() {
         waiter.join().unwrap().is_none(),
         "the waiter took a held lock"
     );
-    // Waiting again, it takes the lock once the holder releases it.
+    // Waiting again, it takes the lock once the holder releases it: released once the server
+    // shows the new waiter's connection having tried for it.
+    let runners = |s: &mut PgStore| -> Vec<(i32, String)> {
+        s.client()
+            .query(
+                "SELECT pid, query FROM pg_stat_activity
+                 WHERE application_name LIKE $1 AND datname = current_database()",
+                &[&format!("hookq runner pid {} %", std::process::id())],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    };
+    support::eventually("the first waiter's connection to close", || {
+        runners(&mut s).len() == 1
+    });
+    let before: HashSet<i32> = runners(&mut s).into_iter().map(|(pid, _)| pid).collect();
     let again = {
         let s = open(&_db, "waiter");
         std::thread::spawn(move || s.lock_while(Wait::Forever, &|| true).unwrap())
     };
-    std::thread::sleep(Duration::from_millis(300));
+    support::eventually("the second waiter to try for the lock", || {
+        runners(&mut s)
+            .iter()
+            .any(|(pid, query)| !before.contains(pid) && query.contains("pg_try_advisory_lock"))
+    });
     holder.release().unwrap();
     assert!(
         again.join().unwrap().is_some(),
@@ -617,7 +637,9 @@ fn connect_error(text: &str) -> PgError {
 
 #[test]
 fn a_wrong_password_is_refused_in_one_line_without_the_password() {
-    if crate::without_postgres("a_wrong_password_is_refused_in_one_line_without_the_password") {
+    if crate::postgres::without_postgres(
+        "a_wrong_password_is_refused_in_one_line_without_the_password",
+    ) {
         return;
     }
     let c = cluster();
@@ -657,7 +679,8 @@ fn a_wrong_password_is_refused_in_one_line_without_the_password() {
 
 #[test]
 fn an_unknown_host_or_a_closed_port_is_refused_with_a_hint() {
-    if crate::without_postgres("an_unknown_host_or_a_closed_port_is_refused_with_a_hint") {
+    if crate::postgres::without_postgres("an_unknown_host_or_a_closed_port_is_refused_with_a_hint")
+    {
         return;
     }
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
@@ -688,7 +711,9 @@ fn an_unknown_host_or_a_closed_port_is_refused_with_a_hint() {
 
 #[test]
 fn a_database_without_the_schema_or_with_a_newer_one_is_refused() {
-    if crate::without_postgres("a_database_without_the_schema_or_with_a_newer_one_is_refused") {
+    if crate::postgres::without_postgres(
+        "a_database_without_the_schema_or_with_a_newer_one_is_refused",
+    ) {
         return;
     }
     let c = cluster();
@@ -742,7 +767,7 @@ fn a_database_without_the_schema_or_with_a_newer_one_is_refused() {
 
 #[test]
 fn opening_one_new_database_from_many_connections_at_once_migrates_it_once() {
-    if crate::without_postgres(
+    if crate::postgres::without_postgres(
         "opening_one_new_database_from_many_connections_at_once_migrates_it_once",
     ) {
         return;
@@ -777,7 +802,7 @@ fn opening_one_new_database_from_many_connections_at_once_migrates_it_once() {
 /// in the order they committed; every one runs, and none is left pending.
 #[test]
 fn eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains() {
-    if crate::without_postgres(
+    if crate::postgres::without_postgres(
         "eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains",
     ) {
         return;
@@ -838,7 +863,7 @@ fn eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains() {
             std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",
-                    "writer_process",
+                    "postgres::writer_process",
                     "--nocapture",
                     "--test-threads=1",
                 ])
@@ -933,7 +958,7 @@ const WRITER_ENV: &str = "HOOKQ_TEST_PG_WRITER";
 /// without it (as every test run does), it does nothing.
 #[test]
 fn writer_process() {
-    if crate::without_postgres("writer_process") {
+    if crate::postgres::without_postgres("writer_process") {
         return;
     }
     let Ok(spec) = std::env::var(WRITER_ENV) else {
@@ -980,7 +1005,7 @@ fn encrypted(s: &mut PgStore) -> bool {
 
 #[test]
 fn tls_require_and_verify_full_against_the_test_server() {
-    if crate::without_postgres("tls_require_and_verify_full_against_the_test_server") {
+    if crate::postgres::without_postgres("tls_require_and_verify_full_against_the_test_server") {
         return;
     }
     let c = cluster();
@@ -1039,7 +1064,7 @@ fn tls_require_and_verify_full_against_the_test_server() {
 
 #[test]
 fn the_drains_reads_and_writes() {
-    if crate::without_postgres("the_drains_reads_and_writes") {
+    if crate::postgres::without_postgres("the_drains_reads_and_writes") {
         return;
     }
     let (_db, mut s) = fresh("drained");
@@ -1197,7 +1222,7 @@ fn ran(dir: &tempfile::TempDir) -> Vec<String> {
 
 #[test]
 fn the_drainer_drains_a_postgres_queue_in_order_per_task() {
-    if crate::without_postgres("the_drainer_drains_a_postgres_queue_in_order_per_task") {
+    if crate::postgres::without_postgres("the_drainer_drains_a_postgres_queue_in_order_per_task") {
         return;
     }
     use hookq::exec::Stop;
@@ -1331,6 +1356,9 @@ after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
         let woken = pq.wait_for_change(seen, Duration::from_secs(30)).unwrap();
         (pq, woken, started.elapsed())
     });
+    // Nothing the server shows says that the waiter blocks on its connection (it sends no
+    // query to wait), and a notification sent before it does is delivered to it all the same:
+    // the pause only makes the wake-up under test the one that happens.
     std::thread::sleep(Duration::from_millis(300));
     other
         .write(|tx, q| record::add_task(tx, q, &task("t3"), &plan("p"), &ph("failed.z")))
@@ -1346,7 +1374,9 @@ after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
 
 #[test]
 fn a_runner_whose_lock_connection_was_lost_runs_and_clears_nothing() {
-    if crate::without_postgres("a_runner_whose_lock_connection_was_lost_runs_and_clears_nothing") {
+    if crate::postgres::without_postgres(
+        "a_runner_whose_lock_connection_was_lost_runs_and_clears_nothing",
+    ) {
         return;
     }
     use hookq::exec::Stop;

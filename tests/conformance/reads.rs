@@ -1,34 +1,31 @@
-//! The library's `Queue` on PostgreSQL: the calls `hookq queue`, `task` and the web view make,
-//! narrowed and paged as on SQLite, with each history row naming the host that wrote it.
+//! The reads and hand-made changes of the library's `Queue`, the calls `hookq queue`, `task`
+//! and the web view make: pending points and history narrowed by task, point, outcome and host,
+//! paged by id; a drop, and a drop of what is not pending; a pass when the runner lock is free;
+//! the overview's counts per interval and slowest runs; the runner lock's holder.
 
 use hookq::queue::store::{HistoryFilter, PendingFilter};
-use hookq::queue::{DrainIfFree, Error, Queue, QueueOptions};
-use hookq::{MoveFacts, Phase, PlanId, Stop, TaskId, Workspace};
+use hookq::queue::{DrainIfFree, Error};
+use hookq::{MoveFacts, Phase, PlanId, Stop, TaskId};
 
-use crate::cli::pg_workspace_with;
+use super::Driver;
 use crate::support::queue::Config;
 
-fn open(root: &std::path::Path) -> Queue {
-    let ws = Workspace::at(root);
-    // The config names the database: no environment override.
-    let opts = QueueOptions {
-        database_url: None,
-        ..QueueOptions::default()
-    };
-    Queue::open_with(&ws, opts).expect("open the queue")
-}
+conformance!(
+    the_library_queue_filters_pages_drops_and_drains,
+    the_lock_names_the_runner_holding_it_and_is_free_after,
+);
 
-#[test]
-fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
-    if crate::without_postgres("the_library_queue_filters_pages_and_names_the_host_on_postgres") {
-        return;
-    }
+fn the_library_queue_filters_pages_drops_and_drains(d: Driver) {
     let hooks = "after_fail = ['true']\nafter_rework = ['false']\n";
-    let (ws, _db, _url) = pg_workspace_with(&Config::hooks(hooks), "");
-    let mut q = open(ws.root());
-    assert!(q.is_postgres());
-    assert!(q.place().starts_with("queue q on "), "{}", q.place());
-    assert!(q.shared_logs().is_some());
+    let ws = d.workspace(&Config::hooks(hooks), "");
+    let mut q = ws.queue();
+    assert_eq!(q.is_postgres(), d.is_postgres());
+    if d.is_postgres() {
+        assert!(q.place().starts_with("queue q on "), "{}", q.place());
+    } else {
+        assert_eq!(q.place(), ws.db_path().to_str().unwrap());
+    }
+    assert_eq!(q.shared_logs().is_some(), d.is_postgres());
     let plan = PlanId::new("p").unwrap();
     for i in 0..4 {
         let task = TaskId::new(format!("t{i}")).unwrap();
@@ -89,7 +86,7 @@ fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
     // A drop of what is not pending is "not found", naming the queue.
     let gone = q.drop_entry(999_999).unwrap_err();
     assert!(matches!(gone, Error::NoEntry { id: 999_999, .. }), "{gone}");
-    assert!(gone.to_string().contains("queue q on "), "{gone}");
+    assert!(gone.to_string().contains(q.place()), "{gone}");
     let dropped = q.drop_entry(of_t1[0].id).unwrap();
     assert_eq!(dropped.entry.task, "t1");
     assert!(dropped.note.is_none());
@@ -99,12 +96,23 @@ fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
     };
     assert_eq!(report.cleared, all.len() - 1);
 
-    let mut q = open(ws.root());
+    let mut q = ws.queue();
+    let failed = q
+        .history(&HistoryFilter {
+            outcome: Some("failed".into()),
+            limit: 100,
+            ..HistoryFilter::default()
+        })
+        .unwrap();
+    assert_eq!(failed.len(), 3, "{failed:?}");
+    assert!(failed.iter().all(|h| h.point == "after_rework"));
+    // On PostgreSQL each row names the host whose runner wrote it, and narrows by it; on
+    // SQLite, one file on one host, no row has a host.
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .unwrap()
         .trim()
         .to_owned();
-    let failed = q
+    let here = q
         .history(&HistoryFilter {
             outcome: Some("failed".into()),
             host: Some(host.clone()),
@@ -112,9 +120,13 @@ fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
             ..HistoryFilter::default()
         })
         .unwrap();
-    assert_eq!(failed.len(), 3, "{failed:?}");
-    assert!(failed.iter().all(|h| h.point == "after_rework"));
-    assert!(failed.iter().all(|h| h.host.as_deref() == Some(&*host)));
+    if d.is_postgres() {
+        assert_eq!(here, failed);
+        assert!(failed.iter().all(|h| h.host.as_deref() == Some(&*host)));
+    } else {
+        assert!(here.is_empty(), "{here:?}");
+        assert!(failed.iter().all(|h| h.host.is_none()));
+    }
     let elsewhere = q
         .history(&HistoryFilter {
             host: Some("another-host".into()),
@@ -167,4 +179,40 @@ fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
             .windows(2)
             .all(|w| w[0].duration_ms >= w[1].duration_ms)
     );
+}
+
+/// While `hookq run` runs a point, the library, `hookq queue --json` and `hookq queue` name
+/// the runner holding the lock by its pid; once it ended, the lock is free.
+fn the_lock_names_the_runner_holding_it_and_is_free_after(d: Driver) {
+    let ws = d.workspace(
+        &Config::hooks(
+            "after_fail = ['touch started; n=0; while [ ! -e go ] && [ $n -lt 6000 ]; do sleep 0.02; n=$((n + 1)); done']",
+        ),
+        "",
+    );
+    let mut q = ws.queue();
+    let free = q.lock().unwrap();
+    assert!(!free.held && free.holder.is_none(), "{free:?}");
+    assert!(free.line.ends_with(": free"), "{}", free.line);
+
+    ws.task_add("t1", "p", "failed.x").ok();
+    let run = ws.spawn(&["run"]);
+    ws.eventually("the point's command to start", || {
+        ws.root().join("started").exists()
+    });
+    let held = q.lock().unwrap();
+    let by = format!(": held by pid {} ", run.pid());
+    assert!(held.held, "{held:?}");
+    assert!(held.line.contains(&by), "{} lacks {by}", held.line);
+    let listing = ws.hookq(&["queue", "--json"]).ok();
+    let v: serde_json::Value = serde_json::from_str(&listing.stdout()).unwrap();
+    assert_eq!(v["lock"]["pid"], run.pid(), "{v}");
+    let text = ws.hookq(&["queue"]).ok().stdout();
+    assert!(text.contains(&by), "{text}");
+
+    std::fs::write(ws.root().join("go"), "").unwrap();
+    run.wait_within(crate::support::HANG).ok();
+    let after = q.lock().unwrap();
+    assert!(!after.held, "{after:?}");
+    assert!(!after.line.contains(": held by"), "{}", after.line);
 }
