@@ -92,6 +92,9 @@ fn a_hub_counts_its_takeover_its_reconnections_and_its_hooks() {
     ws.eventually("the hub to run and count t1's point", || {
         value(&metrics, FAIL_OK) == 1.0
     });
+    // The count comes as the command ends, before the pass clears the point: ending the hub's
+    // connections before that clear commits would rightly run the point again.
+    ws.eventually("the hub to clear t1's point", || ws.pending().is_empty());
     assert_eq!(ws.lines("ran"), ["fail t1"]);
     assert_eq!(value(&metrics, RECONNECTS), 0.0);
 
@@ -112,6 +115,7 @@ fn a_hub_counts_its_takeover_its_reconnections_and_its_hooks() {
     ws.eventually("the hub to run and count t2's point", || {
         value(&metrics, FAIL_OK) == 2.0
     });
+    ws.eventually("the hub to clear t2's point", || ws.pending().is_empty());
     assert_eq!(ws.lines("ran"), ["fail t1", "fail t2"]);
     // No lease ran out: nobody was ended for one.
     assert_eq!(value(&metrics, EXPIRED), 0.0);
