@@ -6,8 +6,9 @@ use serde::Serialize;
 use crate::cli::error::Error;
 use hookq::queue::config::Config;
 use hookq::queue::ids::TaskId;
-use hookq::queue::phase::Point;
-use hookq::queue::store::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, Stats, now_ms};
+use hookq::queue::model::{
+    HistoryFilter, HistoryRow, Page, PendingFilter, PendingRow, Stats, now_ms,
+};
 use hookq::queue::workspace::Workspace;
 use hookq::queue::{Dropped, LockHolder, LockState, Queue, QueueOptions};
 
@@ -124,12 +125,13 @@ fn on(ws: &Workspace, q: &mut Queue, args: Args) -> Result<(), Error> {
     match args.cmd {
         None => {
             let limit = args.limit as usize;
-            let mut pending = q.pending(&PendingFilter {
-                limit: limit + 1,
+            let Page {
+                rows: pending,
+                more,
+            } = q.pending_page(&PendingFilter {
+                limit,
                 ..PendingFilter::default()
             })?;
-            let more = pending.len() > limit;
-            pending.truncate(limit);
             let LockState { holder, line, .. } = q.lock()?;
             let paused = q.paused()?;
             if args.json {
@@ -170,7 +172,7 @@ fn on(ws: &Workspace, q: &mut Queue, args: Args) -> Result<(), Error> {
                 .transpose()
                 .map_err(|e| Error::Usage(e.to_string()))?;
             let rows = q.history(&HistoryFilter {
-                task: task.map(|t| t.as_str().to_owned()),
+                task,
                 limit: limit as usize,
                 ..HistoryFilter::default()
             })?;
@@ -279,8 +281,8 @@ fn show(
             q.place()
         )));
     }
-    let (commands, config_error) = match pending.as_ref().map(|p| p.point.parse::<Point>()) {
-        Some(Ok(point)) => match Config::load(&ws.config_path()) {
+    let (commands, config_error) = match pending.as_ref().map(|p| p.point) {
+        Some(point) => match Config::load(&ws.config_path()) {
             Ok(cfg) => {
                 super::app::warn_config(&cfg);
                 (Some(cfg.hooks(point).to_vec()), None)
@@ -347,8 +349,8 @@ fn print_pending(pending: &[PendingRow], now: i64) {
         .map(|p| {
             vec![
                 p.id.to_string(),
-                p.task.clone(),
-                p.point.clone(),
+                p.task.to_string(),
+                p.point.to_string(),
                 or_dash(p.state.as_deref()),
                 output::age(p.recorded_ms, now),
                 p.passes.to_string(),
@@ -370,12 +372,12 @@ fn print_history(rows: &[HistoryRow]) {
             vec![
                 h.id.to_string(),
                 h.occurrence.to_string(),
-                h.task.clone(),
+                h.task.to_string(),
                 match h.command_index {
                     Some(i) => format!("{}-{i:02}", h.point),
-                    None => h.point.clone(),
+                    None => h.point.to_string(),
                 },
-                h.outcome.clone(),
+                h.outcome.as_str().to_owned(),
                 status,
                 or_dash(h.duration_ms.map(|d| format!("{d}ms"))),
                 output::time(h.finished_ms),

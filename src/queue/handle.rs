@@ -18,10 +18,8 @@ use crate::queue::merged::TargetHead;
 use crate::queue::phase::{Phase, Point};
 use crate::queue::record::{self, MoveFacts, Occurrence, Transition};
 use crate::queue::shown::TaskShown;
-use crate::queue::store::{
-    HistoryFilter, HistoryRow, OutcomeCount, Paused, PendingFilter, PendingRow, Stats, Store,
-    StoreError, StoreOptions, TaskRow,
-};
+use crate::queue::model::{HistoryFilter, HistoryRow, OutcomeCount, Page, Paused, PendingFilter, PendingRow, Stats, TaskRow};
+use crate::queue::store::{Store, StoreError, StoreOptions};
 use crate::queue::workspace::Workspace;
 
 /// How [`Queue::open_with`] opens a queue.
@@ -294,6 +292,26 @@ impl Queue {
         on!(self, |s| s.history_where(filter), |p, q| crate::queue::pg::store::history_where(p.client(), &q, filter))
     }
 
+    /// A page of pending points as `filter` narrows them: at most `filter.limit`, and whether
+    /// more follow.
+    pub fn pending_page(&mut self, filter: &PendingFilter) -> Result<Page<PendingRow>, Error> {
+        let rows = self.pending(&PendingFilter {
+            limit: filter.limit.saturating_add(1),
+            ..filter.clone()
+        })?;
+        Ok(Page::cut(rows, filter.limit))
+    }
+
+    /// A page of history rows as `filter` narrows them: at most `filter.limit`, newest first,
+    /// and whether older ones follow.
+    pub fn history_page(&mut self, filter: &HistoryFilter) -> Result<Page<HistoryRow>, Error> {
+        let rows = self.history(&HistoryFilter {
+            limit: filter.limit.saturating_add(1),
+            ..filter.clone()
+        })?;
+        Ok(Page::cut(rows, filter.limit))
+    }
+
     /// History row `id`.
     pub fn history_entry(&mut self, id: i64) -> Result<Option<HistoryRow>, Error> {
         on!(self, |s| s.history_entry(id), |p, q| crate::queue::pg::store::history_entry(p.client(), &q, id))
@@ -331,22 +349,20 @@ impl Queue {
         let Some(row) = self.task(task)? else {
             return Ok(None);
         };
-        let mut points = self.pending(&PendingFilter {
-            task: Some(task.as_str().to_owned()),
-            limit: pending + 1,
+        let points = self.pending_page(&PendingFilter {
+            task: Some(task.clone()),
+            limit: pending,
             ..PendingFilter::default()
         })?;
-        let more_pending = points.len() > pending;
-        points.truncate(pending);
         let history = self.history(&HistoryFilter {
-            task: Some(task.as_str().to_owned()),
+            task: Some(task.clone()),
             limit: history,
             ..HistoryFilter::default()
         })?;
         Ok(Some(TaskShown {
             task: row.into(),
-            pending: points,
-            more_pending,
+            pending: points.rows,
+            more_pending: points.more,
             history,
         }))
     }
@@ -521,7 +537,7 @@ impl Queue {
     /// `pruned` for them rather than failing to read them. Reads the task's newest 1,000 rows.
     pub fn pruned_logs(&mut self, task: &TaskId) -> Result<Vec<PathBuf>, Error> {
         let rows = self.history(&HistoryFilter {
-            task: Some(task.as_str().to_owned()),
+            task: Some(task.clone()),
             limit: 1000,
             ..HistoryFilter::default()
         })?;

@@ -20,6 +20,7 @@ pub mod ids;
 pub mod lock;
 pub mod logs;
 pub mod merged;
+pub mod model;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod phase;

@@ -11,10 +11,8 @@ use crate::queue::ids::{PlanId, TaskId};
 use crate::queue::merged::TargetHead;
 use crate::queue::phase::{Phase, Point};
 use crate::queue::row_error::RowError;
-use crate::queue::store::{
-    COUNT_EVERY, IdMarks, StoreError, count_pending, count_up_to, id_mark_columns, now_ms,
-    set_counted_mark,
-};
+use crate::queue::model::{Attempt, Sha, now_ms};
+use crate::queue::store::{COUNT_EVERY, IdMarks, StoreError, count_pending, count_up_to, id_mark_columns, set_counted_mark};
 
 /// A point recorded by a transition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -82,16 +80,16 @@ impl MoveFacts {
     }
 }
 
-/// Checks a merged sha: 4 to 64 hex digits.
-pub fn validate_sha(sha: &str) -> Result<(), StoreError> {
-    if (4..=64).contains(&sha.len()) && sha.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Ok(())
-    } else {
-        let cut: String = sha.chars().take(40).collect();
-        Err(RowError::Invalid(format!(
-            "invalid merged sha {cut:?}: expected 4 to 64 hex digits"
-        )).into())
+/// Checks a move's facts, as both drivers refuse them before writing anything: the merged sha
+/// ([`Sha::new`]) and the attempt ([`Attempt::new`]).
+pub(crate) fn check_facts(facts: &MoveFacts) -> Result<(), RowError> {
+    if let Some(sha) = &facts.merged_sha {
+        Sha::new(sha.as_str())?;
     }
+    if let Some(n) = facts.attempt {
+        Attempt::new(i64::from(n))?;
+    }
+    Ok(())
 }
 
 /// Records `point` for `task` entering `phase`: the `pending_hooks` row and its
@@ -170,14 +168,7 @@ pub fn move_task(
     to: &Phase,
     facts: &MoveFacts,
 ) -> Result<Transition, StoreError> {
-    if let Some(sha) = &facts.merged_sha {
-        validate_sha(sha)?;
-    }
-    if facts.attempt == Some(0) {
-        return Err(RowError::Invalid(
-            "invalid attempt 0: attempts count from 1".into(),
-        ).into());
-    }
+    check_facts(facts)?;
     let no_task = || RowError::NoTask(task.to_string());
     // A move into a phase with a point reads the point ids' marks with the phase: one statement
     // fewer on the path figure 1 of the bench times.
@@ -357,7 +348,7 @@ mod tests {
             .pending(0, 100, None)
             .unwrap()
             .into_iter()
-            .map(|r| (r.task, r.point, r.state))
+            .map(|r| (r.task.to_string(), r.point.to_string(), r.state))
             .collect()
     }
 
@@ -488,7 +479,7 @@ mod tests {
         for m in &moved {
             let id = m.occurrence.as_ref().unwrap().id;
             assert!(id > newest);
-            assert_eq!(store.pending_entry(id).unwrap().unwrap().task, m.task);
+            assert_eq!(store.pending_entry(id).unwrap().unwrap().task, m.task.as_str());
         }
         let rows = pending(&store);
         assert_eq!(rows.len(), before + 2);
@@ -554,7 +545,7 @@ mod tests {
             .write(|tx| move_task(tx, &t, &merged, &facts("main")))
             .unwrap();
         assert_eq!(moved.warning, None);
-        assert_eq!(store.task("t1").unwrap().unwrap().merged_sha, Some(sha));
+        assert_eq!(store.task("t1").unwrap().unwrap().merged_sha.map(|s| s.to_string()), Some(sha));
         move_into(&mut store, &t, "todo.ready");
         let moved = store
             .write(|tx| move_task(tx, &t, &merged, &facts("nope")))

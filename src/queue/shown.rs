@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::queue::store::{HistoryRow, PendingRow, TaskRow};
+use crate::queue::model::{HistoryRow, PendingRow, Sha, TaskRow};
 
 /// A task as `--json` shows it: the stored row, with the attempt spelt `<task>-<n>`, as
 /// `ARC_ATTEMPT` spells it.
@@ -20,7 +20,7 @@ pub struct TaskView {
     /// `<task>-<n>`.
     pub attempt: String,
     /// The sha its merge put on the target branch.
-    pub merged_sha: Option<String>,
+    pub merged_sha: Option<Sha>,
     /// Created, unix ms.
     pub created_ms: i64,
     /// Last changed, unix ms.

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::queue::ids::TaskId;
-use crate::queue::store::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, Stats};
+use crate::queue::model::{HistoryFilter, HistoryRow, Page, PendingFilter, PendingRow, Stats};
 use crate::queue::{LockState, Queue, TaskShown};
 
 use super::chart::{self, Hour};
@@ -76,12 +76,7 @@ pub(crate) struct Listing {
 pub(crate) fn pending(db: &mut Queue, q: &PendingFilter) -> Result<Listing, UiError> {
     let lock = db.lock()?;
     let paused_since_ms = db.paused()?;
-    let mut pending = db.pending(&PendingFilter {
-        limit: q.limit + 1,
-        ..q.clone()
-    })?;
-    let more = pending.len() > q.limit;
-    pending.truncate(q.limit);
+    let Page { rows: pending, more } = db.pending_page(q)?;
     Ok(Listing {
         lock,
         paused: paused_since_ms.is_some(),
@@ -93,12 +88,7 @@ pub(crate) fn pending(db: &mut Queue, q: &PendingFilter) -> Result<Listing, UiEr
 
 /// A page of history, newest first, and whether older rows follow.
 pub(crate) fn history(db: &mut Queue, q: &HistoryFilter) -> Result<(Vec<HistoryRow>, bool), UiError> {
-    let mut rows = db.history(&HistoryFilter {
-        limit: q.limit + 1,
-        ..q.clone()
-    })?;
-    let more = rows.len() > q.limit;
-    rows.truncate(q.limit);
+    let Page { rows, more } = db.history_page(q)?;
     Ok((rows, more))
 }
 

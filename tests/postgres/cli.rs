@@ -60,7 +60,7 @@ fn pending(s: &mut PgStore) -> Vec<(String, String)> {
     store::pending(s.client(), &q, 0, 1000, None)
         .unwrap()
         .into_iter()
-        .map(|r| (r.task, r.point))
+        .map(|r| (r.task.to_string(), r.point.to_string()))
         .collect()
 }
 
@@ -70,7 +70,13 @@ fn history(s: &mut PgStore) -> Vec<(String, String, String)> {
     let mut h = store::history(s.client(), &q, None, None, 1000).unwrap();
     h.reverse();
     h.into_iter()
-        .map(|r| (r.task, r.point, r.outcome))
+        .map(|r| {
+            (
+                r.task.to_string(),
+                r.point.to_string(),
+                r.outcome.to_string(),
+            )
+        })
         .collect()
 }
 

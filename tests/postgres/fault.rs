@@ -68,7 +68,9 @@ fn every_task_ran_and_was_cleared(s: &mut PgStore, times: &Path, prefix: &str, t
             "{task} never ran to its end: {ev:?}"
         );
         assert!(
-            history.iter().any(|h| h.task == task && h.outcome == "ok"),
+            history
+                .iter()
+                .any(|h| h.task == task.as_str() && h.outcome == "ok"),
             "{task} was not cleared as run"
         );
     }

@@ -1,7 +1,7 @@
 //! The library's `Queue` on PostgreSQL: the calls `hookq queue`, `task` and the web view make,
 //! narrowed and paged as on SQLite, with each history row naming the host that wrote it.
 
-use hookq::queue::store::{HistoryFilter, PendingFilter};
+use hookq::queue::model::{HistoryFilter, PendingFilter};
 use hookq::queue::{DrainIfFree, Error, Queue, QueueOptions};
 use hookq::{MoveFacts, Phase, PlanId, Stop, TaskId, Workspace};
 
@@ -50,7 +50,7 @@ fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
         .unwrap();
     let rework = q
         .pending(&PendingFilter {
-            point: Some("after_rework".into()),
+            point: Some("after_rework".parse().unwrap()),
             limit: 100,
             ..PendingFilter::default()
         })
@@ -61,14 +61,14 @@ fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
     // Keyset paging: the second page starts after the first's last id.
     let first = q
         .pending(&PendingFilter {
-            point: Some("after_rework".into()),
+            point: Some("after_rework".parse().unwrap()),
             limit: 3,
             ..PendingFilter::default()
         })
         .unwrap();
     let second = q
         .pending(&PendingFilter {
-            point: Some("after_rework".into()),
+            point: Some("after_rework".parse().unwrap()),
             after: first.last().unwrap().id,
             limit: 3,
             ..PendingFilter::default()
@@ -78,8 +78,8 @@ fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
     assert!(second[0].id > first[2].id);
     let of_t1 = q
         .pending(&PendingFilter {
-            task: Some("t1".into()),
-            point: Some("after_rework".into()),
+            task: Some("t1".parse().unwrap()),
+            point: Some("after_rework".parse().unwrap()),
             limit: 10,
             ..PendingFilter::default()
         })
@@ -106,7 +106,7 @@ fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
         .to_owned();
     let failed = q
         .history(&HistoryFilter {
-            outcome: Some("failed".into()),
+            outcome: Some("failed".parse().unwrap()),
             host: Some(host.clone()),
             limit: 100,
             ..HistoryFilter::default()
@@ -140,7 +140,7 @@ fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
     assert!(page[0].id > page[1].id && next[0].id < page[1].id);
     let dropped_row = q
         .history(&HistoryFilter {
-            outcome: Some("dropped".into()),
+            outcome: Some("dropped".parse().unwrap()),
             limit: 10,
             ..HistoryFilter::default()
         })
@@ -149,7 +149,7 @@ fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
     assert_eq!(dropped_row[0].task, "t1");
 
     // The overview's chart and slowest hooks: counts per interval, and the longest runs.
-    let since = hookq::queue::store::now_ms() - 3_600_000;
+    let since = hookq::queue::model::now_ms() - 3_600_000;
     let counts = q.outcomes(since, 3_600_000).unwrap();
     let count = |o: &str| -> i64 {
         counts

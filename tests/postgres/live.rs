@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use hookq::Workspace;
+use hookq::queue::model::{Cleared, NewHistory, Outcome};
 use hookq::queue::pg::{record, store};
-use hookq::queue::store::{Cleared, NewHistory, Outcome};
 use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
 use hookq::ui::live::Live;
 use hookq::ui::live::watch::{PG_GAP, PG_POLL};

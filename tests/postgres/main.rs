@@ -46,10 +46,10 @@ use std::time::{Duration, Instant};
 use cluster::{PASSWORD, cluster};
 use hookq::failure::{Failure, code};
 use hookq::queue::RowError;
+use hookq::queue::model::{Cleared, NewHistory, Outcome};
 use hookq::queue::pg::{
     self, ConnectFailure, PgError, PgQueue, PgRunnerLock, PgStore, QueueName, Target, record, store,
 };
-use hookq::queue::store::{Cleared, NewHistory, Outcome};
 use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
 use postgres::fallible_iterator::FallibleIterator;
 
@@ -98,7 +98,7 @@ fn pending(s: &mut PgStore) -> Vec<(i64, String, String, Option<String>)> {
     store::pending(s.client(), &q, 0, 1_000_000, None)
         .unwrap()
         .into_iter()
-        .map(|r| (r.id, r.task, r.point, r.state))
+        .map(|r| (r.id, r.task.to_string(), r.point.to_string(), r.state))
         .collect()
 }
 
@@ -155,7 +155,7 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
     assert!(store::task(s.client(), &q, "t9").unwrap().is_none());
     let t1 = store::task(s.client(), &q, "t1").unwrap().unwrap();
     assert_eq!(
-        (t1.phase.as_str(), t1.attempt),
+        (t1.phase.as_str(), t1.attempt.get()),
         ("review.rework_pending", 1)
     );
 
@@ -168,7 +168,10 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
     s.write(|tx, q| record::move_task(tx, q, &task("t1"), &ph("done.merged"), &facts))
         .unwrap();
     let t1 = store::task(s.client(), &q, "t1").unwrap().unwrap();
-    assert_eq!((t1.merged_sha.as_deref(), t1.attempt), (Some("abc123"), 2));
+    assert_eq!(
+        (t1.merged_sha.as_deref(), t1.attempt.get()),
+        (Some("abc123"), 2)
+    );
     let bad = MoveFacts {
         merged_sha: Some("not a sha".into()),
         attempt: None,
@@ -901,7 +904,12 @@ fn eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains() {
     let history = store::history(s.client(), &q, None, None, total * 2).unwrap();
     let by_id: BTreeMap<i64, (String, String, String)> = history
         .into_iter()
-        .map(|h| (h.occurrence, (h.task, h.state, h.outcome)))
+        .map(|h| {
+            (
+                h.occurrence,
+                (h.task.to_string(), h.state, h.outcome.to_string()),
+            )
+        })
         .collect();
     assert_eq!(by_id.len(), total, "every point cleared once");
     for (id, t, to) in &recorded {
@@ -1061,7 +1069,7 @@ fn the_drains_reads_and_writes() {
     let first = store::pending(s.client(), &q, 0, 2, None).unwrap();
     assert_eq!(first.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 2]);
     assert_eq!(first[0].plan.as_deref(), Some("p"));
-    assert_eq!(first[0].attempt, Some(1));
+    assert_eq!(first[0].attempt.map(|a| a.get()), Some(1));
     let rest = store::pending(s.client(), &q, 2, 10, None).unwrap();
     assert_eq!(rest.iter().map(|r| r.id).collect::<Vec<_>>(), [3]);
     let t1 = store::pending(s.client(), &q, 0, 10, Some("t1")).unwrap();

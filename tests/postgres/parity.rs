@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use hookq::queue::model::{HistoryRow, PendingRow};
 use hookq::queue::pg::{PgStore, store};
-use hookq::queue::store::{HistoryRow, PendingRow};
 
 use crate::cli::{no_password, open, pg_config, pg_workspace_with};
 use crate::support::queue::{Config, Ws};
@@ -236,7 +236,7 @@ after_fail = ['kill -KILL $PPID']"#;
     }
     let outcomes: Vec<(String, String)> = history(&mut s)
         .into_iter()
-        .map(|h| (h.task, h.outcome))
+        .map(|h| (h.task.to_string(), h.outcome.to_string()))
         .collect();
     for t in ["t1", "t2"] {
         assert!(
@@ -274,7 +274,11 @@ impl Histories for Sqlite<'_> {
     }
 
     fn tasks(&mut self) -> Vec<String> {
-        self.0.history().into_iter().map(|h| h.task).collect()
+        self.0
+            .history()
+            .into_iter()
+            .map(|h| h.task.to_string())
+            .collect()
     }
 }
 
@@ -295,7 +299,10 @@ impl Histories for Postgres {
     }
 
     fn tasks(&mut self) -> Vec<String> {
-        history(&mut self.0).into_iter().map(|h| h.task).collect()
+        history(&mut self.0)
+            .into_iter()
+            .map(|h| h.task.to_string())
+            .collect()
     }
 }
 
@@ -489,7 +496,10 @@ fn a_pass_during_a_slow_rewrite_never_clears_the_point_unrun() {
     ws.hookq(&["run", "--jobs", "2"]).ok();
     assert_eq!(ws.lines("ran.out"), ["t1"], "the hook ran once");
     assert!(pending(&mut s).is_empty());
-    let outcomes: Vec<String> = history(&mut s).into_iter().map(|h| h.outcome).collect();
+    let outcomes: Vec<String> = history(&mut s)
+        .into_iter()
+        .map(|h| h.outcome.to_string())
+        .collect();
     assert_eq!(outcomes, ["ok"], "nothing cleared as empty");
 }
 
@@ -534,7 +544,7 @@ fn dropping_a_started_point_says_its_commands_may_still_run() {
     run.wait_within(Duration::from_secs(60)).ok();
     let outcomes: Vec<(i64, String)> = history(&mut s)
         .into_iter()
-        .map(|h| (h.occurrence, h.outcome))
+        .map(|h| (h.occurrence, h.outcome.to_string()))
         .collect();
     assert_eq!(
         outcomes,

@@ -17,7 +17,7 @@ fn pending(s: &mut PgStore) -> Vec<(String, i64)> {
     store::pending(s.client(), &q, 0, 1000, None)
         .unwrap()
         .into_iter()
-        .map(|r| (r.task, r.passes))
+        .map(|r| (r.task.to_string(), r.passes))
         .collect()
 }
 

@@ -533,7 +533,11 @@ fn a_host_move_into_done_merged_reads_the_target_head() {
     let merged = ph("done.merged");
     let kept = |s: &mut PgStore, t: &str| {
         let q = s.queue().clone();
-        store::task(s.client(), &q, t).unwrap().unwrap().merged_sha
+        store::task(s.client(), &q, t)
+            .unwrap()
+            .unwrap()
+            .merged_sha
+            .map(|s| s.to_string())
     };
     let moved = s
         .write(|tx, q| record::move_task(tx, q, &task("t1"), &merged, &head("main")))

@@ -1021,7 +1021,7 @@ after_fail = ['kill -KILL $PPID']"#,
     let outcomes: Vec<(String, String)> = ws
         .history()
         .into_iter()
-        .map(|h| (h.task, h.outcome))
+        .map(|h| (h.task.to_string(), h.outcome.to_string()))
         .collect();
     for t in ["t1", "t2"] {
         assert!(
@@ -1144,7 +1144,7 @@ fn dropping_a_started_point_says_its_commands_may_still_run() {
     let mut outcomes: Vec<(i64, String)> = ws
         .history()
         .into_iter()
-        .map(|h| (h.occurrence, h.outcome))
+        .map(|h| (h.occurrence, h.outcome.to_string()))
         .collect();
     outcomes.sort();
     assert_eq!(

@@ -19,6 +19,7 @@ pub mod record;
 pub mod schema;
 pub mod store;
 pub mod target;
+mod values;
 
 /// The `postgres` crate whose [`Transaction`](postgres::Transaction) and
 /// [`Client`](postgres::Client) the queue's calls take, so that a host uses the very version

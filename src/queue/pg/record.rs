@@ -30,7 +30,7 @@ use crate::queue::pg::name::QueueName;
 use crate::queue::phase::{Phase, Point};
 use crate::queue::record::{MoveFacts, Occurrence, Transition};
 use crate::queue::row_error::RowError;
-use crate::queue::store::now_ms;
+use crate::queue::model::now_ms;
 
 /// The channel [`notify_hubs`] notifies, with the queue's name as the payload.
 pub const CHANNEL: &str = "hookq";
@@ -283,14 +283,7 @@ fn move_by(
     to: &Phase,
     facts: &MoveFacts,
 ) -> Result<Transition, PgError> {
-    if let Some(sha) = &facts.merged_sha {
-        crate::queue::record::validate_sha(sha).map_err(|e| RowError::Invalid(e.to_string()))?;
-    }
-    if facts.attempt == Some(0) {
-        return Err(RowError::Invalid(
-            "invalid attempt 0: attempts count from 1".into(),
-        ).into());
-    }
+    crate::queue::record::check_facts(facts)?;
     let now = now_ms();
     let attempt = facts.attempt.map(i64::from);
     let point = to.point().map(Point::as_str);

@@ -16,11 +16,9 @@ use crate::queue::pg::name::QueueName;
 use crate::queue::pg::notify::Notifier;
 use crate::queue::pg::schema;
 use crate::queue::pg::target::Target;
+use crate::queue::ids::TaskId;
 use crate::queue::row_error::RowError;
-use crate::queue::store::{
-    Cleared, HistoryFilter, HistoryRow, NewHistory, Outcome, OutcomeCount, PendingFilter,
-    PendingRow, Paused, Stats, TaskRow, now_ms,
-};
+use crate::queue::model::{Cleared, HistoryFilter, HistoryRow, NewHistory, Outcome, OutcomeCount, PendingFilter, PendingRow, Paused, Stats, TaskRow, now_ms};
 
 /// A connection to one queue in a PostgreSQL database.
 pub struct PgStore {
@@ -344,7 +342,7 @@ pub fn pending_where(
     filter: &PendingFilter,
 ) -> Result<Vec<PendingRow>, PgError> {
     let Some(point) = &filter.point else {
-        return pending(client, queue, filter.after, filter.limit, filter.task.as_deref());
+        return pending(client, queue, filter.after, filter.limit, filter.task.as_ref().map(|t| t.as_str()));
     };
     let limit = i64::try_from(filter.limit).unwrap_or(i64::MAX);
     let q = queue.as_str();
@@ -410,7 +408,7 @@ pub fn history(
     limit: usize,
 ) -> Result<Vec<HistoryRow>, PgError> {
     let filter = HistoryFilter {
-        task: task.map(str::to_owned),
+        task: task.map(TaskId::new).transpose().map_err(|e| RowError::Invalid(e.to_string()))?,
         occurrence,
         limit,
         ..HistoryFilter::default()
@@ -429,11 +427,11 @@ pub fn history_where(
     let mut sql = format!("{HISTORY_SELECT} WHERE queue = $1");
     let q = queue.as_str();
     let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&q, &limit];
-    let texts = [
-        ("task", &filter.task),
-        ("point", &filter.point),
-        ("outcome", &filter.outcome),
-        ("host", &filter.host),
+    let texts: [(&str, Option<&str>); 4] = [
+        ("task", filter.task.as_ref().map(|t| t.as_str())),
+        ("point", filter.point.map(|p| p.as_str())),
+        ("outcome", filter.outcome.map(|o| o.as_str())),
+        ("host", filter.host.as_deref()),
     ];
     for (column, value) in &texts {
         if let Some(value) = value {
@@ -936,8 +934,8 @@ struct HistoryColumns<'a> {
 impl<'a> HistoryColumns<'a> {
     fn push(&mut self, entry: &'a PendingRow, h: &'a NewHistory) {
         self.occurrence.push(entry.id);
-        self.task.push(&entry.task);
-        self.point.push(&entry.point);
+        self.task.push(entry.task.as_str());
+        self.point.push(entry.point.as_str());
         self.state.push(entry.state.as_deref().unwrap_or(""));
         self.recorded_ms.push(entry.recorded_ms);
         self.passes.push(entry.passes);

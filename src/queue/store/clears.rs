@@ -13,7 +13,8 @@ use crate::queue::row_error::RowError;
 use crate::queue::starts::{Start, StartLog};
 
 use super::open::{connect, set_pragma};
-use super::{Cleared, NewHistory, Outcome, PendingRow, Store, StoreError, StoreOptions, now_ms};
+use super::{Store, StoreError, StoreOptions};
+use crate::queue::model::{Cleared, NewHistory, Outcome, PendingRow, now_ms};
 
 impl Store {
     /// Records that this pass starts `entry` now, in the start log (see [`crate::queue::starts`]):
