@@ -211,7 +211,7 @@ fn on(ws: &Workspace, q: &mut Queue, args: Args) -> Result<(), Error> {
             Ok(())
         }
         Some(Sub::Retry { history_id }) => {
-            let o = q.requeue(history_id)?;
+            let o = q.retry(history_id)?;
             outln!("queued {} again as occurrence {}", o.point, o.id);
             Ok(())
         }

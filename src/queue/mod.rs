@@ -12,6 +12,7 @@
 pub mod backend;
 pub mod config;
 pub mod drain;
+pub mod driver;
 pub mod env;
 pub mod error;
 pub mod handle;
@@ -36,7 +37,8 @@ pub use backend::{ChangeMark, Mark, MarkStarts, QueueStore};
 pub use config::Config;
 pub use drain::{Drainer, PassReport};
 pub use error::Error;
-pub use handle::{DrainIfFree, Dropped, LockHolder, LockState, Queue, QueueOptions};
+pub use driver::{Driver, LockHolder, LockState, Place};
+pub use handle::{DrainIfFree, Dropped, Queue, QueueOptions};
 pub use ids::{PlanId, TaskId};
 pub use lock::{RunnerLock, Wait};
 pub use merged::TargetHead;

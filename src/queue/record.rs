@@ -297,7 +297,7 @@ pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition
 
 /// Re-queues the point of history row `history_id` as a new occurrence (same task, point and
 /// recorded state), as `hookq queue retry` does.
-pub fn requeue(tx: &Transaction<'_>, history_id: i64) -> Result<Occurrence, StoreError> {
+pub fn retry(tx: &Transaction<'_>, history_id: i64) -> Result<Occurrence, StoreError> {
     let (task, point, state): (String, String, String) = tx
         .prepare_cached("SELECT task, point, state FROM hook_history WHERE id = ?1")?
         .query_row([history_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -307,7 +307,7 @@ pub fn requeue(tx: &Transaction<'_>, history_id: i64) -> Result<Occurrence, Stor
         // A point whose recorded state was missing was parked for it; run again, its hook would
         // have no `ARC_STATE` either.
         return Err(RowError::Invalid(format!(
-            "history row {history_id} has no recorded state (its point was parked for that); it cannot be re-queued"
+            "history row {history_id} has no recorded state (its point was parked for that); it cannot be retried"
         )).into());
     }
     let bad =
@@ -367,9 +367,9 @@ mod tests {
     }
 
     /// A point parked because its state row was missing leaves a history row with no state;
-    /// re-queueing it says why it cannot, instead of failing to parse "".
+    /// retrying it says why it cannot, instead of failing to parse "".
     #[test]
-    fn requeue_without_a_recorded_state_is_refused() {
+    fn retry_without_a_recorded_state_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = with_ready_task(dir.path());
         store
@@ -381,7 +381,7 @@ mod tests {
             )
             .unwrap();
         let id = store.conn().last_insert_rowid();
-        let err = store.write(|tx| requeue(tx, id)).unwrap_err();
+        let err = store.write(|tx| retry(tx, id)).unwrap_err();
         assert!(
             matches!(&err, StoreError::Row(RowError::Invalid(m)) if m.contains("no recorded state")),
             "{err}"

@@ -83,7 +83,7 @@ pub(crate) async fn retry(
     Form(form): Form<ActionForm>,
 ) -> Response {
     act(app, (outer, uri), form, format!("retry history row {id}"), move |db| {
-        let o = db.requeue(id)?;
+        let o = db.retry(id)?;
         Ok(format!(
             "queued {} again as occurrence {} (from history row {id})",
             o.point, o.id

@@ -1151,9 +1151,7 @@ fn the_drains_reads_and_writes() {
     );
 
     // Re-queued as a new occurrence, which changes what a hub compares.
-    let again = s
-        .write(|tx, q| record::requeue(tx, q, parked[0].id))
-        .unwrap();
+    let again = s.write(|tx, q| record::retry(tx, q, parked[0].id)).unwrap();
     assert_eq!(again.id, 4);
     assert_ne!(store::change_mark(s.client(), &q).unwrap(), seen);
     let stats = store::stats(s.client(), &q).unwrap();

@@ -183,7 +183,7 @@ after_awaiting_human = ['echo "$ARC_TASK" >> later']"#;
     );
     assert!(again[0].id > poisoned);
 
-    // Fixed: the re-queued point runs.
+    // Fixed: the retried point runs.
     let fixed = Config {
         max_interrupted_runs: 2,
         ..Config::hooks("after_fail = ['echo ran >> out']")

@@ -892,7 +892,7 @@ after_awaiting_human = ['echo "$ARC_TASK" >> later']"#,
     );
     assert!(pending[0].id > poisoned);
 
-    // Fixed: the re-queued point runs.
+    // Fixed: the retried point runs.
     ws.write(&Config {
         max_interrupted_runs: 2,
         ..Config::hooks("after_fail = ['echo ran >> out']")

@@ -531,7 +531,7 @@ impl<'a> Drainer<'a> {
         }
         if too_often {
             let why = format!("{} passes started it without finishing", entry.passes);
-            let hint = " (hookq queue retry re-queues it)";
+            let hint = " (hookq queue retry queues it again)";
             return self.park(store, entry, report, &why, hint);
         }
         if entry.passes > 0 {

@@ -390,7 +390,7 @@ pub fn cancel_plan(
 
 /// Re-queues the point of history row `history_id` of `queue` as a new occurrence (same task,
 /// point and recorded state), as `hookq queue retry` does.
-pub fn requeue(
+pub fn retry(
     tx: &mut Transaction<'_>,
     queue: &QueueName,
     history_id: i64,
@@ -404,7 +404,7 @@ pub fn requeue(
     let (task, point, state): (String, String, String) = (row.get(0), row.get(1), row.get(2));
     if state.is_empty() {
         return Err(RowError::Invalid(format!(
-            "history row {history_id} has no recorded state (its point was parked for that); it cannot be re-queued"
+            "history row {history_id} has no recorded state (its point was parked for that); it cannot be retried"
         )).into());
     }
     let bad = |e: &dyn std::fmt::Display| RowError::BadRow(format!("history row {history_id}: {e}"));

@@ -5,6 +5,7 @@
 //! implements.
 
 mod clears;
+mod driver;
 pub(crate) mod counters;
 mod error;
 mod open;
@@ -15,6 +16,7 @@ mod rows;
 mod tests;
 
 pub use clears::StartMarker;
+pub use driver::SqliteDriver;
 pub(crate) use counters::{
     COUNT_EVERY, IdMarks, count_pending, count_up_to, id_mark_columns, set_counted_mark,
 };
