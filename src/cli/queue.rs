@@ -6,11 +6,9 @@ use serde::Serialize;
 use crate::cli::error::Error;
 use hookq::queue::config::Config;
 use hookq::queue::ids::TaskId;
-use hookq::queue::model::{
-    HistoryFilter, HistoryRow, Page, PendingFilter, PendingRow, Stats, now_ms,
-};
+use hookq::queue::model::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, Stats, now_ms};
 use hookq::queue::workspace::Workspace;
-use hookq::queue::{Dropped, LockHolder, LockState, Queue, QueueOptions};
+use hookq::queue::{Listing, Queue, QueueOptions, said};
 
 use super::app::Ctx;
 use super::output::{self, or_dash};
@@ -92,16 +90,6 @@ enum Sub {
     },
 }
 
-#[derive(Serialize)]
-struct Listing {
-    lock: Option<LockHolder>,
-    /// Whether the queue is paused, and since when (unix ms).
-    paused: bool,
-    paused_since_ms: Option<i64>,
-    pending: Vec<PendingRow>,
-    more: bool,
-}
-
 /// The workspace's queue: in the PostgreSQL database it asks for, else in its SQLite file
 /// (with the busy timeout `HOOKQ_BUSY_TIMEOUT_MS` sets).
 pub(super) fn open(ctx: &Ctx) -> Result<(Workspace, Queue), Error> {
@@ -125,28 +113,24 @@ fn on(ws: &Workspace, q: &mut Queue, args: Args) -> Result<(), Error> {
     match args.cmd {
         None => {
             let limit = args.limit as usize;
-            let Page {
-                rows: pending,
-                more,
-            } = q.pending_page(&PendingFilter {
+            let listing = q.listing(&PendingFilter {
                 limit,
                 ..PendingFilter::default()
             })?;
-            let LockState { holder, line, .. } = q.lock()?;
-            let paused = q.paused()?;
             if args.json {
-                return output::json(&Listing {
-                    lock: holder,
-                    paused: paused.is_some(),
-                    paused_since_ms: paused,
-                    pending,
-                    more,
-                });
+                return output::json(&listing);
             }
-            if let Some(since) = paused {
+            let Listing {
+                lock,
+                paused_since_ms,
+                pending,
+                more,
+                ..
+            } = listing;
+            if let Some(since) = paused_since_ms {
                 outln!("{}", paused_line(since));
             }
-            outln!("{line}");
+            outln!("{}", lock.line);
             if pending.is_empty() {
                 outln!("nothing pending");
                 return Ok(());
@@ -199,47 +183,26 @@ fn on(ws: &Workspace, q: &mut Queue, args: Args) -> Result<(), Error> {
             super::log::run(ws, &place, shared, known, pruned, &task, opts)
         }
         Some(Sub::Drop { id }) => {
-            let Dropped { entry: e, note } = q.drop_entry(id)?;
-            outln!(
-                "dropped occurrence {id} ({} for task {}); kept in history as dropped",
-                e.point,
-                e.task
-            );
-            if let Some(note) = note {
+            let d = q.drop_entry(id)?;
+            outln!("{}", said::dropped(id, &d));
+            if let Some(note) = &d.note {
                 outln!("{note}");
             }
             Ok(())
         }
         Some(Sub::Retry { history_id }) => {
             let o = q.retry(history_id)?;
-            outln!("queued {} again as occurrence {}", o.point, o.id);
+            outln!("{}", said::retried(history_id, &o));
             Ok(())
         }
         Some(Sub::Pause) => {
             let p = q.pause()?;
-            if p.changed {
-                outln!(
-                    "queue paused: {}; transitions are still recorded, and no runner starts a point until `hookq queue resume` (a point running now finishes)",
-                    q.place()
-                );
-            } else {
-                outln!(
-                    "queue already paused since {}: {}; nothing changed",
-                    output::time(p.since_ms),
-                    q.place()
-                );
-            }
+            outln!("{}", said::paused(&p, q.place()));
             Ok(())
         }
         Some(Sub::Resume) => {
-            match q.resume()? {
-                Some(p) => outln!(
-                    "queue resumed: {} (paused since {}); the next pass runs what is pending",
-                    q.place(),
-                    output::time(p.since_ms)
-                ),
-                None => outln!("queue not paused: {}; nothing changed", q.place()),
-            }
+            let p = q.resume()?;
+            outln!("{}", said::resumed(p.as_ref(), q.place()));
             Ok(())
         }
         Some(Sub::Stats { json }) => {

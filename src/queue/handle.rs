@@ -22,7 +22,7 @@ use crate::queue::model::{
 };
 use crate::queue::phase::{Phase, Point};
 use crate::queue::record::{MoveFacts, Occurrence, Transition};
-use crate::queue::shown::TaskShown;
+use crate::queue::shown::{Listing, TaskShown};
 use crate::queue::store::{SqliteDriver, Store, StoreOptions};
 use crate::queue::workspace::Workspace;
 
@@ -202,6 +202,21 @@ impl Queue {
             ..filter.clone()
         })?;
         Ok(Page::cut(rows, filter.limit))
+    }
+
+    /// A page of pending points as `filter` narrows them, with who holds the runner lock and
+    /// whether the queue is paused: what `hookq queue` lists.
+    pub fn listing(&mut self, filter: &PendingFilter) -> Result<Listing, Error> {
+        let Page { rows, more } = self.pending_page(filter)?;
+        let lock = self.lock()?;
+        let paused_since_ms = self.paused()?;
+        Ok(Listing {
+            lock,
+            paused: paused_since_ms.is_some(),
+            paused_since_ms,
+            pending: rows,
+            more,
+        })
     }
 
     /// A page of history rows as `filter` narrows them: at most `filter.limit`, newest first,

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::queue::ids::TaskId;
-use crate::queue::model::{HistoryFilter, HistoryRow, Page, PendingFilter, PendingRow, Stats};
+use crate::queue::model::{HistoryFilter, HistoryRow, Page, PendingFilter, Stats};
 use crate::queue::{LockState, Queue, TaskShown};
 
 use super::chart::{self, Hour};
@@ -62,28 +62,10 @@ pub(crate) fn overview(db: &mut Queue, now_ms: i64) -> Result<Overview, UiError>
     })
 }
 
-/// A page of pending points, as `hookq queue --json` prints them.
-#[derive(Debug, Serialize)]
-pub(crate) struct Listing {
-    pub(crate) lock: LockState,
-    pub(crate) paused: bool,
-    pub(crate) paused_since_ms: Option<i64>,
-    pub(crate) pending: Vec<PendingRow>,
-    /// More pending points follow this page.
-    pub(crate) more: bool,
-}
+pub(crate) use crate::queue::Listing;
 
 pub(crate) fn pending(db: &mut Queue, q: &PendingFilter) -> Result<Listing, UiError> {
-    let lock = db.lock()?;
-    let paused_since_ms = db.paused()?;
-    let Page { rows: pending, more } = db.pending_page(q)?;
-    Ok(Listing {
-        lock,
-        paused: paused_since_ms.is_some(),
-        paused_since_ms,
-        pending,
-        more,
-    })
+    Ok(db.listing(q)?)
 }
 
 /// A page of history, newest first, and whether older rows follow.
