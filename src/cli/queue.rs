@@ -142,7 +142,7 @@ fn on(ws: &Workspace, q: &mut Queue, args: Args) -> Result<(), Error> {
             Ok(())
         }
         Some(Sub::Show { id, json }) => {
-            let pending = q.pending_entry(id)?;
+            let pending = q.pending_occurrence(id)?;
             let history = q.history(&HistoryFilter {
                 occurrence: Some(id),
                 limit: 1000,
@@ -183,7 +183,7 @@ fn on(ws: &Workspace, q: &mut Queue, args: Args) -> Result<(), Error> {
             super::log::run(ws, &place, shared, known, pruned, &task, opts)
         }
         Some(Sub::Drop { id }) => {
-            let d = q.drop_entry(id)?;
+            let d = q.drop_occurrence(id)?;
             outln!("{}", said::dropped(id, &d));
             if let Some(note) = &d.note {
                 outln!("{note}");

@@ -110,13 +110,13 @@ pub trait Driver: Send {
     fn pending(&mut self, filter: &PendingFilter) -> Result<Vec<PendingRow>, Error>;
 
     /// Pending occurrence `id`, when it is pending.
-    fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error>;
+    fn pending_occurrence(&mut self, id: i64) -> Result<Option<PendingRow>, Error>;
 
     /// History rows as `filter` narrows them, newest first.
     fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>, Error>;
 
     /// History row `id`.
-    fn history_entry(&mut self, id: i64) -> Result<Option<HistoryRow>, Error>;
+    fn history_row(&mut self, id: i64) -> Result<Option<HistoryRow>, Error>;
 
     /// History rows finished since `since_ms`, counted by outcome per `bucket_ms`.
     fn outcomes(&mut self, since_ms: i64, bucket_ms: i64) -> Result<Vec<OutcomeCount>, Error>;
@@ -143,7 +143,7 @@ pub trait Driver: Send {
     fn resume(&mut self) -> Result<Option<Paused>, Error>;
 
     /// Removes pending occurrence `id` without running it, keeping it in history as dropped.
-    fn drop_entry(&mut self, id: i64) -> Result<PendingRow, Error>;
+    fn drop_occurrence(&mut self, id: i64) -> Result<PendingRow, Error>;
 
     /// Queues history row `history_id`'s point again, as a new occurrence.
     fn retry(&mut self, history_id: i64) -> Result<Occurrence, Error>;

@@ -42,9 +42,9 @@ pub enum Error {
         /// The queue looked in.
         place: Place,
     },
-    /// No pending entry with this occurrence id.
-    #[error("no pending entry {id} in {place}")]
-    NoEntry {
+    /// No pending occurrence with this id.
+    #[error("no pending occurrence {id} in {place}")]
+    NoOccurrence {
         /// The occurrence id.
         id: i64,
         /// The queue looked in.
@@ -131,7 +131,7 @@ impl Error {
                 task,
                 place: place(),
             },
-            StoreError::Row(RowError::NoEntry(id)) => Error::NoEntry { id, place: place() },
+            StoreError::Row(RowError::NoOccurrence(id)) => Error::NoOccurrence { id, place: place() },
             StoreError::Row(RowError::NoHistory(id)) => Error::NoHistory { id, place: place() },
             StoreError::Row(RowError::TaskExists(task)) => Error::TaskExists(task),
             StoreError::Row(RowError::Invalid(message)) => Error::Invalid(message),
@@ -145,7 +145,7 @@ impl Failure for Error {
         match self {
             Error::Workspace(NotFound::Missing { .. } | NotFound::Start { .. })
             | Error::NoTask { .. }
-            | Error::NoEntry { .. }
+            | Error::NoOccurrence { .. }
             | Error::NoHistory { .. } => code::NOT_FOUND,
             Error::TaskExists(_) | Error::Invalid(_) => code::USAGE,
             Error::Config(_) => code::CONFIG,
@@ -235,8 +235,8 @@ mod tests {
                 "no task t1 in /w/.radian/arc/arc.db",
             ),
             (
-                StoreError::from(RowError::NoEntry(7)),
-                "no pending entry 7 in /w/.radian/arc/arc.db",
+                StoreError::from(RowError::NoOccurrence(7)),
+                "no pending occurrence 7 in /w/.radian/arc/arc.db",
             ),
             (
                 StoreError::from(RowError::NoHistory(9)),

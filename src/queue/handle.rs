@@ -51,11 +51,11 @@ impl QueueOptions {
     }
 }
 
-/// What [`Queue::drop_entry`] removed, and what to say of a run it cannot take back.
+/// What [`Queue::drop_occurrence`] removed, and what to say of a run it cannot take back.
 #[derive(Debug, Clone, Serialize)]
 pub struct Dropped {
     /// The point as it was pending.
-    pub entry: PendingRow,
+    pub occurrence: PendingRow,
     /// A note when the runner holding the lock started the point and may be running its
     /// commands: they finish, and their runs are kept as the backend says.
     pub note: Option<String>,
@@ -185,8 +185,8 @@ impl Queue {
     }
 
     /// Occurrence `id`, when it is pending.
-    pub fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {
-        self.driver.pending_entry(id)
+    pub fn pending_occurrence(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {
+        self.driver.pending_occurrence(id)
     }
 
     /// History rows as `filter` narrows them, newest first.
@@ -230,8 +230,8 @@ impl Queue {
     }
 
     /// History row `id`.
-    pub fn history_entry(&mut self, id: i64) -> Result<Option<HistoryRow>, Error> {
-        self.driver.history_entry(id)
+    pub fn history_row(&mut self, id: i64) -> Result<Option<HistoryRow>, Error> {
+        self.driver.history_row(id)
     }
 
     /// History rows that finished since `since_ms` (unix ms), counted by outcome per interval
@@ -308,10 +308,13 @@ impl Queue {
 
     /// Removes pending occurrence `id` without running it, keeping it in history as
     /// `dropped`.
-    pub fn drop_entry(&mut self, id: i64) -> Result<Dropped, Error> {
-        let entry = self.driver.drop_entry(id)?;
+    pub fn drop_occurrence(&mut self, id: i64) -> Result<Dropped, Error> {
+        let entry = self.driver.drop_occurrence(id)?;
         let note = self.driver.dropped_note(&entry);
-        Ok(Dropped { entry, note })
+        Ok(Dropped {
+            occurrence: entry,
+            note,
+        })
     }
 
     /// Queues history row `history_id`'s point again, as a new occurrence (`hookq queue retry`).

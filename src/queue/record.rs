@@ -452,7 +452,7 @@ mod tests {
             .unwrap();
         // Drop the newest pending point, so the next id is not MAX(id) + 1.
         let newest = store.pending(0, 100, None).unwrap().last().unwrap().id;
-        store.drop_entry(newest).unwrap();
+        store.drop_occurrence(newest).unwrap();
         let before = pending(&store).len();
         // A host's trigger on the points sees each new point once, and nothing else.
         store
@@ -479,7 +479,7 @@ mod tests {
         for m in &moved {
             let id = m.occurrence.as_ref().unwrap().id;
             assert!(id > newest);
-            assert_eq!(store.pending_entry(id).unwrap().unwrap().task, m.task.as_str());
+            assert_eq!(store.pending_occurrence(id).unwrap().unwrap().task, m.task.as_str());
         }
         let rows = pending(&store);
         assert_eq!(rows.len(), before + 2);
@@ -587,7 +587,7 @@ mod tests {
         let (t, _) = ids("t1", "p1");
         assert_eq!(move_into(&mut store, &t, "failed.x"), Some(1));
         assert_eq!(move_into(&mut store, &t, "review.awaiting_human"), Some(2));
-        store.drop_entry(2).unwrap();
+        store.drop_occurrence(2).unwrap();
         assert_eq!(move_into(&mut store, &t, "failed.y"), Some(3));
         store
             .conn()
@@ -604,7 +604,7 @@ mod tests {
         assert_eq!(move_into(&mut store, &t, "review.awaiting_human"), Some(4));
         drop(store);
         let mut store = Store::open(&dir.path().join("arc.db")).unwrap();
-        store.drop_entry(4).unwrap();
+        store.drop_occurrence(4).unwrap();
         assert_eq!(move_into(&mut store, &t, "failed.z"), Some(5));
         let occurrences: Vec<i64> = store
             .history(None, None, 10)
@@ -659,8 +659,8 @@ mod tests {
             m.counted > 0 && m.newest - m.counted <= COUNT_EVERY,
             "{m:?}"
         );
-        store.drop_entry(1).unwrap();
-        store.drop_entry(m.newest).unwrap();
+        store.drop_occurrence(1).unwrap();
+        store.drop_occurrence(m.newest).unwrap();
         check(&store);
         // A counted point a host deletes by SQL of its own goes off the counters too.
         assert!(2 <= m.counted);
@@ -676,7 +676,7 @@ mod tests {
         let m = marks(&store);
         assert_eq!(m.counted, m.newest);
         for e in store.pending(0, 10_000, None).unwrap() {
-            store.drop_entry(e.id).unwrap();
+            store.drop_occurrence(e.id).unwrap();
         }
         check(&store);
         assert_eq!(store.stats().unwrap().pending, 0);
@@ -695,7 +695,7 @@ mod tests {
                 max = i64::MAX
             ))
             .unwrap();
-        store.drop_entry(i64::MAX).unwrap();
+        store.drop_occurrence(i64::MAX).unwrap();
         let to = Phase::new("failed.y").unwrap();
         let err = store
             .write(|tx| move_task(tx, &t, &to, &MoveFacts::default()))

@@ -11,7 +11,7 @@ use crate::queue::times::rfc3339;
 pub fn dropped(id: i64, d: &Dropped) -> String {
     format!(
         "dropped occurrence {id} ({} for task {}); kept in history as dropped",
-        d.entry.point, d.entry.task
+        d.occurrence.point, d.occurrence.task
     )
 }
 

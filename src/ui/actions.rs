@@ -97,7 +97,7 @@ pub(crate) async fn drop(
     Form(form): Form<ActionForm>,
 ) -> Response {
     act(app, (outer, uri), form, format!("drop occurrence {id}"), move |db| {
-        let d = db.drop_entry(id)?;
+        let d = db.drop_occurrence(id)?;
         let mut message = said::dropped(id, &d);
         if let Some(note) = d.note {
             message.push_str("; ");

@@ -87,11 +87,14 @@ fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
     assert_eq!(of_t1.len(), 1);
 
     // A drop of what is not pending is "not found", naming the queue.
-    let gone = q.drop_entry(999_999).unwrap_err();
-    assert!(matches!(gone, Error::NoEntry { id: 999_999, .. }), "{gone}");
+    let gone = q.drop_occurrence(999_999).unwrap_err();
+    assert!(
+        matches!(gone, Error::NoOccurrence { id: 999_999, .. }),
+        "{gone}"
+    );
     assert!(gone.to_string().contains("queue q on "), "{gone}");
-    let dropped = q.drop_entry(of_t1[0].id).unwrap();
-    assert_eq!(dropped.entry.task, "t1");
+    let dropped = q.drop_occurrence(of_t1[0].id).unwrap();
+    assert_eq!(dropped.occurrence.task, "t1");
     assert!(dropped.note.is_none());
 
     let DrainIfFree::Ran { report, .. } = q.drain_if_free(&Stop::new()) else {

@@ -58,7 +58,7 @@ fn the_view_mark_moves_with_every_change_a_page_shows() {
     );
     moved("a start", &mut seen, mark());
 
-    let entry = store::pending_entry(lock.client(), &q, entry.id)
+    let entry = store::pending_occurrence(lock.client(), &q, entry.id)
         .unwrap()
         .unwrap();
     store::clear_all(
@@ -84,7 +84,7 @@ fn the_view_mark_moves_with_every_change_a_page_shows() {
         .unwrap();
     moved("a second point", &mut seen, mark());
     let dropped = store::pending(lock.client(), &q, 0, 10, None).unwrap()[0].id;
-    store::drop_entry(lock.client(), &q, dropped).unwrap();
+    store::drop_occurrence(lock.client(), &q, dropped).unwrap();
     moved("a drop", &mut seen, mark());
 
     {

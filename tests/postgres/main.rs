@@ -405,11 +405,11 @@ fn queues_in_one_database_never_see_each_other() {
     let mut lb = b.lock(Wait::No).unwrap().expect("b's lock is its own");
     // Clearing in b never touches a's points, nor does a clear of b's id in a.
     assert!(
-        store::pending_entry(a.client(), &qa, b_point)
+        store::pending_occurrence(a.client(), &qa, b_point)
             .unwrap()
             .is_none()
     );
-    let entry = store::pending_entry(lb.client(), &qb, b_point)
+    let entry = store::pending_occurrence(lb.client(), &qb, b_point)
         .unwrap()
         .unwrap();
     store::clear_all(
@@ -1085,7 +1085,9 @@ fn the_drains_reads_and_writes() {
         store::mark_started(&mut lock, &first[0]).unwrap(),
         Mark::Started
     );
-    let e1 = store::pending_entry(s.client(), &q, 1).unwrap().unwrap();
+    let e1 = store::pending_occurrence(s.client(), &q, 1)
+        .unwrap()
+        .unwrap();
     assert_eq!(e1.passes, 2);
     assert!(e1.last_started_ms.is_some());
     assert_eq!(store::stats(s.client(), &q).unwrap().interrupted, 1);
@@ -1119,7 +1121,7 @@ fn the_drains_reads_and_writes() {
     assert_eq!(h[0].state, "failed.x");
     assert_eq!(h[0].exit_code, Some(3));
     assert_eq!(
-        store::history_entry(s.client(), &q, h[1].id)
+        store::history_row(s.client(), &q, h[1].id)
             .unwrap()
             .unwrap(),
         h[1]
@@ -1135,10 +1137,13 @@ fn the_drains_reads_and_writes() {
     store::park(&mut lock, &first[1..2]).unwrap();
     let parked = store::history(s.client(), &q, Some("t2"), None, 10).unwrap();
     assert_eq!(parked[0].outcome, "abandoned");
-    let dropped = store::drop_entry(s.client(), &q, 3).unwrap();
+    let dropped = store::drop_occurrence(s.client(), &q, 3).unwrap();
     assert_eq!(dropped.task, "t1");
-    let err = store::drop_entry(s.client(), &q, 3).unwrap_err();
-    assert!(matches!(err, PgError::Row(RowError::NoEntry(3))), "{err}");
+    let err = store::drop_occurrence(s.client(), &q, 3).unwrap_err();
+    assert!(
+        matches!(err, PgError::Row(RowError::NoOccurrence(3))),
+        "{err}"
+    );
     assert_eq!(
         store::mark_started(&mut lock, &dropped).unwrap(),
         Mark::Gone

@@ -348,9 +348,12 @@ fn a_pruned_log_reads_as_pruned() {
 fn api_pending_is_what_queue_json_prints() {
     let ws = moved();
     ws.hookq(&["queue", "pause"]).ok();
-    let cli: serde_json::Value =
-        serde_json::from_str(&ws.hookq(&["queue", "--json", "--limit", "100"]).ok().stdout())
-            .unwrap();
+    let cli: serde_json::Value = serde_json::from_str(
+        &ws.hookq(&["queue", "--json", "--limit", "100"])
+            .ok()
+            .stdout(),
+    )
+    .unwrap();
     assert_eq!(cli["paused"], true, "{cli}");
     assert_eq!(cli["pending"][0]["task"], "t2", "{cli}");
     let ui = Served::start(&ws, &[]);

@@ -261,7 +261,7 @@ fn a_point_dropped_while_it_waits_for_a_worker_does_not_run() {
     let c = store.pending(0, 10, None).unwrap()[2].id;
     let report = drain_while_c_waits(&ws, &mut store, &Stop::new(), || {
         let mut other = Store::open(&ws.db_path()).unwrap();
-        assert_eq!(other.drop_entry(c).unwrap().task, "c");
+        assert_eq!(other.drop_occurrence(c).unwrap().task, "c");
     });
     assert_eq!((report.cleared, report.commands), (2, 2));
     assert_eq!(ran(&ws, "c"), None, "c ran after it was dropped");
@@ -400,7 +400,7 @@ fn finished_points_are_cleared_when_a_later_one_cannot_run() {
     walk(&mut store, &["c", "d"], true, &["review.awaiting_human"]);
     // The workspace recorded a and b first; record their points again after c and d's.
     for id in [1, 2] {
-        store.drop_entry(id).unwrap();
+        store.drop_occurrence(id).unwrap();
     }
     walk(&mut store, &["a", "b"], false, &["todo.ready", "failed.x"]);
     std::fs::create_dir_all(ws.state_dir().join("runs")).unwrap();

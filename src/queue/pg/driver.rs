@@ -117,16 +117,16 @@ impl Driver for PostgresDriver {
         self.read(|c, q| store::pending_where(c, q, filter))
     }
 
-    fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {
-        self.read(|c, q| store::pending_entry(c, q, id))
+    fn pending_occurrence(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {
+        self.read(|c, q| store::pending_occurrence(c, q, id))
     }
 
     fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>, Error> {
         self.read(|c, q| store::history_where(c, q, filter))
     }
 
-    fn history_entry(&mut self, id: i64) -> Result<Option<HistoryRow>, Error> {
-        self.read(|c, q| store::history_entry(c, q, id))
+    fn history_row(&mut self, id: i64) -> Result<Option<HistoryRow>, Error> {
+        self.read(|c, q| store::history_row(c, q, id))
     }
 
     fn outcomes(&mut self, since_ms: i64, bucket_ms: i64) -> Result<Vec<OutcomeCount>, Error> {
@@ -164,14 +164,14 @@ impl Driver for PostgresDriver {
         self.store.write(store::resume).map_err(at)
     }
 
-    fn drop_entry(&mut self, id: i64) -> Result<PendingRow, Error> {
+    fn drop_occurrence(&mut self, id: i64) -> Result<PendingRow, Error> {
         let place = self.place.clone();
-        self.read(|c, q| store::drop_entry(c, q, id))
+        self.read(|c, q| store::drop_occurrence(c, q, id))
             .map_err(|e| match e {
                 Error::Postgres {
-                    source: PgError::Row(crate::queue::row_error::RowError::NoEntry(id)),
+                    source: PgError::Row(crate::queue::row_error::RowError::NoOccurrence(id)),
                     ..
-                } => Error::NoEntry { id, place },
+                } => Error::NoOccurrence { id, place },
                 e => e,
             })
     }

@@ -359,7 +359,7 @@ pub fn pending_where(
 }
 
 /// One pending point of `queue`.
-pub fn pending_entry(
+pub fn pending_occurrence(
     client: &mut impl GenericClient,
     queue: &QueueName,
     id: i64,
@@ -377,7 +377,7 @@ const HISTORY_SELECT: &str = r#"
            outcome, exit_code, signal, started_ms, duration_ms, log_path, finished_ms, host
     FROM hookq_hook_history"#;
 
-fn history_row(r: &Row) -> HistoryRow {
+fn history_of_row(r: &Row) -> HistoryRow {
     HistoryRow {
         id: r.get(0),
         occurrence: r.get(1),
@@ -451,12 +451,12 @@ pub fn history_where(
     Ok(client
         .query(&sql, &params)?
         .iter()
-        .map(history_row)
+        .map(history_of_row)
         .collect())
 }
 
 /// One history row of `queue`.
-pub fn history_entry(
+pub fn history_row(
     client: &mut impl GenericClient,
     queue: &QueueName,
     id: i64,
@@ -466,7 +466,7 @@ pub fn history_entry(
             &format!("{HISTORY_SELECT} WHERE queue = $1 AND id = $2"),
             &[&queue.as_str(), &id],
         )?
-        .map(|r| history_row(&r)))
+        .map(|r| history_of_row(&r)))
 }
 
 /// History rows of `queue` that finished since `since_ms`, counted by outcome per interval of
@@ -511,7 +511,7 @@ pub fn slowest(
             &[&queue.as_str(), &since_ms, &limit],
         )?
         .iter()
-        .map(history_row)
+        .map(history_of_row)
         .collect())
 }
 
@@ -704,7 +704,7 @@ pub fn park(lock: &mut PgRunnerLock, entries: &[PendingRow]) -> Result<(), PgErr
 }
 
 /// Drops a pending point of `queue` to history as `dropped` (`hookq queue drop`).
-pub fn drop_entry(client: &mut Client, queue: &QueueName, id: i64) -> Result<PendingRow, PgError> {
+pub fn drop_occurrence(client: &mut Client, queue: &QueueName, id: i64) -> Result<PendingRow, PgError> {
     let mut tx = client.transaction()?;
     // Locked, so that a pass clearing it meanwhile and this drop do not both write history.
     let locked = tx
@@ -714,11 +714,11 @@ pub fn drop_entry(client: &mut Client, queue: &QueueName, id: i64) -> Result<Pen
         )?
         .is_some();
     let entry = if locked {
-        pending_entry(&mut tx, queue, id)?
+        pending_occurrence(&mut tx, queue, id)?
     } else {
         None
     };
-    let entry = entry.ok_or(RowError::NoEntry(id))?;
+    let entry = entry.ok_or(RowError::NoOccurrence(id))?;
     let dropped = Cleared {
         entry,
         rows: vec![NewHistory::bare(Outcome::Dropped)],

@@ -87,16 +87,16 @@ impl Driver for SqliteDriver {
         self.store.pending_where(filter).map_err(self.at())
     }
 
-    fn pending_entry(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {
-        self.store.pending_entry(id).map_err(self.at())
+    fn pending_occurrence(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {
+        self.store.pending_occurrence(id).map_err(self.at())
     }
 
     fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>, Error> {
         self.store.history_where(filter).map_err(self.at())
     }
 
-    fn history_entry(&mut self, id: i64) -> Result<Option<HistoryRow>, Error> {
-        self.store.history_entry(id).map_err(self.at())
+    fn history_row(&mut self, id: i64) -> Result<Option<HistoryRow>, Error> {
+        self.store.history_row(id).map_err(self.at())
     }
 
     fn outcomes(&mut self, since_ms: i64, bucket_ms: i64) -> Result<Vec<OutcomeCount>, Error> {
@@ -134,9 +134,9 @@ impl Driver for SqliteDriver {
         self.store.resume().map_err(at)
     }
 
-    fn drop_entry(&mut self, id: i64) -> Result<PendingRow, Error> {
+    fn drop_occurrence(&mut self, id: i64) -> Result<PendingRow, Error> {
         let at = self.at();
-        self.store.drop_entry(id).map_err(at)
+        self.store.drop_occurrence(id).map_err(at)
     }
 
     fn retry(&mut self, history_id: i64) -> Result<Occurrence, Error> {

@@ -103,7 +103,7 @@ impl Store {
     }
 
     /// One pending point, its unfolded starts counted as in [`Store::pending`].
-    pub fn pending_entry(&self, id: i64) -> Result<Option<PendingRow>, StoreError> {
+    pub fn pending_occurrence(&self, id: i64) -> Result<Option<PendingRow>, StoreError> {
         let starts = self.unfolded_starts()?;
         let sql = format!("{} WHERE h.id = ?1", PendingRow::SELECT);
         let mut row = self
@@ -224,7 +224,7 @@ impl Store {
     }
 
     /// One history row.
-    pub fn history_entry(&self, id: i64) -> Result<Option<HistoryRow>, StoreError> {
+    pub fn history_row(&self, id: i64) -> Result<Option<HistoryRow>, StoreError> {
         let sql = format!("{} WHERE id = ?1", HistoryRow::SELECT);
         Ok(self
             .conn

@@ -321,7 +321,7 @@ fn starts_are_counted_once_whether_folded_or_not() {
     assert_eq!(store.mark_started(&rows[0], &lock).unwrap(), Mark::Started);
     let reader = Store::open(&path).unwrap();
     assert_eq!(passes(&reader), [1, 0]);
-    assert_eq!(reader.pending_entry(rows[0].id).unwrap().unwrap().passes, 1);
+    assert_eq!(reader.pending_occurrence(rows[0].id).unwrap().unwrap().passes, 1);
     assert_eq!(reader.stats().unwrap().interrupted, 1);
     let raw = |s: &Store, id: i64| -> i64 {
         s.conn()
@@ -364,7 +364,7 @@ fn starts_are_counted_once_whether_folded_or_not() {
 
     // A point dropped since it was read is not started.
     let entry = store.pending(0, 10, None).unwrap().remove(0);
-    store.drop_entry(entry.id).unwrap();
+    store.drop_occurrence(entry.id).unwrap();
     assert_eq!(store.mark_started(&entry, &lock).unwrap(), Mark::Gone);
     assert_eq!(std::fs::metadata(&log).unwrap().len(), 0);
 }
