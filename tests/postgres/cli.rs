@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use hookq::queue::Wait;
-use hookq::queue::pg::{PgStore, QueueName, Target, store};
+use hookq::queue::pg::{PgStore, QueueName, Target};
 
 use crate::cluster::{PASSWORD, cluster};
 use crate::support::queue::{Config, Ws};
@@ -56,8 +56,7 @@ pub(crate) fn open(url: &str, queue: &str) -> PgStore {
 
 /// `(task, point, state)` of the queue's pending points, in order.
 fn pending(s: &mut PgStore) -> Vec<(String, String)> {
-    let q = s.queue().clone();
-    store::pending(s.client(), &q, 0, 1000, None)
+    s.pending(0, 1000, None)
         .unwrap()
         .into_iter()
         .map(|r| (r.task.to_string(), r.point.to_string()))
@@ -66,8 +65,7 @@ fn pending(s: &mut PgStore) -> Vec<(String, String)> {
 
 /// `(task, point, outcome)` of the queue's history, oldest first.
 fn history(s: &mut PgStore) -> Vec<(String, String, String)> {
-    let q = s.queue().clone();
-    let mut h = store::history(s.client(), &q, None, None, 1000).unwrap();
+    let mut h = s.history(None, None, 1000).unwrap();
     h.reverse();
     h.into_iter()
         .map(|r| {

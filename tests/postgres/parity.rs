@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use hookq::queue::model::{HistoryRow, PendingRow};
-use hookq::queue::pg::{PgStore, store};
+use hookq::queue::pg::PgStore;
 
 use crate::cli::{no_password, open, pg_config, pg_workspace_with};
 use crate::support::queue::{Config, Ws};
@@ -16,14 +16,12 @@ const DAY_MS: i64 = 86_400_000;
 
 /// The queue's pending points, in order.
 fn pending(s: &mut PgStore) -> Vec<PendingRow> {
-    let q = s.queue().clone();
-    store::pending(s.client(), &q, 0, 100_000, None).unwrap()
+    s.pending(0, 100_000, None).unwrap()
 }
 
 /// The queue's history, oldest first.
 fn history(s: &mut PgStore) -> Vec<HistoryRow> {
-    let q = s.queue().clone();
-    let mut h = store::history(s.client(), &q, None, None, 100_000).unwrap();
+    let mut h = s.history(None, None, 100_000).unwrap();
     h.reverse();
     h
 }

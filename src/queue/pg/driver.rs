@@ -12,7 +12,7 @@ use crate::queue::model::{
     HistoryFilter, HistoryRow, OutcomeCount, Paused, PendingFilter, PendingRow, Stats, TaskRow,
 };
 use crate::queue::pg::{
-    Lease, PgChoice, PgError, PgQueue, PgRunnerLock, PgStore, connect, lock, record, store,
+    Lease, PgChoice, PgError, PgQueue, PgRunnerLock, PgStore, connect, lock, record,
 };
 use crate::queue::phase::Phase;
 use crate::queue::record::{MoveFacts, Occurrence, Transition};
@@ -114,59 +114,59 @@ impl Driver for PostgresDriver {
     }
 
     fn pending(&mut self, filter: &PendingFilter) -> Result<Vec<PendingRow>, Error> {
-        self.read(|c, q| store::pending_where(c, q, filter))
+        self.store.pending_where(filter).map_err(self.at())
     }
 
     fn pending_occurrence(&mut self, id: i64) -> Result<Option<PendingRow>, Error> {
-        self.read(|c, q| store::pending_occurrence(c, q, id))
+        self.store.pending_occurrence(id).map_err(self.at())
     }
 
     fn history(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>, Error> {
-        self.read(|c, q| store::history_where(c, q, filter))
+        self.store.history_where(filter).map_err(self.at())
     }
 
     fn history_row(&mut self, id: i64) -> Result<Option<HistoryRow>, Error> {
-        self.read(|c, q| store::history_row(c, q, id))
+        self.store.history_row(id).map_err(self.at())
     }
 
     fn outcomes(&mut self, since_ms: i64, bucket_ms: i64) -> Result<Vec<OutcomeCount>, Error> {
-        self.read(|c, q| store::outcomes(c, q, since_ms, bucket_ms))
+        self.store.outcomes(since_ms, bucket_ms).map_err(self.at())
     }
 
     fn slowest(&mut self, since_ms: i64, limit: usize) -> Result<Vec<HistoryRow>, Error> {
-        self.read(|c, q| store::slowest(c, q, since_ms, limit))
+        self.store.slowest(since_ms, limit).map_err(self.at())
     }
 
     fn task(&mut self, task: &TaskId) -> Result<Option<TaskRow>, Error> {
-        self.read(|c, q| store::task(c, q, task.as_str()))
+        self.store.task(task.as_str()).map_err(self.at())
     }
 
     fn tasks(&mut self, plan: Option<&str>) -> Result<Vec<TaskRow>, Error> {
-        self.read(|c, q| store::tasks(c, q, plan))
+        self.store.tasks(plan).map_err(self.at())
     }
 
     fn stats(&mut self) -> Result<Stats, Error> {
-        self.read(store::stats)
+        self.store.stats().map_err(self.at())
     }
 
     fn paused(&mut self) -> Result<Option<i64>, Error> {
-        self.read(|c, q| store::paused(c, q))
+        self.store.paused().map_err(self.at())
     }
 
     fn pause(&mut self) -> Result<Paused, Error> {
         let at = self.at();
-        self.store.write(store::pause).map_err(at)
+        self.store.pause().map_err(at)
     }
 
     fn resume(&mut self) -> Result<Option<Paused>, Error> {
         // The write notifies the queue's hubs after it commits.
         let at = self.at();
-        self.store.write(store::resume).map_err(at)
+        self.store.resume().map_err(at)
     }
 
     fn drop_occurrence(&mut self, id: i64) -> Result<PendingRow, Error> {
         let place = self.place.clone();
-        self.read(|c, q| store::drop_occurrence(c, q, id))
+        self.store.drop_occurrence(id).map_err(self.at())
             .map_err(|e| match e {
                 Error::Postgres {
                     source: PgError::Row(crate::queue::row_error::RowError::NoOccurrence(id)),
@@ -215,7 +215,7 @@ impl Driver for PostgresDriver {
     }
 
     fn change_mark(&mut self) -> Result<ChangeMark, Error> {
-        self.read(|c, q| store::change_mark(c, q)).map(ChangeMark)
+        self.store.change_mark().map(ChangeMark).map_err(self.at())
     }
 
     /// The queue's runner lock, then the workspace's, each only if free right now.
@@ -252,8 +252,7 @@ impl Driver for PostgresDriver {
             Err(e) => return failed(placed(e)),
         };
         let outcome = one_pass(ws, stop, &mut pq, lock, |pq| {
-            let q = pq.store().queue().clone();
-            store::stats(pq.store().client(), &q).ok().map(|s| s.pending)
+            pq.store().stats().ok().map(|s| s.pending)
         });
         // Failing, the lock's connection still closes as it drops, which releases it as well.
         let _ = pq.release();

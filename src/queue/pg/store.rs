@@ -136,6 +136,103 @@ impl PgStore {
     }
 }
 
+/// The queue's reads and hand changes, on the store's own connection: what
+/// [`PostgresDriver`](crate::queue::pg::PostgresDriver) does for [`Queue`](crate::queue::Queue),
+/// for a host that holds a store.
+impl PgStore {
+    /// Task `id`, when the queue has it.
+    pub fn task(&mut self, id: &str) -> Result<Option<TaskRow>, PgError> {
+        task(&mut self.client, &self.queue, id)
+    }
+
+    /// The queue's tasks, of one plan or all, by id.
+    pub fn tasks(&mut self, plan: Option<&str>) -> Result<Vec<TaskRow>, PgError> {
+        tasks(&mut self.client, &self.queue, plan)
+    }
+
+    /// Pending points in the order they run, after occurrence `after`, at most `limit`,
+    /// optionally of one task.
+    pub fn pending(
+        &mut self,
+        after: i64,
+        limit: usize,
+        task: Option<&str>,
+    ) -> Result<Vec<PendingRow>, PgError> {
+        pending(&mut self.client, &self.queue, after, limit, task)
+    }
+
+    /// Pending points as `filter` narrows them, in the order they run.
+    pub fn pending_where(&mut self, filter: &PendingFilter) -> Result<Vec<PendingRow>, PgError> {
+        pending_where(&mut self.client, &self.queue, filter)
+    }
+
+    /// Pending occurrence `id`, when it is pending.
+    pub fn pending_occurrence(&mut self, id: i64) -> Result<Option<PendingRow>, PgError> {
+        pending_occurrence(&mut self.client, &self.queue, id)
+    }
+
+    /// History, newest first, optionally of one task or one occurrence.
+    pub fn history(
+        &mut self,
+        task: Option<&str>,
+        occurrence: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<HistoryRow>, PgError> {
+        history(&mut self.client, &self.queue, task, occurrence, limit)
+    }
+
+    /// History as `filter` narrows it, newest first.
+    pub fn history_where(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>, PgError> {
+        history_where(&mut self.client, &self.queue, filter)
+    }
+
+    /// History row `id`.
+    pub fn history_row(&mut self, id: i64) -> Result<Option<HistoryRow>, PgError> {
+        history_row(&mut self.client, &self.queue, id)
+    }
+
+    /// History rows finished since `since_ms`, counted by outcome per `bucket_ms`.
+    pub fn outcomes(&mut self, since_ms: i64, bucket_ms: i64) -> Result<Vec<OutcomeCount>, PgError> {
+        outcomes(&mut self.client, &self.queue, since_ms, bucket_ms)
+    }
+
+    /// The `limit` longest command runs finished since `since_ms`, longest first.
+    pub fn slowest(&mut self, since_ms: i64, limit: usize) -> Result<Vec<HistoryRow>, PgError> {
+        slowest(&mut self.client, &self.queue, since_ms, limit)
+    }
+
+    /// The queue's counts.
+    pub fn stats(&mut self) -> Result<Stats, PgError> {
+        stats(&mut self.client, &self.queue)
+    }
+
+    /// When the queue was paused (unix ms), or `None` while it runs.
+    pub fn paused(&mut self) -> Result<Option<i64>, PgError> {
+        paused(&mut self.client, &self.queue)
+    }
+
+    /// Pauses the queue ([`pause`] in a transaction of the store's own).
+    pub fn pause(&mut self) -> Result<Paused, PgError> {
+        self.write(pause)
+    }
+
+    /// Resumes the queue, waking its hubs; `None` when it was not paused.
+    pub fn resume(&mut self) -> Result<Option<Paused>, PgError> {
+        self.write(resume)
+    }
+
+    /// Removes pending occurrence `id` without running it, keeping it in history as dropped.
+    pub fn drop_occurrence(&mut self, id: i64) -> Result<PendingRow, PgError> {
+        drop_occurrence(&mut self.client, &self.queue, id)
+    }
+
+    /// A mark that differs from one read earlier when a point may have been committed since
+    /// ([`change_mark`]'s rules).
+    pub fn change_mark(&mut self) -> Result<i64, PgError> {
+        change_mark(&mut self.client, &self.queue)
+    }
+}
+
 fn application_name() -> String {
     format!("hookq pid {} on {}", std::process::id(), host_name())
 }
@@ -165,7 +262,7 @@ const CHANGE_MARK: &str = "SELECT GREATEST(
 /// so their commits can change the mark, which costs a pass that finds nothing.) A pause or a
 /// resume changes it too, so that a hub that waits on a paused queue drains once it is resumed.
 /// Three index probes and a read of the lock table: nothing that grows with the queue.
-pub fn change_mark(client: &mut impl GenericClient, queue: &QueueName) -> Result<i64, PgError> {
+pub(crate) fn change_mark(client: &mut impl GenericClient, queue: &QueueName) -> Result<i64, PgError> {
     use std::hash::{Hash, Hasher};
     let row = client.query_one(CHANGE_MARK, &[&queue.as_str()])?;
     let mut h = std::hash::DefaultHasher::new();
@@ -230,7 +327,7 @@ fn task_row(r: &Row) -> TaskRow {
 }
 
 /// One task of `queue`.
-pub fn task(
+pub(crate) fn task(
     client: &mut impl GenericClient,
     queue: &QueueName,
     id: &str,
@@ -242,7 +339,7 @@ pub fn task(
 }
 
 /// Tasks of `queue`, optionally of one plan, by id (byte order).
-pub fn tasks(
+pub(crate) fn tasks(
     client: &mut impl GenericClient,
     queue: &QueueName,
     plan: Option<&str>,
@@ -302,7 +399,7 @@ pub(crate) fn pending_rows(rows: &[Row]) -> Vec<PendingRow> {
 
 /// Pending points of `queue` in the order they run, from occurrence `after` (exclusive), at
 /// most `limit`, optionally of one task: the drain's next batch.
-pub fn pending(
+pub(crate) fn pending(
     client: &mut impl GenericClient,
     queue: &QueueName,
     after: i64,
@@ -336,7 +433,7 @@ pub fn pending(
 }
 
 /// Pending points of `queue` as `filter` narrows them, in the order they run.
-pub fn pending_where(
+pub(crate) fn pending_where(
     client: &mut impl GenericClient,
     queue: &QueueName,
     filter: &PendingFilter,
@@ -359,7 +456,7 @@ pub fn pending_where(
 }
 
 /// One pending point of `queue`.
-pub fn pending_occurrence(
+pub(crate) fn pending_occurrence(
     client: &mut impl GenericClient,
     queue: &QueueName,
     id: i64,
@@ -400,7 +497,7 @@ fn history_of_row(r: &Row) -> HistoryRow {
 }
 
 /// History of `queue`, newest first, optionally of one task or one occurrence.
-pub fn history(
+pub(crate) fn history(
     client: &mut impl GenericClient,
     queue: &QueueName,
     task: Option<&str>,
@@ -417,7 +514,7 @@ pub fn history(
 }
 
 /// History of `queue` as `filter` narrows it, newest first.
-pub fn history_where(
+pub(crate) fn history_where(
     client: &mut impl GenericClient,
     queue: &QueueName,
     filter: &HistoryFilter,
@@ -456,7 +553,7 @@ pub fn history_where(
 }
 
 /// One history row of `queue`.
-pub fn history_row(
+pub(crate) fn history_row(
     client: &mut impl GenericClient,
     queue: &QueueName,
     id: i64,
@@ -471,7 +568,7 @@ pub fn history_row(
 
 /// History rows of `queue` that finished since `since_ms`, counted by outcome per interval of
 /// `bucket_ms` from `since_ms` on, oldest first.
-pub fn outcomes(
+pub(crate) fn outcomes(
     client: &mut impl GenericClient,
     queue: &QueueName,
     since_ms: i64,
@@ -495,7 +592,7 @@ pub fn outcomes(
 }
 
 /// The `limit` longest command runs of `queue` that finished since `since_ms`, longest first.
-pub fn slowest(
+pub(crate) fn slowest(
     client: &mut impl GenericClient,
     queue: &QueueName,
     since_ms: i64,
@@ -517,7 +614,7 @@ pub fn slowest(
 
 /// Counts for `queue stats`, in one snapshot. They count rows, so they cost more as the queue
 /// and its history grow.
-pub fn stats(client: &mut Client, queue: &QueueName) -> Result<Stats, PgError> {
+pub(crate) fn stats(client: &mut Client, queue: &QueueName) -> Result<Stats, PgError> {
     let mut tx = client
         .build_transaction()
         .isolation_level(postgres::IsolationLevel::RepeatableRead)
@@ -704,7 +801,7 @@ pub fn park(lock: &mut PgRunnerLock, entries: &[PendingRow]) -> Result<(), PgErr
 }
 
 /// Drops a pending point of `queue` to history as `dropped` (`hookq queue drop`).
-pub fn drop_occurrence(client: &mut Client, queue: &QueueName, id: i64) -> Result<PendingRow, PgError> {
+pub(crate) fn drop_occurrence(client: &mut Client, queue: &QueueName, id: i64) -> Result<PendingRow, PgError> {
     let mut tx = client.transaction()?;
     // Locked, so that a pass clearing it meanwhile and this drop do not both write history.
     let locked = tx
