@@ -171,3 +171,39 @@ fn the_library_queue_filters_pages_and_names_the_host_on_postgres() {
             .all(|w| w[0].duration_ms >= w[1].duration_ms)
     );
 }
+
+/// A stored value hookq would never write (an outcome put there by hand-written SQL) is refused
+/// where it is read, as the row's error naming the value: not shown, and never a panic.
+#[test]
+fn a_stored_value_hookq_would_never_write_is_refused_where_read() {
+    if crate::without_postgres("a_stored_value_hookq_would_never_write_is_refused_where_read") {
+        return;
+    }
+    let (ws, _db, url) = pg_workspace_with(&Config::hooks("after_fail = ['true']\n"), "");
+    let mut q = open(ws.root());
+    let mut s = hookq::queue::pg::PgStore::open(
+        &hookq::queue::pg::Target::parse(&url).unwrap(),
+        hookq::queue::pg::QueueName::new("q").unwrap(),
+    )
+    .unwrap();
+    s.client()
+        .execute(
+            "INSERT INTO hookq_hook_history (queue, occurrence, task, point, state, recorded_ms,
+             passes, outcome, finished_ms)
+             VALUES ('q', 100, 't1', 'after_fail', 'failed.x', 0, 1, '<i>outcome</i>', 0)",
+            &[],
+        )
+        .unwrap();
+    let err = q
+        .history(&HistoryFilter {
+            limit: 10,
+            ..HistoryFilter::default()
+        })
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("stored value is not valid: unknown outcome \"<i>outcome</i>\""),
+        "{err}"
+    );
+    assert!(q.stats().is_ok(), "the counts do not parse outcomes");
+}

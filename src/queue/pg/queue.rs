@@ -276,8 +276,9 @@ impl QueueStore for PgQueue {
                 .client()
                 .query(&next, &[&queue.as_str(), &after, &limit])
         });
-        read.map(|rows| store::pending_rows(&rows))
-            .map_err(|e| self.placed(e.into()))
+        read.map_err(PgError::from)
+            .and_then(|rows| store::pending_rows(&rows))
+            .map_err(|e| self.placed(e))
     }
 
     fn mark_started(&mut self, entry: &PendingRow, _lock: &RunnerLock) -> Result<Mark, Error> {

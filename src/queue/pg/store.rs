@@ -312,18 +312,27 @@ pub fn view_mark(store: &mut PgStore) -> Result<i64, PgError> {
 Ok(h.finish() as i64)
 }
 
+/// Column `i` of `r`, parsed into its type: a stored value the type refuses is the row's
+/// error ([`RowError::BadRow`]), never a panic.
+fn cell<'a, T: postgres::types::FromSql<'a>>(r: &'a Row, i: usize) -> Result<T, PgError> {
+    r.try_get(i).map_err(|e| {
+        let why = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
+        RowError::BadRow(why).into()
+    })
+}
+
 const TASK_COLUMNS: &str = "id, plan, phase, attempt, merged_sha, created_ms, updated_ms";
 
-fn task_row(r: &Row) -> TaskRow {
-    TaskRow {
-        id: r.get(0),
-        plan: r.get(1),
-        phase: r.get(2),
-        attempt: r.get(3),
-        merged_sha: r.get(4),
-        created_ms: r.get(5),
-        updated_ms: r.get(6),
-    }
+fn task_row(r: &Row) -> Result<TaskRow, PgError> {
+    Ok(TaskRow {
+        id: cell(r, 0)?,
+        plan: cell(r, 1)?,
+        phase: cell(r, 2)?,
+        attempt: cell(r, 3)?,
+        merged_sha: cell(r, 4)?,
+        created_ms: cell(r, 5)?,
+        updated_ms: cell(r, 6)?,
+    })
 }
 
 /// One task of `queue`.
@@ -335,7 +344,8 @@ pub(crate) fn task(
     let sql = format!("SELECT {TASK_COLUMNS} FROM hookq_tasks WHERE queue = $1 AND id = $2");
     Ok(client
         .query_opt(&sql, &[&queue.as_str(), &id])?
-        .map(|r| task_row(&r)))
+        .map(|r| task_row(&r))
+        .transpose()?)
 }
 
 /// Tasks of `queue`, optionally of one plan, by id (byte order).
@@ -358,7 +368,7 @@ pub(crate) fn tasks(
             &[&queue.as_str()],
         )?,
     };
-    Ok(rows.iter().map(task_row).collect())
+    Ok(rows.iter().map(task_row).collect::<Result<_, _>>()?)
 }
 
 const PENDING_SELECT: &str = r#"
@@ -368,19 +378,19 @@ const PENDING_SELECT: &str = r#"
     LEFT JOIN hookq_tasks t ON t.queue = h.queue AND t.id = h.task
     LEFT JOIN hookq_pending_hook_states s ON s.queue = h.queue AND s.hook_id = h.id"#;
 
-fn pending_row(r: &Row) -> PendingRow {
-    PendingRow {
-        id: r.get(0),
-        task: r.get(1),
-        plan: r.get(2),
-        point: r.get(3),
-        state: r.get(4),
-        recorded_ms: r.get(5),
-        passes: r.get(6),
-        last_started_ms: r.get(7),
-        attempt: r.get(8),
-        merged_sha: r.get(9),
-    }
+fn pending_row(r: &Row) -> Result<PendingRow, PgError> {
+    Ok(PendingRow {
+        id: cell(r, 0)?,
+        task: cell(r, 1)?,
+        plan: cell(r, 2)?,
+        point: cell(r, 3)?,
+        state: cell(r, 4)?,
+        recorded_ms: cell(r, 5)?,
+        passes: cell(r, 6)?,
+        last_started_ms: cell(r, 7)?,
+        attempt: cell(r, 8)?,
+        merged_sha: cell(r, 9)?,
+    })
 }
 
 /// The drain's next batch, as [`pending`] reads it without a task: prepared once per connection
@@ -393,7 +403,7 @@ pub(crate) const NEXT_BATCH: &str = "SELECT h.id, h.task, t.plan, h.point, s.sta
     WHERE h.queue = $1 AND h.id > $2 ORDER BY h.id LIMIT $3";
 
 /// Rows of [`NEXT_BATCH`] or [`pending`] as points.
-pub(crate) fn pending_rows(rows: &[Row]) -> Vec<PendingRow> {
+pub(crate) fn pending_rows(rows: &[Row]) -> Result<Vec<PendingRow>, PgError> {
     rows.iter().map(pending_row).collect()
 }
 
@@ -429,7 +439,7 @@ pub(crate) fn pending(
             ],
         )?,
     };
-    Ok(rows.iter().map(pending_row).collect())
+    Ok(rows.iter().map(pending_row).collect::<Result<_, _>>()?)
 }
 
 /// Pending points of `queue` as `filter` narrows them, in the order they run.
@@ -452,7 +462,7 @@ pub(crate) fn pending_where(
         sql.push_str(" AND h.task = $5");
     }
     sql.push_str(" ORDER BY h.id LIMIT $3");
-    Ok(client.query(&sql, &params)?.iter().map(pending_row).collect())
+    Ok(client.query(&sql, &params)?.iter().map(pending_row).collect::<Result<_, _>>()?)
 }
 
 /// One pending point of `queue`.
@@ -466,7 +476,8 @@ pub(crate) fn pending_occurrence(
             &format!("{PENDING_SELECT} WHERE h.queue = $1 AND h.id = $2"),
             &[&queue.as_str(), &id],
         )?
-        .map(|r| pending_row(&r)))
+        .map(|r| pending_row(&r))
+        .transpose()?)
 }
 
 const HISTORY_SELECT: &str = r#"
@@ -474,26 +485,26 @@ const HISTORY_SELECT: &str = r#"
            outcome, exit_code, signal, started_ms, duration_ms, log_path, finished_ms, host
     FROM hookq_hook_history"#;
 
-fn history_of_row(r: &Row) -> HistoryRow {
-    HistoryRow {
-        id: r.get(0),
-        occurrence: r.get(1),
-        task: r.get(2),
-        point: r.get(3),
-        state: r.get(4),
-        recorded_ms: r.get(5),
-        passes: r.get(6),
-        command_index: r.get(7),
-        command: r.get(8),
-        outcome: r.get(9),
-        exit_code: r.get(10),
-        signal: r.get(11),
-        started_ms: r.get(12),
-        duration_ms: r.get(13),
-        log_path: r.get(14),
-        finished_ms: r.get(15),
-        host: r.get(16),
-    }
+fn history_of_row(r: &Row) -> Result<HistoryRow, PgError> {
+    Ok(HistoryRow {
+        id: cell(r, 0)?,
+        occurrence: cell(r, 1)?,
+        task: cell(r, 2)?,
+        point: cell(r, 3)?,
+        state: cell(r, 4)?,
+        recorded_ms: cell(r, 5)?,
+        passes: cell(r, 6)?,
+        command_index: cell(r, 7)?,
+        command: cell(r, 8)?,
+        outcome: cell(r, 9)?,
+        exit_code: cell(r, 10)?,
+        signal: cell(r, 11)?,
+        started_ms: cell(r, 12)?,
+        duration_ms: cell(r, 13)?,
+        log_path: cell(r, 14)?,
+        finished_ms: cell(r, 15)?,
+        host: cell(r, 16)?,
+    })
 }
 
 /// History of `queue`, newest first, optionally of one task or one occurrence.
@@ -549,7 +560,7 @@ pub(crate) fn history_where(
         .query(&sql, &params)?
         .iter()
         .map(history_of_row)
-        .collect())
+        .collect::<Result<_, _>>()?)
 }
 
 /// One history row of `queue`.
@@ -563,7 +574,8 @@ pub(crate) fn history_row(
             &format!("{HISTORY_SELECT} WHERE queue = $1 AND id = $2"),
             &[&queue.as_str(), &id],
         )?
-        .map(|r| history_of_row(&r)))
+        .map(|r| history_of_row(&r))
+        .transpose()?)
 }
 
 /// History rows of `queue` that finished since `since_ms`, counted by outcome per interval of
@@ -583,12 +595,14 @@ pub(crate) fn outcomes(
             &[&queue.as_str(), &since_ms, &bucket_ms],
         )?
         .iter()
-        .map(|r| OutcomeCount {
-            start_ms: r.get(0),
-            outcome: r.get(1),
-            count: r.get(2),
+        .map(|r| {
+            Ok(OutcomeCount {
+                start_ms: cell(r, 0)?,
+                outcome: cell(r, 1)?,
+                count: cell(r, 2)?,
+            })
         })
-        .collect())
+        .collect::<Result<_, PgError>>()?)
 }
 
 /// The `limit` longest command runs of `queue` that finished since `since_ms`, longest first.
@@ -609,7 +623,7 @@ pub(crate) fn slowest(
         )?
         .iter()
         .map(history_of_row)
-        .collect())
+        .collect::<Result<_, _>>()?)
 }
 
 /// Counts for `queue stats`, in one snapshot. They count rows, so they cost more as the queue
