@@ -3,6 +3,7 @@
 //! PostgreSQL. None of it takes the runner lock but [`Queue::drain_if_free`].
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -383,6 +384,12 @@ impl Queue {
     /// (a recording, a clear, a drop, a pause): a watcher compares two.
     pub fn change_mark(&mut self) -> Result<ChangeMark, Error> {
         self.driver.change_mark()
+    }
+
+    /// Waits up to `timeout` for another connection to commit a change to the queue since
+    /// `seen`; whether one did.
+    pub fn wait_for_change(&mut self, seen: ChangeMark, timeout: Duration) -> Result<bool, Error> {
+        self.driver.wait_for_change(seen, timeout)
     }
 
     /// The hook logs of `task` on this host (only `point`'s when given), least recently
