@@ -342,10 +342,10 @@ pub(crate) fn task(
     id: &str,
 ) -> Result<Option<TaskRow>, PgError> {
     let sql = format!("SELECT {TASK_COLUMNS} FROM hookq_tasks WHERE queue = $1 AND id = $2");
-    Ok(client
+    client
         .query_opt(&sql, &[&queue.as_str(), &id])?
         .map(|r| task_row(&r))
-        .transpose()?)
+        .transpose()
 }
 
 /// Tasks of `queue`, optionally of one plan, by id (byte order).
@@ -368,7 +368,7 @@ pub(crate) fn tasks(
             &[&queue.as_str()],
         )?,
     };
-    Ok(rows.iter().map(task_row).collect::<Result<_, _>>()?)
+    rows.iter().map(task_row).collect::<Result<_, _>>()
 }
 
 const PENDING_SELECT: &str = r#"
@@ -439,7 +439,7 @@ pub(crate) fn pending(
             ],
         )?,
     };
-    Ok(rows.iter().map(pending_row).collect::<Result<_, _>>()?)
+    rows.iter().map(pending_row).collect::<Result<_, _>>()
 }
 
 /// Pending points of `queue` as `filter` narrows them, in the order they run.
@@ -462,7 +462,7 @@ pub(crate) fn pending_where(
         sql.push_str(" AND h.task = $5");
     }
     sql.push_str(" ORDER BY h.id LIMIT $3");
-    Ok(client.query(&sql, &params)?.iter().map(pending_row).collect::<Result<_, _>>()?)
+    client.query(&sql, &params)?.iter().map(pending_row).collect::<Result<_, _>>()
 }
 
 /// One pending point of `queue`.
@@ -471,13 +471,13 @@ pub(crate) fn pending_occurrence(
     queue: &QueueName,
     id: i64,
 ) -> Result<Option<PendingRow>, PgError> {
-    Ok(client
+    client
         .query_opt(
             &format!("{PENDING_SELECT} WHERE h.queue = $1 AND h.id = $2"),
             &[&queue.as_str(), &id],
         )?
         .map(|r| pending_row(&r))
-        .transpose()?)
+        .transpose()
 }
 
 const HISTORY_SELECT: &str = r#"
@@ -556,11 +556,11 @@ pub(crate) fn history_where(
         sql.push_str(&format!(" AND id < ${}", params.len()));
     }
     sql.push_str(" ORDER BY id DESC LIMIT $2");
-    Ok(client
+    client
         .query(&sql, &params)?
         .iter()
         .map(history_of_row)
-        .collect::<Result<_, _>>()?)
+        .collect::<Result<_, _>>()
 }
 
 /// One history row of `queue`.
@@ -569,13 +569,13 @@ pub(crate) fn history_row(
     queue: &QueueName,
     id: i64,
 ) -> Result<Option<HistoryRow>, PgError> {
-    Ok(client
+    client
         .query_opt(
             &format!("{HISTORY_SELECT} WHERE queue = $1 AND id = $2"),
             &[&queue.as_str(), &id],
         )?
         .map(|r| history_of_row(&r))
-        .transpose()?)
+        .transpose()
 }
 
 /// History rows of `queue` that finished since `since_ms`, counted by outcome per interval of
@@ -587,7 +587,7 @@ pub(crate) fn outcomes(
     bucket_ms: i64,
 ) -> Result<Vec<OutcomeCount>, PgError> {
     let bucket_ms = bucket_ms.max(1);
-    Ok(client
+    client
         .query(
             "SELECT $2 + (finished_ms - $2) / $3 * $3 AS start, outcome, COUNT(*)
              FROM hookq_hook_history WHERE queue = $1 AND finished_ms >= $2
@@ -602,7 +602,7 @@ pub(crate) fn outcomes(
                 count: cell(r, 2)?,
             })
         })
-        .collect::<Result<_, PgError>>()?)
+        .collect::<Result<_, PgError>>()
 }
 
 /// The `limit` longest command runs of `queue` that finished since `since_ms`, longest first.
@@ -613,7 +613,7 @@ pub(crate) fn slowest(
     limit: usize,
 ) -> Result<Vec<HistoryRow>, PgError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    Ok(client
+    client
         .query(
             &format!(
                 "{HISTORY_SELECT} WHERE queue = $1 AND finished_ms >= $2 AND duration_ms IS NOT NULL
@@ -623,7 +623,7 @@ pub(crate) fn slowest(
         )?
         .iter()
         .map(history_of_row)
-        .collect::<Result<_, _>>()?)
+        .collect::<Result<_, _>>()
 }
 
 /// Counts for `queue stats`, in one snapshot. They count rows, so they cost more as the queue
