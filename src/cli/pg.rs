@@ -149,10 +149,7 @@ pub(super) fn run(ws: &Workspace, choice: &PgChoice, jobs: usize, wait: Wait) ->
 
 /// How many points the queue of `store` holds pending; `None` when that cannot be read.
 fn pending_count(store: &mut PgStore) -> Option<i64> {
-    let queue = store.queue().clone();
-    pg::store::stats(store.client(), &queue)
-        .ok()
-        .map(|s| s.pending)
+    store.stats().ok().map(|s| s.pending)
 }
 
 /// `hookq hub`: the library's hub on PostgreSQL ([`hub::run_postgres`]), which holds the

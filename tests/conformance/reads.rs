@@ -3,7 +3,7 @@
 //! paged by id; a drop, and a drop of what is not pending; a pass when the runner lock is free;
 //! the overview's counts per interval and slowest runs; the runner lock's holder.
 
-use hookq::queue::store::{HistoryFilter, PendingFilter};
+use hookq::queue::model::{HistoryFilter, PendingFilter};
 use hookq::queue::{DrainIfFree, Error};
 use hookq::{MoveFacts, Phase, PlanId, Stop, TaskId};
 
@@ -47,7 +47,7 @@ fn the_library_queue_filters_pages_drops_and_drains(d: Driver) {
         .unwrap();
     let rework = q
         .pending(&PendingFilter {
-            point: Some("after_rework".into()),
+            point: Some("after_rework".parse().unwrap()),
             limit: 100,
             ..PendingFilter::default()
         })
@@ -58,14 +58,14 @@ fn the_library_queue_filters_pages_drops_and_drains(d: Driver) {
     // Keyset paging: the second page starts after the first's last id.
     let first = q
         .pending(&PendingFilter {
-            point: Some("after_rework".into()),
+            point: Some("after_rework".parse().unwrap()),
             limit: 3,
             ..PendingFilter::default()
         })
         .unwrap();
     let second = q
         .pending(&PendingFilter {
-            point: Some("after_rework".into()),
+            point: Some("after_rework".parse().unwrap()),
             after: first.last().unwrap().id,
             limit: 3,
             ..PendingFilter::default()
@@ -75,8 +75,8 @@ fn the_library_queue_filters_pages_drops_and_drains(d: Driver) {
     assert!(second[0].id > first[2].id);
     let of_t1 = q
         .pending(&PendingFilter {
-            task: Some("t1".into()),
-            point: Some("after_rework".into()),
+            task: Some("t1".parse().unwrap()),
+            point: Some("after_rework".parse().unwrap()),
             limit: 10,
             ..PendingFilter::default()
         })
@@ -84,11 +84,14 @@ fn the_library_queue_filters_pages_drops_and_drains(d: Driver) {
     assert_eq!(of_t1.len(), 1);
 
     // A drop of what is not pending is "not found", naming the queue.
-    let gone = q.drop_entry(999_999).unwrap_err();
-    assert!(matches!(gone, Error::NoEntry { id: 999_999, .. }), "{gone}");
+    let gone = q.drop_occurrence(999_999).unwrap_err();
+    assert!(
+        matches!(gone, Error::NoOccurrence { id: 999_999, .. }),
+        "{gone}"
+    );
     assert!(gone.to_string().contains(q.place()), "{gone}");
-    let dropped = q.drop_entry(of_t1[0].id).unwrap();
-    assert_eq!(dropped.entry.task, "t1");
+    let dropped = q.drop_occurrence(of_t1[0].id).unwrap();
+    assert_eq!(dropped.occurrence.task, "t1");
     assert!(dropped.note.is_none());
 
     let DrainIfFree::Ran { report, .. } = q.drain_if_free(&Stop::new()) else {
@@ -99,7 +102,7 @@ fn the_library_queue_filters_pages_drops_and_drains(d: Driver) {
     let mut q = ws.queue();
     let failed = q
         .history(&HistoryFilter {
-            outcome: Some("failed".into()),
+            outcome: Some("failed".parse().unwrap()),
             limit: 100,
             ..HistoryFilter::default()
         })
@@ -114,7 +117,7 @@ fn the_library_queue_filters_pages_drops_and_drains(d: Driver) {
         .to_owned();
     let here = q
         .history(&HistoryFilter {
-            outcome: Some("failed".into()),
+            outcome: Some("failed".parse().unwrap()),
             host: Some(host.clone()),
             limit: 100,
             ..HistoryFilter::default()
@@ -152,7 +155,7 @@ fn the_library_queue_filters_pages_drops_and_drains(d: Driver) {
     assert!(page[0].id > page[1].id && next[0].id < page[1].id);
     let dropped_row = q
         .history(&HistoryFilter {
-            outcome: Some("dropped".into()),
+            outcome: Some("dropped".parse().unwrap()),
             limit: 10,
             ..HistoryFilter::default()
         })
@@ -161,7 +164,7 @@ fn the_library_queue_filters_pages_drops_and_drains(d: Driver) {
     assert_eq!(dropped_row[0].task, "t1");
 
     // The overview's chart and slowest hooks: counts per interval, and the longest runs.
-    let since = hookq::queue::store::now_ms() - 3_600_000;
+    let since = hookq::queue::model::now_ms() - 3_600_000;
     let counts = q.outcomes(since, 3_600_000).unwrap();
     let count = |o: &str| -> i64 {
         counts

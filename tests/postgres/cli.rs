@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use hookq::queue::Wait;
-use hookq::queue::pg::{PgStore, QueueName, Target, store};
+use hookq::queue::pg::{PgStore, QueueName, Target};
 
 use crate::postgres::cluster::{PASSWORD, cluster};
 use crate::support::queue::{Config, Ws};
@@ -56,21 +56,25 @@ pub(crate) fn open(url: &str, queue: &str) -> PgStore {
 
 /// `(task, point, state)` of the queue's pending points, in order.
 fn pending(s: &mut PgStore) -> Vec<(String, String)> {
-    let q = s.queue().clone();
-    store::pending(s.client(), &q, 0, 1000, None)
+    s.pending(0, 1000, None)
         .unwrap()
         .into_iter()
-        .map(|r| (r.task, r.point))
+        .map(|r| (r.task.to_string(), r.point.to_string()))
         .collect()
 }
 
 /// `(task, point, outcome)` of the queue's history, oldest first.
 fn history(s: &mut PgStore) -> Vec<(String, String, String)> {
-    let q = s.queue().clone();
-    let mut h = store::history(s.client(), &q, None, None, 1000).unwrap();
+    let mut h = s.history(None, None, 1000).unwrap();
     h.reverse();
     h.into_iter()
-        .map(|r| (r.task, r.point, r.outcome))
+        .map(|r| {
+            (
+                r.task.to_string(),
+                r.point.to_string(),
+                r.outcome.to_string(),
+            )
+        })
         .collect()
 }
 
@@ -1032,4 +1036,42 @@ fn a_merge_without_a_sha_gets_the_target_branch_head() {
         ws.write_config_text(pg_config(cfg, &url, "q", "").as_bytes());
     });
     assert_eq!(sqlite_pending(&ws), 0, "nothing went into arc.db");
+}
+
+/// A stored value hookq would never write (an outcome put there by hand-written SQL) is refused
+/// where it is read, as the row's error naming the value: not shown, and never a panic.
+#[test]
+fn a_stored_value_hookq_would_never_write_is_refused_where_read() {
+    if crate::postgres::without_postgres(
+        "a_stored_value_hookq_would_never_write_is_refused_where_read",
+    ) {
+        return;
+    }
+    let (ws, _db, url) = pg_workspace_with(&Config::hooks("after_fail = ['true']\n"), "");
+    let mut q = ws.queue();
+    let mut s = hookq::queue::pg::PgStore::open(
+        &hookq::queue::pg::Target::parse(&url).unwrap(),
+        hookq::queue::pg::QueueName::new("q").unwrap(),
+    )
+    .unwrap();
+    s.client()
+        .execute(
+            "INSERT INTO hookq_hook_history (queue, occurrence, task, point, state, recorded_ms,
+             passes, outcome, finished_ms)
+             VALUES ('q', 100, 't1', 'after_fail', 'failed.x', 0, 1, '<i>outcome</i>', 0)",
+            &[],
+        )
+        .unwrap();
+    let err = q
+        .history(&hookq::queue::model::HistoryFilter {
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("stored value is not valid: unknown outcome \"<i>outcome</i>\""),
+        "{err}"
+    );
+    assert!(q.stats().is_ok(), "the counts do not parse outcomes");
 }

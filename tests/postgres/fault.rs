@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hookq::queue::pg::{PgStore, QueueName, Target, holder, store};
+use hookq::queue::pg::{PgStore, QueueName, Target, holder};
 
 use crate::postgres::cluster::cluster;
 use crate::support::HANG;
@@ -37,10 +37,7 @@ pub(crate) fn open(url: &str) -> PgStore {
 }
 
 pub(crate) fn pending_count(s: &mut PgStore) -> usize {
-    let q = s.queue().clone();
-    store::pending(s.client(), &q, 0, 100_000, None)
-        .unwrap()
-        .len()
+    s.pending(0, 100_000, None).unwrap().len()
 }
 
 /// `(event, task, ns)` of every line of `times`.
@@ -60,8 +57,7 @@ fn events(times: &Path) -> Vec<(String, String, u128)> {
 /// `times`) and was cleared with an `ok` history row.
 fn every_task_ran_and_was_cleared(s: &mut PgStore, times: &Path, prefix: &str, tasks: usize) {
     let ev = events(times);
-    let q = s.queue().clone();
-    let history = store::history(s.client(), &q, None, None, 100_000).unwrap();
+    let history = s.history(None, None, 100_000).unwrap();
     for n in 0..tasks {
         let task = format!("{prefix}{n}");
         assert!(
@@ -69,7 +65,9 @@ fn every_task_ran_and_was_cleared(s: &mut PgStore, times: &Path, prefix: &str, t
             "{task} never ran to its end: {ev:?}"
         );
         assert!(
-            history.iter().any(|h| h.task == task && h.outcome == "ok"),
+            history
+                .iter()
+                .any(|h| h.task == task.as_str() && h.outcome == "ok"),
             "{task} was not cleared as run"
         );
     }
@@ -453,9 +451,8 @@ fn a_server_restart_mid_drain_and_a_server_down_during_task_move() {
     assert!(!out.stderr().contains(crate::postgres::cluster::PASSWORD));
     c.start_again();
     let mut s = open(&url);
-    let q = s.queue().clone();
     assert_eq!(pending_count(&mut s), 0, "nothing half-written");
-    let r0 = store::task(s.client(), &q, "r0").unwrap().unwrap();
+    let r0 = s.task("r0").unwrap().unwrap();
     assert_eq!(r0.phase, "failed.x", "nothing half-written");
     let out = hosts[0]
         .hookq(&["task", "move", "r0", "review.rework_pending"])

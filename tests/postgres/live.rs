@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use hookq::Workspace;
+use hookq::queue::model::{Cleared, NewHistory, Outcome};
 use hookq::queue::pg::{record, store};
-use hookq::queue::store::{Cleared, NewHistory, Outcome};
 use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
 use hookq::ui::live::Live;
 use hookq::ui::live::watch::{PG_GAP, PG_POLL};
@@ -43,24 +43,20 @@ fn the_view_mark_moves_with_every_change_a_page_shows() {
     let mut lock = runner.lock(Wait::No).unwrap().unwrap();
     moved("the runner lock taken", &mut seen, mark());
 
-    let entry = store::pending(lock.client(), &q, 0, 10, None)
-        .unwrap()
-        .remove(0);
-    let change = store::change_mark(lock.client(), &q).unwrap();
+    let entry = runner.pending(0, 10, None).unwrap().remove(0);
+    let change = runner.change_mark().unwrap();
     assert_eq!(
         store::mark_started(&mut lock, &entry).unwrap(),
         Mark::Started
     );
     assert_eq!(
-        store::change_mark(lock.client(), &q).unwrap(),
+        runner.change_mark().unwrap(),
         change,
         "the hubs' mark does not see a start"
     );
     moved("a start", &mut seen, mark());
 
-    let entry = store::pending_entry(lock.client(), &q, entry.id)
-        .unwrap()
-        .unwrap();
+    let entry = runner.pending_occurrence(entry.id).unwrap().unwrap();
     store::clear_all(
         &mut lock,
         &[Cleared {
@@ -83,8 +79,8 @@ fn the_view_mark_moves_with_every_change_a_page_shows() {
         })
         .unwrap();
     moved("a second point", &mut seen, mark());
-    let dropped = store::pending(lock.client(), &q, 0, 10, None).unwrap()[0].id;
-    store::drop_entry(lock.client(), &q, dropped).unwrap();
+    let dropped = runner.pending(0, 10, None).unwrap()[0].id;
+    runner.drop_occurrence(dropped).unwrap();
     moved("a drop", &mut seen, mark());
 
     {

@@ -41,10 +41,10 @@ use crate::support;
 use cluster::{PASSWORD, cluster};
 use hookq::failure::{Failure, code};
 use hookq::queue::RowError;
+use hookq::queue::model::{Cleared, NewHistory, Outcome};
 use hookq::queue::pg::{
     self, ConnectFailure, PgError, PgQueue, PgRunnerLock, PgStore, QueueName, Target, record, store,
 };
-use hookq::queue::store::{Cleared, NewHistory, Outcome};
 use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
 use postgres::fallible_iterator::FallibleIterator;
 
@@ -89,11 +89,10 @@ fn open(db: &str, name: &str) -> PgStore {
 
 /// `(id, task, point, state)` of every pending point, in order.
 fn pending(s: &mut PgStore) -> Vec<(i64, String, String, Option<String>)> {
-    let q = s.queue().clone();
-    store::pending(s.client(), &q, 0, 1_000_000, None)
+    s.pending(0, 1_000_000, None)
         .unwrap()
         .into_iter()
-        .map(|r| (r.id, r.task, r.point, r.state))
+        .map(|r| (r.id, r.task.to_string(), r.point.to_string(), r.state))
         .collect()
 }
 
@@ -149,10 +148,10 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
         tx.rollback().unwrap();
     }
     assert_eq!(pending(&mut s), rows);
-    assert!(store::task(s.client(), &q, "t9").unwrap().is_none());
-    let t1 = store::task(s.client(), &q, "t1").unwrap().unwrap();
+    assert!(s.task("t9").unwrap().is_none());
+    let t1 = s.task("t1").unwrap().unwrap();
     assert_eq!(
-        (t1.phase.as_str(), t1.attempt),
+        (t1.phase.as_str(), t1.attempt.get()),
         ("review.rework_pending", 1)
     );
 
@@ -164,8 +163,11 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
     };
     s.write(|tx, q| record::move_task(tx, q, &task("t1"), &ph("done.merged"), &facts))
         .unwrap();
-    let t1 = store::task(s.client(), &q, "t1").unwrap().unwrap();
-    assert_eq!((t1.merged_sha.as_deref(), t1.attempt), (Some("abc123"), 2));
+    let t1 = s.task("t1").unwrap().unwrap();
+    assert_eq!(
+        (t1.merged_sha.as_deref(), t1.attempt.get()),
+        (Some("abc123"), 2)
+    );
     let bad = MoveFacts {
         merged_sha: Some("not a sha".into()),
         attempt: None,
@@ -231,10 +233,7 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
         ("d", "done.merged"),
         ("e", "todo.ready"),
     ] {
-        assert_eq!(
-            store::task(s.client(), &q, t).unwrap().unwrap().phase,
-            phase
-        );
+        assert_eq!(s.task(t).unwrap().unwrap().phase, phase);
     }
     // The phase each cancelled task left is kept beside its phase, as a move keeps it.
     let left: Vec<(String, Option<String>)> = s
@@ -384,28 +383,20 @@ fn queues_in_one_database_never_see_each_other() {
     // A plan cancel in one leaves the other's tasks of the same plan alone.
     a.write(|tx, q| record::cancel_plan(tx, q, &plan("p")))
         .unwrap();
-    let qb = b.queue().clone();
-    let tasks_b = store::tasks(b.client(), &qb, Some("p")).unwrap();
+    let tasks_b = b.tasks(Some("p")).unwrap();
     assert_eq!(
         tasks_b.iter().map(|t| t.phase.as_str()).collect::<Vec<_>>(),
         ["review.awaiting_human", "todo.ready"]
     );
     assert_eq!(pending(&mut b), pb);
-    let qa = a.queue().clone();
-    assert_eq!(store::stats(a.client(), &qa).unwrap().pending, 2);
-    assert_eq!(store::stats(b.client(), &qb).unwrap().pending, 1);
+    assert_eq!(a.stats().unwrap().pending, 2);
+    assert_eq!(b.stats().unwrap().pending, 1);
     // One runner per queue: holding a's lock does not keep b's.
     let _la = a.lock(Wait::No).unwrap().expect("a's lock");
     let mut lb = b.lock(Wait::No).unwrap().expect("b's lock is its own");
     // Clearing in b never touches a's points, nor does a clear of b's id in a.
-    assert!(
-        store::pending_entry(a.client(), &qa, b_point)
-            .unwrap()
-            .is_none()
-    );
-    let entry = store::pending_entry(lb.client(), &qb, b_point)
-        .unwrap()
-        .unwrap();
+    assert!(a.pending_occurrence(b_point).unwrap().is_none());
+    let entry = b.pending_occurrence(b_point).unwrap().unwrap();
     store::clear_all(
         &mut lb,
         &[Cleared {
@@ -416,17 +407,8 @@ fn queues_in_one_database_never_see_each_other() {
     .unwrap();
     assert!(pending(&mut b).is_empty());
     assert_eq!(pending(&mut a).len(), 2);
-    assert!(
-        store::history(a.client(), &qa, None, None, 10)
-            .unwrap()
-            .is_empty()
-    );
-    assert_eq!(
-        store::history(b.client(), &qb, None, None, 10)
-            .unwrap()
-            .len(),
-        1
-    );
+    assert!(a.history(None, None, 10).unwrap().is_empty());
+    assert_eq!(b.history(None, None, 10).unwrap().len(), 1);
 }
 
 /// Waits up to ten seconds for `queue`'s lock.
@@ -507,9 +489,7 @@ fn the_runner_lock_is_one_per_queue_and_goes_with_its_connection() {
     // holder's writes fail instead of clearing anything.
     s.write(|tx, q| record::add_task(tx, q, &task("t"), &plan("p"), &ph("failed.x")))
         .unwrap();
-    let entry = store::pending(s.client(), &q, 0, 1, None)
-        .unwrap()
-        .remove(0);
+    let entry = s.pending(0, 1, None).unwrap().remove(0);
     cluster()
         .admin(&db)
         .execute("SELECT pg_terminate_backend($1)", &[&h2.backend_pid])
@@ -916,17 +896,22 @@ fn eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains() {
     }
     // The hub runs them all: a generous bound that only catches a hang.
     let until = Instant::now() + Duration::from_secs(600);
-    while store::stats(s.client(), &q).unwrap().pending > 0 {
+    while s.stats().unwrap().pending > 0 {
         assert!(Instant::now() < until, "points left pending");
         std::thread::sleep(Duration::from_millis(100));
     }
     stop.request();
     hub.join().unwrap();
     // Each point once in history, run with the state its writer moved its task into.
-    let history = store::history(s.client(), &q, None, None, total * 2).unwrap();
+    let history = s.history(None, None, total * 2).unwrap();
     let by_id: BTreeMap<i64, (String, String, String)> = history
         .into_iter()
-        .map(|h| (h.occurrence, (h.task, h.state, h.outcome)))
+        .map(|h| {
+            (
+                h.occurrence,
+                (h.task.to_string(), h.state, h.outcome.to_string()),
+            )
+        })
         .collect();
     assert_eq!(by_id.len(), total, "every point cleared once");
     for (id, t, to) in &recorded {
@@ -1068,7 +1053,6 @@ fn the_drains_reads_and_writes() {
         return;
     }
     let (_db, mut s) = fresh("drained");
-    let q = s.queue().clone();
     s.write(|tx, q| {
         record::add_task(tx, q, &task("t1"), &plan("p"), &ph("failed.x"))?;
         record::add_task(tx, q, &task("t2"), &plan("p"), &ph("review.awaiting_human"))?;
@@ -1081,15 +1065,15 @@ fn the_drains_reads_and_writes() {
         )
     })
     .unwrap();
-    let seen = store::change_mark(s.client(), &q).unwrap();
+    let seen = s.change_mark().unwrap();
     // The next batch, in order, from a cursor; one task's points.
-    let first = store::pending(s.client(), &q, 0, 2, None).unwrap();
+    let first = s.pending(0, 2, None).unwrap();
     assert_eq!(first.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 2]);
     assert_eq!(first[0].plan.as_deref(), Some("p"));
-    assert_eq!(first[0].attempt, Some(1));
-    let rest = store::pending(s.client(), &q, 2, 10, None).unwrap();
+    assert_eq!(first[0].attempt.map(|a| a.get()), Some(1));
+    let rest = s.pending(2, 10, None).unwrap();
     assert_eq!(rest.iter().map(|r| r.id).collect::<Vec<_>>(), [3]);
-    let t1 = store::pending(s.client(), &q, 0, 10, Some("t1")).unwrap();
+    let t1 = s.pending(0, 10, Some("t1")).unwrap();
     assert_eq!(t1.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 3]);
 
     let mut lock = s.lock(Wait::No).unwrap().unwrap();
@@ -1102,10 +1086,10 @@ fn the_drains_reads_and_writes() {
         store::mark_started(&mut lock, &first[0]).unwrap(),
         Mark::Started
     );
-    let e1 = store::pending_entry(s.client(), &q, 1).unwrap().unwrap();
+    let e1 = s.pending_occurrence(1).unwrap().unwrap();
     assert_eq!(e1.passes, 2);
     assert!(e1.last_started_ms.is_some());
-    assert_eq!(store::stats(s.client(), &q).unwrap().interrupted, 1);
+    assert_eq!(s.stats().unwrap().interrupted, 1);
 
     // Cleared with a history row per command.
     let ran = |i: usize, outcome| NewHistory {
@@ -1126,7 +1110,7 @@ fn the_drains_reads_and_writes() {
         }],
     )
     .unwrap();
-    let h = store::history(s.client(), &q, Some("t1"), None, 10).unwrap();
+    let h = s.history(Some("t1"), None, 10).unwrap();
     assert_eq!(
         h.iter()
             .map(|r| (r.occurrence, r.command_index, r.outcome.as_str(), r.passes))
@@ -1135,45 +1119,32 @@ fn the_drains_reads_and_writes() {
     );
     assert_eq!(h[0].state, "failed.x");
     assert_eq!(h[0].exit_code, Some(3));
-    assert_eq!(
-        store::history_entry(s.client(), &q, h[1].id)
-            .unwrap()
-            .unwrap(),
-        h[1]
-    );
-    assert_eq!(
-        store::history(s.client(), &q, None, Some(1), 10)
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(s.history_row(h[1].id).unwrap().unwrap(), h[1]);
+    assert_eq!(s.history(None, Some(1), 10).unwrap().len(), 2);
 
     // Parked, dropped.
     store::park(&mut lock, &first[1..2]).unwrap();
-    let parked = store::history(s.client(), &q, Some("t2"), None, 10).unwrap();
+    let parked = s.history(Some("t2"), None, 10).unwrap();
     assert_eq!(parked[0].outcome, "abandoned");
-    let dropped = store::drop_entry(s.client(), &q, 3).unwrap();
+    let dropped = s.drop_occurrence(3).unwrap();
     assert_eq!(dropped.task, "t1");
-    let err = store::drop_entry(s.client(), &q, 3).unwrap_err();
-    assert!(matches!(err, PgError::Row(RowError::NoEntry(3))), "{err}");
+    let err = s.drop_occurrence(3).unwrap_err();
+    assert!(
+        matches!(err, PgError::Row(RowError::NoOccurrence(3))),
+        "{err}"
+    );
     assert_eq!(
         store::mark_started(&mut lock, &dropped).unwrap(),
         Mark::Gone
     );
     assert!(pending(&mut s).is_empty());
-    assert_eq!(
-        store::change_mark(s.client(), &q).unwrap(),
-        seen,
-        "clears record nothing"
-    );
+    assert_eq!(s.change_mark().unwrap(), seen, "clears record nothing");
 
     // Re-queued as a new occurrence, which changes what a hub compares.
-    let again = s
-        .write(|tx, q| record::requeue(tx, q, parked[0].id))
-        .unwrap();
+    let again = s.write(|tx, q| record::retry(tx, q, parked[0].id)).unwrap();
     assert_eq!(again.id, 4);
-    assert_ne!(store::change_mark(s.client(), &q).unwrap(), seen);
-    let stats = store::stats(s.client(), &q).unwrap();
+    assert_ne!(s.change_mark().unwrap(), seen);
+    let stats = s.stats().unwrap();
     assert_eq!((stats.pending, stats.tasks, stats.interrupted), (1, 2, 0));
     assert_eq!(
         stats.history_by_outcome,
@@ -1195,11 +1166,7 @@ fn the_drains_reads_and_writes() {
         store::prune_history(&mut lock, later, 3, &mut |_| {}).unwrap(),
         1
     );
-    assert!(
-        store::history(s.client(), &q, None, None, 10)
-            .unwrap()
-            .is_empty()
-    );
+    assert!(s.history(None, None, 10).unwrap().is_empty());
 }
 
 /// A workspace in a fresh temporary directory whose `config.toml` has this `[hooks]` body.
@@ -1243,7 +1210,6 @@ after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
         record::move_task(tx, q, &task("t1"), &ph("failed.y"), &none)
     })
     .unwrap();
-    let q = s.queue().clone();
     let lock = s.lock(Wait::No).unwrap().unwrap();
     let mut other = open(&db, "hooked");
     assert!(
@@ -1295,7 +1261,7 @@ after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
     assert!(pending(pq.store()).is_empty(), "nothing stays pending");
 
     // A history row per command, each with its outcome, the point's state and one pass.
-    let mut h = store::history(pq.store().client(), &q, None, None, 100).unwrap();
+    let mut h = pq.store().history(None, None, 100).unwrap();
     h.sort_by_key(|r| (r.occurrence, r.command_index));
     assert_eq!(
         h.iter()

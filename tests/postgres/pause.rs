@@ -8,11 +8,10 @@ use crate::postgres::cli::open;
 
 /// `(task, passes)` of the queue's pending points, in order.
 fn pending(s: &mut PgStore) -> Vec<(String, i64)> {
-    let q = s.queue().clone();
-    store::pending(s.client(), &q, 0, 1000, None)
+    s.pending(0, 1000, None)
         .unwrap()
         .into_iter()
-        .map(|r| (r.task, r.passes))
+        .map(|r| (r.task.to_string(), r.passes))
         .collect()
 }
 
@@ -43,20 +42,16 @@ fn the_pause_is_the_queues_and_the_start_mark_reads_it() {
             })
             .unwrap();
     }
-    let q = s.queue().clone();
-    let seen = store::change_mark(s.client(), &q).unwrap();
+    let seen = s.change_mark().unwrap();
     let paused = s.write(store::pause).unwrap();
     assert!(paused.changed);
     let again = s.write(store::pause).unwrap();
     assert_eq!((again.changed, again.since_ms), (false, paused.since_ms));
-    assert_ne!(store::change_mark(s.client(), &q).unwrap(), seen);
-    assert_eq!(
-        store::stats(s.client(), &q).unwrap().paused_since_ms,
-        Some(paused.since_ms)
-    );
+    assert_ne!(s.change_mark().unwrap(), seen);
+    assert_eq!(s.stats().unwrap().paused_since_ms, Some(paused.since_ms));
 
     // The runner's mark refuses to start a point of the paused queue, and counts nothing.
-    let rows = store::pending(s.client(), &q, 0, 10, None).unwrap();
+    let rows = s.pending(0, 10, None).unwrap();
     let mut lock = s.lock(Wait::No).unwrap().unwrap();
     assert_eq!(
         store::mark_started(&mut lock, &rows[0]).unwrap(),
@@ -64,9 +59,8 @@ fn the_pause_is_the_queues_and_the_start_mark_reads_it() {
     );
     assert_eq!(pending(&mut s), [("t1".into(), 0), ("t1".into(), 0)]);
     // Another queue of the database runs on.
-    let o = other.queue().clone();
-    assert_eq!(store::paused(other.client(), &o).unwrap(), None);
-    let others = store::pending(other.client(), &o, 0, 10, None).unwrap();
+    assert_eq!(other.paused().unwrap(), None);
+    let others = other.pending(0, 10, None).unwrap();
     let mut other_lock = other.lock(Wait::No).unwrap().unwrap();
     assert_eq!(
         store::mark_started(&mut other_lock, &others[0]).unwrap(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use hookq::exec::Stop;
 use hookq::queue::hub::{self, HubOptions};
 use hookq::queue::pg::postgres::fallible_iterator::FallibleIterator;
-use hookq::queue::pg::{self, PgQueue, PgStore, Target, record, store};
+use hookq::queue::pg::{self, PgQueue, PgStore, Target, record};
 use hookq::queue::{Drainer, MoveFacts, Wait};
 
 use super::cluster::cluster;
@@ -181,11 +181,7 @@ fn a_point_committed_after_points_with_higher_ids_is_run_by_the_hub() {
         // pass still runs is found by any mark, and this test is about the one that is not.)
         eventually("the later points are cleared", || {
             let mut c = open(&db, "late");
-            let cq = c.queue().clone();
-            store::history(c.client(), &cq, None, None, 10)
-                .unwrap()
-                .len()
-                == 2
+            c.history(None, None, 10).unwrap().len() == 2
         });
         eventually("the hub to end its pass", || {
             let f = std::fs::File::open(ws.lock_path()).unwrap();
@@ -197,7 +193,7 @@ fn a_point_committed_after_points_with_higher_ids_is_run_by_the_hub() {
         stop.request();
         let mut s = hub.join().unwrap();
         assert!(super::pending(&mut s).is_empty());
-        let h = store::history(s.client(), &q, None, Some(early), 10).unwrap();
+        let h = s.history(None, Some(early), 10).unwrap();
         assert_eq!(h.len(), 1, "{h:?}");
         assert_eq!(h[0].outcome, "ok");
     });
@@ -279,13 +275,7 @@ after_rework = ['echo "rework $ARC_TASK" >> ran']"#,
             ),
         ]
     );
-    let q = s.queue().clone();
-    assert_eq!(
-        store::history(s.client(), &q, None, None, 10)
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(s.history(None, None, 10).unwrap().len(), 1);
     let mut other = open(&db, "other");
     assert_eq!(super::pending(&mut other).len(), 1);
     // New ids come after every id either queue gave.
@@ -314,7 +304,7 @@ after_rework = ['echo "rework $ARC_TASK" >> ran']"#,
     );
     let mut s = pq.release().unwrap();
     assert!(super::pending(&mut s).is_empty());
-    let h = store::history(s.client(), &q, None, None, 10).unwrap();
+    let h = s.history(None, None, 10).unwrap();
     assert_eq!(h.len(), 4, "{h:#?}");
 }
 
@@ -534,8 +524,11 @@ fn a_host_move_into_done_merged_reads_the_target_head() {
     };
     let merged = ph("done.merged");
     let kept = |s: &mut PgStore, t: &str| {
-        let q = s.queue().clone();
-        store::task(s.client(), &q, t).unwrap().unwrap().merged_sha
+        s.task(t)
+            .unwrap()
+            .unwrap()
+            .merged_sha
+            .map(|s| s.to_string())
     };
     let moved = s
         .write(|tx, q| record::move_task(tx, q, &task("t1"), &merged, &head("main")))

@@ -306,7 +306,11 @@ fn a_config_rewritten_in_place_never_clears_a_point_unrun() {
     }
     editor.join().unwrap();
     ws.eventually("the hub to drain", || ws.pending().is_empty());
-    let outcomes: Vec<String> = ws.history().into_iter().map(|h| h.outcome).collect();
+    let outcomes: Vec<String> = ws
+        .history()
+        .into_iter()
+        .map(|h| h.outcome.to_string())
+        .collect();
     assert_eq!(outcomes.len(), points, "after {:?}", started.elapsed());
     assert!(
         outcomes.iter().all(|o| o == "ok"),

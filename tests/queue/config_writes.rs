@@ -28,7 +28,11 @@ fn finished(mut writer: Child) {
 
 /// The outcomes in history, oldest first.
 fn outcomes(ws: &Ws) -> Vec<String> {
-    let mut rows: Vec<String> = ws.history().into_iter().map(|h| h.outcome).collect();
+    let mut rows: Vec<String> = ws
+        .history()
+        .into_iter()
+        .map(|h| h.outcome.to_string())
+        .collect();
     rows.reverse();
     rows
 }

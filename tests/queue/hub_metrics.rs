@@ -120,7 +120,11 @@ after_awaiting_human = ['echo "$ARC_TASK" >> awaiting.out', 'exit 3']"#,
     assert_eq!(value(&text, "hookq_hub_pass_failures_total"), Some(0.0));
     assert_eq!(value(&text, "hookq_hub_points_parked_total"), Some(0.0));
     // The history agrees.
-    let outcomes: Vec<String> = ws.history().into_iter().map(|h| h.outcome).collect();
+    let outcomes: Vec<String> = ws
+        .history()
+        .into_iter()
+        .map(|h| h.outcome.to_string())
+        .collect();
     assert_eq!(outcomes.iter().filter(|o| *o == "ok").count(), 3);
     assert_eq!(outcomes.iter().filter(|o| *o == "failed").count(), 1);
 

@@ -439,7 +439,7 @@ impl Ws {
     /// Pending points in run order, as `hookq queue` reads them (the starts a runner logged but
     /// did not fold into the table yet counted), on either database.
     pub fn pending(&self) -> Vec<Pending> {
-        let filter = hookq::queue::store::PendingFilter {
+        let filter = hookq::queue::model::PendingFilter {
             limit: 1_000_000,
             ..Default::default()
         };
@@ -459,7 +459,7 @@ impl Ws {
 
     /// History, oldest first, as `hookq queue history` reads it, on either database.
     pub fn history(&self) -> Vec<History> {
-        let filter = hookq::queue::store::HistoryFilter {
+        let filter = hookq::queue::model::HistoryFilter {
             limit: 1_000_000,
             ..Default::default()
         };

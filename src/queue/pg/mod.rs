@@ -9,6 +9,7 @@
 
 pub mod choose;
 pub mod connect;
+pub mod driver;
 pub mod error;
 pub mod hub;
 pub mod lock;
@@ -19,6 +20,7 @@ pub mod record;
 pub mod schema;
 pub mod store;
 pub mod target;
+mod values;
 
 /// The `postgres` crate whose [`Transaction`](postgres::Transaction) and
 /// [`Client`](postgres::Client) the queue's calls take, so that a host uses the very version
@@ -27,6 +29,7 @@ pub use postgres;
 
 pub use choose::{ChosenBy, DATABASE_ENV, PgChoice, choose};
 pub use connect::connect;
+pub use driver::PostgresDriver;
 pub use error::{ConnectFailure, PgError};
 pub use hub::{HubEvent, PgHubOptions, run_postgres};
 pub use lock::{Lease, PgHolder, PgRunnerLock, Takeover, holder};

@@ -21,7 +21,8 @@ use crate::queue::pg::name::QueueName;
 use crate::queue::pg::record::CHANNEL;
 use crate::queue::pg::store::{self, PgStore};
 use crate::queue::row_error::RowError;
-use crate::queue::store::{Cleared, PendingRow, StoreError};
+use crate::queue::model::{Cleared, PendingRow};
+use crate::queue::store::{StoreError};
 
 /// How often [`QueueStore::wait_for_change`] reads the queue's mark when no notification came,
 /// by default ([`PgQueue::poll_interval`]): the longest a commit waits for a hub when nobody
@@ -275,8 +276,9 @@ impl QueueStore for PgQueue {
                 .client()
                 .query(&next, &[&queue.as_str(), &after, &limit])
         });
-        read.map(|rows| store::pending_rows(&rows))
-            .map_err(|e| self.placed(e.into()))
+        read.map_err(PgError::from)
+            .and_then(|rows| store::pending_rows(&rows))
+            .map_err(|e| self.placed(e))
     }
 
     fn mark_started(&mut self, entry: &PendingRow, _lock: &RunnerLock) -> Result<Mark, Error> {

@@ -30,7 +30,7 @@ use crate::queue::pg::name::QueueName;
 use crate::queue::phase::{Phase, Point};
 use crate::queue::record::{MoveFacts, Occurrence, Transition};
 use crate::queue::row_error::RowError;
-use crate::queue::store::now_ms;
+use crate::queue::model::now_ms;
 
 /// The channel [`notify_hubs`] notifies, with the queue's name as the payload.
 pub const CHANNEL: &str = "hookq";
@@ -283,14 +283,7 @@ fn move_by(
     to: &Phase,
     facts: &MoveFacts,
 ) -> Result<Transition, PgError> {
-    if let Some(sha) = &facts.merged_sha {
-        crate::queue::record::validate_sha(sha).map_err(|e| RowError::Invalid(e.to_string()))?;
-    }
-    if facts.attempt == Some(0) {
-        return Err(RowError::Invalid(
-            "invalid attempt 0: attempts count from 1".into(),
-        ).into());
-    }
+    crate::queue::record::check_facts(facts)?;
     let now = now_ms();
     let attempt = facts.attempt.map(i64::from);
     let point = to.point().map(Point::as_str);
@@ -397,7 +390,7 @@ pub fn cancel_plan(
 
 /// Re-queues the point of history row `history_id` of `queue` as a new occurrence (same task,
 /// point and recorded state), as `hookq queue retry` does.
-pub fn requeue(
+pub fn retry(
     tx: &mut Transaction<'_>,
     queue: &QueueName,
     history_id: i64,
@@ -411,7 +404,7 @@ pub fn requeue(
     let (task, point, state): (String, String, String) = (row.get(0), row.get(1), row.get(2));
     if state.is_empty() {
         return Err(RowError::Invalid(format!(
-            "history row {history_id} has no recorded state (its point was parked for that); it cannot be re-queued"
+            "history row {history_id} has no recorded state (its point was parked for that); it cannot be retried"
         )).into());
     }
     let bad = |e: &dyn std::fmt::Display| RowError::BadRow(format!("history row {history_id}: {e}"));
