@@ -126,13 +126,13 @@ fn an_old_style_notification_on_hookq_still_wakes_a_hub() {
     assert!(started.elapsed() < HANG);
 }
 
-/// The rule of docs/postgres.md, as SQL a host in another language can run: the first ```sql
+/// The rule of docs/postgres.md, as SQL a host in another language can run: the first fenced
 /// block there that computes a channel.
 fn documented_rule() -> String {
     let doc =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/postgres.md")).unwrap();
     let block = doc
-        .split("```sql\n")
+        .split("```text\n")
         .skip(1)
         .map(|b| b.split("```").next().unwrap())
         .find(|b| b.contains("sha256("))
