@@ -48,15 +48,16 @@ impl QueueName {
 
     /// The channel the queue's hubs and views listen on, and that a commit recording its points
     /// notifies (with the name as the payload), so that a commit wakes only its own queue's
-    /// listeners rather than every listener of the server. `hookq:` and the name when that fits
+    /// hubs and views rather than every one of the database. `hookq:` and the name when that fits
     /// in PostgreSQL's 63 bytes (a name of up to 57); else `hookq:`, the name's first 44 bytes,
     /// `#` and the first 12 hex digits of the name's SHA-256, 63 bytes. No name has a `#`, so the
     /// two forms never meet. Two names may still share a channel (a cut and a hash alike): a
     /// listener compares the payload with its queue, so a shared channel costs a spurious
     /// wake-up, never a missed one.
     pub fn channel(&self) -> String {
-        // The rule is docs/postgres.md's ("Waking the hubs"): hosts in other languages compute it
-        // too, so it never changes without a deprecation window like `LEGACY_CHANNEL`'s.
+        // The rule is docs/postgres.md's ("Each queue's channel"): hosts in other languages
+        // compute it too, so it never changes without a deprecation window like
+        // `LEGACY_CHANNEL`'s.
         let whole = CHANNEL_PREFIX.len() + self.0.len();
         if whole <= MAX_CHANNEL {
             return format!("{CHANNEL_PREFIX}{}", self.0);
@@ -71,6 +72,12 @@ impl QueueName {
             &hex[..CHANNEL_HASH_HEX]
         )
     }
+}
+
+/// `channel` as an SQL identifier, for `LISTEN`: double-quoted (its case and its `:` `/` `.`
+/// kept), a `"` inside doubled.
+pub(crate) fn quote_ident(channel: &str) -> String {
+    format!("\"{}\"", channel.replace('"', "\"\""))
 }
 
 impl std::fmt::Display for QueueName {
@@ -136,10 +143,4 @@ mod channel_tests {
         let max = "z".repeat(MAX_QUEUE_NAME);
         assert_eq!(channel(&max).len(), MAX_CHANNEL);
     }
-}
-
-/// `channel` as an SQL identifier, for `LISTEN`: double-quoted (its case and its `:` `/` `.`
-/// kept), a `"` inside doubled.
-pub(crate) fn quote_ident(channel: &str) -> String {
-    format!("\"{}\"", channel.replace('"', "\"\""))
 }
