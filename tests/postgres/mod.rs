@@ -16,6 +16,7 @@ mod scenarios;
 #[path = "../browser/server.rs"]
 mod server;
 
+mod channels;
 pub(crate) mod cli;
 mod cluster;
 mod fault;
@@ -274,11 +275,11 @@ fn hubs_are_notified_after_the_commit_never_inside_it() {
     }
     let (db, mut s) = fresh("notified");
     let mut listener = open(&db, "notified");
+    let q = s.queue().clone();
     listener
         .client()
-        .batch_execute(&format!("LISTEN {}", pg::CHANNEL))
+        .batch_execute(&format!("LISTEN \"{}\"", q.channel()))
         .unwrap();
-    let q = s.queue().clone();
     let next = |l: &mut PgStore| {
         l.client()
             .notifications()
@@ -305,7 +306,7 @@ fn hubs_are_notified_after_the_commit_never_inside_it() {
     // The host's one call after its commit.
     pg::notify_hubs(s.client(), &q).unwrap();
     let n = next(&mut listener).expect("notify_hubs notifies");
-    assert_eq!((n.channel(), n.payload()), (pg::CHANNEL, "notified"));
+    assert_eq!((n.channel(), n.payload()), ("hookq:notified", "notified"));
     assert!(next(&mut listener).is_none(), "one notification per call");
     // hookq's own transactions notify once they committed.
     s.write(|tx, q| {
@@ -314,7 +315,7 @@ fn hubs_are_notified_after_the_commit_never_inside_it() {
     })
     .unwrap();
     let n = next(&mut listener).expect("a commit of write notifies");
-    assert_eq!((n.channel(), n.payload()), (pg::CHANNEL, "notified"));
+    assert_eq!((n.channel(), n.payload()), ("hookq:notified", "notified"));
     assert!(
         next(&mut listener).is_none(),
         "one notification per transaction"

@@ -321,7 +321,7 @@ fn a_notifier_wakes_hubs_from_its_own_thread_and_folds_a_burst() {
     let (db, mut listener) = fresh("notifier");
     listener
         .client()
-        .batch_execute(&format!("LISTEN {}", pg::CHANNEL))
+        .batch_execute("LISTEN \"hookq:notifier\"; LISTEN \"hookq:other\"")
         .unwrap();
     let received = |l: &mut PgStore| -> Vec<String> {
         let mut got = Vec::new();

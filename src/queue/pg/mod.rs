@@ -33,10 +33,10 @@ pub use driver::PostgresDriver;
 pub use error::{ConnectFailure, PgError};
 pub use hub::{HubEvent, PgHubOptions, run_postgres};
 pub use lock::{Lease, PgHolder, PgRunnerLock, Takeover, holder};
-pub use name::QueueName;
+pub use name::{CHANNEL_PREFIX, MAX_CHANNEL, QueueName};
 pub use notify::Notifier;
 pub use queue::PgQueue;
-pub use record::{CHANNEL, Recorder, notify_hubs};
+pub use record::{LEGACY_CHANNEL, Recorder, notify_hubs};
 pub use store::PgStore;
 pub use target::{RootCerts, SslMode, Target, has_password, mask};
 

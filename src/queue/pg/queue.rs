@@ -18,7 +18,7 @@ use crate::queue::lock::RunnerLock;
 use crate::queue::pg::error::PgError;
 use crate::queue::pg::lock::{LeaseClock, PgRunnerLock, lease_live};
 use crate::queue::pg::name::QueueName;
-use crate::queue::pg::record::CHANNEL;
+use crate::queue::pg::notify::{self, Listening};
 use crate::queue::pg::store::{self, PgStore};
 use crate::queue::row_error::RowError;
 use crate::queue::model::{Cleared, PendingRow};
@@ -205,8 +205,8 @@ impl PgQueue {
 
     /// Whether a notification for this queue is buffered or arrives within `timeout`.
     fn notified(&mut self, timeout: Duration) -> Result<bool, PgError> {
-        let queue = self.store.queue().as_str().to_owned();
-        let ours = |n: &postgres::Notification| n.channel() == CHANNEL && n.payload() == queue;
+        let listening = Listening::new(self.store.queue());
+        let ours = |n: &postgres::Notification| listening.wakes(n);
         let mut notes = self.store.client().notifications();
         let mut woken = false;
         {
@@ -342,7 +342,8 @@ impl QueueStore for PgQueue {
     /// that the runner lock is still held (an error when it is not).
     fn wait_for_change(&mut self, seen: ChangeMark, timeout: Duration) -> Result<bool, Error> {
         if !self.listening {
-            let listen = self.store.client().batch_execute(&format!("LISTEN {CHANNEL}"));
+            let listen = notify::listen(self.store.queue());
+            let listen = self.store.client().batch_execute(&listen);
             listen.map_err(|e| self.placed(e.into()))?;
             self.listening = true;
             // A commit before the LISTEN took effect sent its notification to no one.

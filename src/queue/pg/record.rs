@@ -32,13 +32,20 @@ use crate::queue::record::{MoveFacts, Occurrence, Transition};
 use crate::queue::row_error::RowError;
 use crate::queue::model::now_ms;
 
-/// The channel [`notify_hubs`] notifies, with the queue's name as the payload.
-pub const CHANNEL: &str = "hookq";
+/// The one channel every queue's commits were notified on before each queue had its own
+/// ([`QueueName::channel`]), with the queue's name as the payload. hookq notifies it no more;
+/// its hubs and views still listen on it, beside their queue's own, so that hosts of an older
+/// hookq keep waking them while a fleet upgrades: until hookq 0.3, which drops it (this constant,
+/// and its `LISTEN` and its match in `notify::listen` and `notify::Listening::wakes`, which the
+/// hubs and the live view's watcher share).
+pub const LEGACY_CHANNEL: &str = "hookq";
 
 /// Tells the hubs of `queue` that a transaction recording its points committed, so that they
-/// drain within milliseconds rather than at their next poll. Call it on any connection after
-/// the commit (never inside the recording transaction: there it would serialize the commit with
-/// every other notifying commit of the cluster). `PgStore::write` calls it itself.
+/// drain within milliseconds rather than at their next poll: a notification on the queue's own
+/// channel ([`QueueName::channel`]), which wakes no other queue's hubs. Call it on any
+/// connection after the commit (never inside the recording transaction: there it would
+/// serialize the commit with every other notifying commit of the cluster). `PgStore::write`
+/// calls it itself.
 ///
 /// It costs one round trip, a transaction of its own committed without waiting for the disk (a
 /// lost notification costs only the wait for the next poll). Calls for one queue from many
