@@ -6,7 +6,6 @@ use serde_json::json;
 
 use crate::browser::scenarios::{HOOKS, hookq_ok, populate};
 use crate::browser::server::Ui;
-use crate::support::HANG;
 use crate::support::browser::Browser;
 use crate::support::queue::Ws;
 
@@ -20,18 +19,14 @@ fn act(b: &Browser, scope: &str, class: &str) -> String {
     assert_eq!(form.attr("method").unwrap().to_lowercase(), "post");
     b.execute("window.__hookqActed = true;", vec![]);
     form.find("button, input[type=submit]").click();
-    b.wait_for(
-        &format!("the flash of {class} (from {before})"),
-        HANG,
-        |b| {
-            let new_page = b.execute("return !window.__hookqActed;", vec![]) == json!(true);
-            new_page
-                .then(|| b.text_of("#flash"))
-                .flatten()
-                .map(|t| t.trim().to_owned())
-                .filter(|t| !t.is_empty())
-        },
-    )
+    b.wait_for(&format!("the flash of {class} (from {before})"), |b| {
+        let new_page = b.execute("return !window.__hookqActed;", vec![]) == json!(true);
+        new_page
+            .then(|| b.text_of("#flash"))
+            .flatten()
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+    })
 }
 
 /// The texts of `td.task` on the pending page's rows.
@@ -128,7 +123,7 @@ fn with_actions_retry_drop_pause_and_resume_work() {
             "todo.ready",
         ],
     );
-    b.wait_for("the overview swapped in anew", HANG, |b| {
+    b.wait_for("the overview swapped in anew", |b| {
         (b.count("#lock[data-old]") == 0).then_some(())
     });
     assert_eq!(b.text_of("#flash").map(|t| t.trim().to_owned()), Some(said));
@@ -206,7 +201,7 @@ fn off_loopback_a_page_needs_the_token() {
 
     // Once the token is given, the browser is let in, on every page.
     b.goto(&ui.url(&format!("?token={TOKEN}")));
-    b.wait_for("the overview", HANG, |b| b.text_of("#lock"));
+    b.wait_for("the overview", |b| b.text_of("#lock"));
     b.goto(&ui.url("pending"));
     assert_eq!(pending_tasks(&b), ["t2"]);
     // And its actions work, token and CSRF together.

@@ -118,7 +118,7 @@ fn hostile_values_show_as_text() {
         .find(|a| a.text() == TASK)
         .expect("a link to the hostile task's page");
     link.click();
-    let shown = b.wait_for("the task page", crate::support::HANG, |b| {
+    let shown = b.wait_for("the task page", |b| {
         b.text_of("#phase")
             .map(|_| true)
             .or_else(|| b.text_of("#error").map(|_| false))

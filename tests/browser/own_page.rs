@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::HANG;
 use crate::support::browser::Browser;
 
 const PAGE: &str = r#"<!doctype html>
@@ -138,7 +137,7 @@ fn the_harness_drives_a_page_and_catches_its_console_errors() {
     );
 
     // Both the page's console.error and its uncaught exception are caught.
-    let errors = b.wait_for("the uncaught exception", HANG, |b| {
+    let errors = b.wait_for("the uncaught exception", |b| {
         let errors = b.console_errors();
         errors
             .iter()
@@ -156,7 +155,7 @@ fn the_harness_drives_a_page_and_catches_its_console_errors() {
     // An alert is seen, and none once dismissed.
     assert_eq!(b.alert_text(), None);
     b.execute("setTimeout(function () { alert('hi'); }, 0);", vec![]);
-    let said = b.wait_for("the alert", HANG, |b| b.alert_text());
+    let said = b.wait_for("the alert", |b| b.alert_text());
     assert_eq!(said, "hi");
     b.dismiss_alert();
     assert_eq!(b.alert_text(), None);
@@ -184,7 +183,7 @@ fn the_harness_drives_a_page_and_catches_its_console_errors() {
 
     // A form is posted by its button, and the browser follows.
     b.find("#s").click();
-    b.wait_for("the posted page", HANG, |b| {
+    b.wait_for("the posted page", |b| {
         b.text_of("#posted").filter(|t| t == "posted x=1")
     });
     assert!(b.url().ends_with("/posted"), "{}", b.url());

@@ -10,7 +10,6 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::server::{Ui, mark, now_ms, record_first, seen};
-use crate::support::HANG;
 use crate::support::browser::Browser;
 use crate::support::queue::{Out, Ws};
 
@@ -172,7 +171,7 @@ pub fn every_page_renders(test: &str, ws: &Ws, prefix: &str) {
         .find(|a| a.text().contains("after_fail"))
         .expect("a link to the after_fail log");
     link.click();
-    b.wait_for("the log page", HANG, |b| b.text_of("pre#log"));
+    b.wait_for("the log page", |b| b.text_of("pre#log"));
     let log = b.text_of("pre#log").unwrap();
     assert!(log.contains("failing t1"), "{log:?}");
     assert!(log.contains("red <b>bold</b>"), "{log:?}");
@@ -272,7 +271,7 @@ pub fn a_move_shows_live(test: &str, ws: &Ws) {
         (&overview, "#pending-by-point", "after_proposed"),
     ] {
         switch(handle);
-        b.wait_for("the first move on an open page", HANG, |b| {
+        b.wait_for("the first move on an open page", |b| {
             b.any_text(css, text).then_some(())
         });
     }
@@ -301,7 +300,7 @@ pub fn a_move_shows_live(test: &str, ws: &Ws) {
         .zip(marks)
     {
         switch(handle);
-        let at = b.wait_for(&format!("the move on the {page} page"), HANG, |b| {
+        let at = b.wait_for(&format!("the move on the {page} page"), |b| {
             seen(b, "moved")
         });
         assert_eq!(mark(&b), before, "the {page} page was reloaded");
@@ -364,7 +363,7 @@ pub fn the_log_page_tails_a_running_hook(test: &str, ws: &Ws, write_hooks: impl 
 
     b.goto(&ui.url("task/tail"));
     // Read by a script: the page is live, and the hook's start swaps its `#main`.
-    let href = b.wait_for("a link to the running hook's log", HANG, |b| {
+    let href = b.wait_for("a link to the running hook's log", |b| {
         b.href_of("ul#logs a", "after_fail")
     });
     b.goto(&href);
@@ -375,9 +374,7 @@ pub fn the_log_page_tails_a_running_hook(test: &str, ws: &Ws, write_hooks: impl 
     let before = mark(&b);
 
     std::fs::write(&go, "").unwrap();
-    b.wait_for("the second line on the log page", HANG, |b| {
-        seen(b, "second")
-    });
+    b.wait_for("the second line on the log page", |b| seen(b, "second"));
     assert_eq!(mark(&b), before, "the log page was reloaded");
     let text = b.text_of("pre#log").unwrap();
     assert_eq!(
@@ -440,7 +437,7 @@ pub fn a_hook_starting_and_ending_shows_live(test: &str, ws: &Ws, write_hooks: i
         ],
     );
     hookq_ok(ws, &["task", "move", "warm", "todo.proposed", "--no-run"]);
-    b.wait_for("the first move on the open overview", HANG, |b| {
+    b.wait_for("the first move on the open overview", |b| {
         b.any_text("#pending-by-point", "after_proposed")
             .then_some(())
     });
@@ -459,9 +456,7 @@ pub fn a_hook_starting_and_ending_shows_live(test: &str, ws: &Ws, write_hooks: i
     ws.eventually("the hook to start", || {
         std::fs::read_to_string(&began).is_ok_and(|t| t.ends_with('\n'))
     });
-    let at = b.wait_for("the hook's start on the overview", HANG, |b| {
-        seen(b, "started")
-    });
+    let at = b.wait_for("the hook's start on the overview", |b| seen(b, "started"));
     let after_start = at - stamp(&began);
     println!("the hook's start showed {after_start} ms after it began");
     assert!(
@@ -478,7 +473,7 @@ pub fn a_hook_starting_and_ending_shows_live(test: &str, ws: &Ws, write_hooks: i
     std::fs::write(&go, "").unwrap();
     let out = mover.wait_within(Duration::from_secs(120));
     assert_eq!(out.code(), Some(0), "{}", out.describe());
-    let at = b.wait_for("the hook's end on the overview", HANG, |b| seen(b, "ended"));
+    let at = b.wait_for("the hook's end on the overview", |b| seen(b, "ended"));
     let after_end = at - stamp(&ended);
     println!("the hook's end showed {after_end} ms after its last command");
     assert!(

@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hookq::exec::{self, Ending, Environ, GroupTracker, Stop};
 
@@ -180,14 +180,7 @@ fn a_runner_killed_at_the_gate_leaves_a_shell_that_runs_nothing() {
         .parse()
         .unwrap();
     // The shell reads the end of its gate once its runner is gone, and exits.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !exited(pgid) {
-        assert!(
-            Instant::now() < deadline,
-            "the shell {pgid} is still waiting"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    crate::support::eventually(&format!("the shell {pgid} to exit"), || exited(pgid));
     assert!(
         !dir.path().join("ran").exists(),
         "the command ran though its runner died before the gate opened"

@@ -39,7 +39,7 @@ fn on_pty(ws: &Ws, args: &str) -> Pty {
 fn the_repositories_chosen_on_the_terminal_are_the_ones_created() {
     let w = ws();
     let mut pty = on_pty(&w, "worktree create --interactive feature/p");
-    pty.wait_for("> ", HANG);
+    pty.wait_for("> ");
     let text = pty.text();
     for line in ["1 [x] web", "2 [x] api", "3 [x] docs"] {
         assert!(text.contains(line), "{text}");
@@ -47,9 +47,9 @@ fn the_repositories_chosen_on_the_terminal_are_the_ones_created() {
     assert!(text.contains("repositories for branch feature/p"), "{text}");
     // A word that is not a listed number toggles nothing, and says so.
     pty.send(b"2 9\r");
-    pty.wait_for("not a number from 1 to 3: \"9\"; nothing was toggled", HANG);
+    pty.wait_for("not a number from 1 to 3: \"9\"; nothing was toggled");
     pty.send(b"2\r");
-    pty.wait_for("2 [ ] api", HANG);
+    pty.wait_for("2 [ ] api");
     pty.send(b"\r");
     pty.wait(HANG);
     let text = pty.text();
@@ -83,7 +83,7 @@ fn a_cancel_at_the_question_changes_nothing() {
         let w = ws();
         let before = w.snapshot();
         let mut pty = on_pty(&w, "worktree create --interactive feature/p");
-        pty.wait_for("> ", HANG);
+        pty.wait_for("> ");
         pty.send(b"1");
         pty.send(b"\x15"); // the line so far is erased: Ctrl-D then ends the input
         pty.send(key);
@@ -107,9 +107,9 @@ fn choosing_no_repository_is_an_error_that_changes_nothing() {
     let w = ws();
     let before = w.snapshot();
     let mut pty = on_pty(&w, "worktree create --interactive feature/p");
-    pty.wait_for("> ", HANG);
+    pty.wait_for("> ");
     pty.send(b"1 2 3\r");
-    pty.wait_for("3 [ ] docs", HANG);
+    pty.wait_for("3 [ ] docs");
     pty.send(b"\r");
     pty.wait(HANG);
     let text = pty.text();

@@ -45,7 +45,7 @@ fn a_tty_hook_sees_the_banner_then_prompts_and_reads_the_answer() {
     // A workspace hook's banner names the workspace, never a child target.
     w.native(".arashi/hooks/pre-create.sh", "true\n");
     let mut pty = on_pty(&w, "\"$HOOKQ\" worktree create feature/t; echo \"rc=$?\"");
-    pty.wait_for("Continue setup? [y/N] ", HANG);
+    pty.wait_for("Continue setup? [y/N] ");
     let text = pty.text();
     let root = w.root.display();
     assert!(
@@ -101,7 +101,7 @@ fn ctrl_c_in_a_tty_hook_fails_it_rolls_back_and_restores_the_terminal() {
         &w,
         &format!("\"$HOOKQ\" worktree create feature/t; echo \"rc=$?\"; {AFTER}"),
     );
-    pty.wait_for("ready> ", HANG);
+    pty.wait_for("ready> ");
     pty.send(b"\x03");
     pty.wait(HANG);
     let text = pty.text();
@@ -120,7 +120,7 @@ fn a_tty_hook_past_its_timeout_fails_and_the_terminal_is_restored() {
         &w,
         &format!("\"$HOOKQ\" worktree create feature/t; echo \"rc=$?\"; {AFTER}"),
     );
-    pty.wait_for("waiting> ", HANG);
+    pty.wait_for("waiting> ");
     pty.wait(HANG);
     let text = pty.text();
     assert!(text.contains("rc=7"), "{text}");

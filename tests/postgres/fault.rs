@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use hookq::queue::pg::{PgStore, QueueName, Target, holder};
 
 use crate::postgres::cluster::cluster;
-use crate::support::HANG;
 use crate::support::queue::{Config, Running, Ws};
 
 /// A workspace after `hookq init` whose queue is `q` in `url`'s database, with `hooks`.
@@ -79,17 +78,15 @@ fn hub(ws: &Ws) -> Running {
 
 /// Waits until `f` holds, failing with the hubs' stderr.
 pub(crate) fn until(what: &str, hubs: &[&Running], mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + HANG;
-    while !f() {
-        if Instant::now() > deadline {
+    crate::support::poll(
+        what,
+        Duration::from_millis(10),
+        || f().then_some(()),
+        || {
             let errs: Vec<String> = hubs.iter().map(|h| h.stderr_so_far()).collect();
-            panic!(
-                "gave up waiting for {what}; the hubs' stderr:\n{}",
-                errs.join("\n---\n")
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+            format!("the hubs' stderr:\n{}", errs.join("\n---\n"))
+        },
+    );
 }
 
 /// A small pseudo-random sequence (xorshift), seeded from the clock and printed, for kill

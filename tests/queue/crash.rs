@@ -164,20 +164,22 @@ fn log(
 
 /// Waits until a writer has committed a transition to `db` (a row in its `host_log`).
 fn wait_for_a_commit(db: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let logged =
-            rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .and_then(|c| {
-                    c.query_row("SELECT COUNT(*) FROM host_log", [], |r| r.get::<_, i64>(0))
-                })
-                .unwrap_or(0);
-        if logged > 0 {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the writer never committed");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    // Every 5 ms, not the usual 20: the test kills the writer right after its first commit,
+    // and a slower look would let it run far past it.
+    crate::support::poll(
+        "the writer's first commit",
+        Duration::from_millis(5),
+        || {
+            let logged = rusqlite::Connection::open_with_flags(
+                db,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+            )
+            .and_then(|c| c.query_row("SELECT COUNT(*) FROM host_log", [], |r| r.get::<_, i64>(0)))
+            .unwrap_or(0);
+            (logged > 0).then_some(())
+        },
+        String::new,
+    );
 }
 
 /// Checks the outbox invariant on the database as the killed writer left it.

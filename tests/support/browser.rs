@@ -554,26 +554,16 @@ impl Browser {
         path
     }
 
-    /// Polls `f` until it gives `Some`; fails the test, naming `what`, after `limit`.
+    /// Polls `f` until it gives `Some`; fails the test, naming `what` and the page, after
+    /// [`super::HANG`].
     #[track_caller]
-    pub fn wait_for<T>(
-        &self,
-        what: &str,
-        limit: Duration,
-        mut f: impl FnMut(&Self) -> Option<T>,
-    ) -> T {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(v) = f(self) {
-                return v;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "gave up after {limit:?} waiting for {what} on {}",
-                self.url()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    pub fn wait_for<T>(&self, what: &str, mut f: impl FnMut(&Self) -> Option<T>) -> T {
+        super::poll(
+            what,
+            super::POLL,
+            || f(self),
+            || format!("on {}", self.url()),
+        )
     }
 }
 

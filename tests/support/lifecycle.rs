@@ -364,16 +364,25 @@ impl Running {
 
     /// Waits until `path` exists (a hook wrote it), panicking when hookq ended first or after
     /// [`HANG`].
+    #[track_caller]
     pub fn wait_for_file(&mut self, path: &Path) {
-        while !path.exists() {
-            assert!(
-                self.child.try_wait().unwrap().is_none(),
-                "hookq ended before {} was written",
-                path.display()
-            );
-            assert!(self.start.elapsed() < HANG, "{} never came", path.display());
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let child = &mut self.child;
+        super::poll(
+            &format!("{} to be written", path.display()),
+            Duration::from_millis(5),
+            || {
+                if path.exists() {
+                    return Some(());
+                }
+                assert!(
+                    child.try_wait().unwrap().is_none(),
+                    "hookq ended before {} was written",
+                    path.display()
+                );
+                None
+            },
+            String::new,
+        );
     }
 
     /// Sends `signal` to hookq alone (not to the process group of a hook it runs).

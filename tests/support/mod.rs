@@ -35,10 +35,36 @@ pub const HANG: Duration = Duration::from_secs(180);
 /// file, a row) rather than sleeping.
 #[track_caller]
 pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    poll(what, POLL, || f().then_some(()), String::new);
+}
+
+/// How often [`eventually`] looks again: often enough that a test does not idle, rarely enough
+/// that the polling does not compete with what it waits for.
+pub const POLL: Duration = Duration::from_millis(20);
+
+/// The one bounded wait under [`eventually`]: calls `f` every `every` until it gives `Some`, and
+/// fails the test naming `what` once [`HANG`] has passed, followed by what `state` says then (a
+/// process's stderr, the text a terminal showed), so a hang explains itself.
+#[track_caller]
+pub fn poll<T>(
+    what: &str,
+    every: Duration,
+    mut f: impl FnMut() -> Option<T>,
+    state: impl FnOnce() -> String,
+) -> T {
     let deadline = Instant::now() + HANG;
-    while !f() {
-        assert!(Instant::now() < deadline, "gave up waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        if Instant::now() >= deadline {
+            let state = state();
+            if state.is_empty() {
+                panic!("gave up after {HANG:?} waiting for {what}");
+            }
+            panic!("gave up after {HANG:?} waiting for {what}; then:\n{state}");
+        }
+        std::thread::sleep(every);
     }
 }
 

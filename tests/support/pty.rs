@@ -82,17 +82,15 @@ impl Pty {
         String::from_utf8_lossy(&self.seen.lock().unwrap()).into_owned()
     }
 
-    /// Waits until the terminal showed `needle`, at most `limit`.
-    pub fn wait_for(&self, needle: &str, limit: Duration) {
-        let start = Instant::now();
-        while !self.text().contains(needle) {
-            assert!(
-                start.elapsed() < limit,
-                "the terminal never showed {needle:?}; it showed:\n{}",
-                self.text()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+    /// Waits until the terminal showed `needle`; after [`super::HANG`] fails with what it showed.
+    #[track_caller]
+    pub fn wait_for(&self, needle: &str) {
+        super::poll(
+            &format!("the terminal to show {needle:?}"),
+            Duration::from_millis(10),
+            || self.text().contains(needle).then_some(()),
+            || format!("it showed:\n{}", self.text()),
+        );
     }
 
     /// Types `bytes`.

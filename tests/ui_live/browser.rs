@@ -16,7 +16,6 @@ use hookq::Workspace;
 use hookq::ui::live::{Live, routes};
 use serde_json::{Value, json};
 
-use crate::support::HANG;
 use crate::support::browser::Browser;
 use crate::support::queue::Ws;
 
@@ -66,7 +65,7 @@ fn text(browser: &Browser, id: &str) -> String {
 /// Polls the text of `#id` until `wanted` holds; fails the test, naming `what`, after a bound
 /// that only catches a hang.
 fn eventually(browser: &Browser, id: &str, what: &str, wanted: impl Fn(&str) -> bool) -> String {
-    browser.wait_for(what, HANG, |b| Some(text(b, id)).filter(|t| wanted(t)))
+    browser.wait_for(what, |b| Some(text(b, id)).filter(|t| wanted(t)))
 }
 
 /// Runs `script` in the page and returns what it returns.
@@ -157,7 +156,7 @@ fn a_page_is_kept_current_and_a_log_tailed_in_a_real_browser() {
         live.generation() != before
     });
     // Held back twice: heard, and still held back on the retry.
-    browser.wait_for("the page to hold the swap back twice", HANG, |b| {
+    browser.wait_for("the page to hold the swap back twice", |b| {
         (b.execute("return window.__held", vec![]).as_i64() >= Some(2)).then_some(())
     });
     assert_eq!(text(&browser, "pending"), "pending 1");
