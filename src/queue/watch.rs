@@ -54,6 +54,25 @@ impl Watcher {
         Ok(Watcher { source, reads })
     }
 
+    /// The watcher of the SQLite file `db`, on a connection of its own opened with `opts`.
+    pub fn sqlite(db: PathBuf, opts: StoreOptions) -> Result<Watcher, Error> {
+        let reads = Arc::new(AtomicU64::new(0));
+        let source = SqliteSource::open(db, opts, &reads).map(|s| Source::Sqlite(Box::new(s)))?;
+        Ok(Watcher { source, reads })
+    }
+
+    /// The watcher of PostgreSQL queue `queue` at `target`, on a connection of its own.
+    #[cfg(feature = "postgres")]
+    pub fn postgres(
+        target: crate::queue::pg::Target,
+        queue: crate::queue::pg::QueueName,
+    ) -> Result<Watcher, Error> {
+        let reads = Arc::new(AtomicU64::new(0));
+        let source = pg::PgSource::open(target, queue, &reads)
+            .map(|p| Source::Postgres(Box::new(p)))?;
+        Ok(Watcher { source, reads })
+    }
+
     /// Waits about one poll (less when `pause` stops), then tells whether the queue changed
     /// since the last call. A failed read is logged once; the watcher opens its connection
     /// again and counts that as a change, since it may have missed one.
@@ -98,10 +117,10 @@ impl Source {
         #[cfg(feature = "postgres")]
         {
             if let Some(choice) = crate::queue::pg::choose(ws, opts.database_url.as_deref())? {
-                return pg::PgSource::open(choice, reads).map(|p| Source::Postgres(Box::new(p)));
+                return pg::PgSource::open(choice.target, choice.queue, reads).map(|p| Source::Postgres(Box::new(p)));
             }
         }
-        SqliteSource::open(ws, opts.store, reads).map(|s| Source::Sqlite(Box::new(s)))
+        SqliteSource::open(ws.db_path(), opts.store, reads).map(|s| Source::Sqlite(Box::new(s)))
     }
 
     /// Waits about one poll (less when stopped), then tells whether the queue changed since
@@ -134,12 +153,7 @@ struct SqliteSource {
 }
 
 impl SqliteSource {
-    fn open(
-        ws: &Workspace,
-        opts: StoreOptions,
-        reads: &AtomicU64,
-    ) -> Result<SqliteSource, Error> {
-        let db = ws.db_path();
+    fn open(db: PathBuf, opts: StoreOptions, reads: &AtomicU64) -> Result<SqliteSource, Error> {
         let store = Store::open_with(&db, opts).map_err(|e| Error::store(&db, e))?;
         let mut source = SqliteSource {
             starts: crate::queue::starts::path_for(&db),
@@ -206,7 +220,7 @@ mod pg {
     use crate::queue::error::Error;
     use crate::queue::pg::connect::guard_session;
     use crate::queue::pg::notify::{self, Listening};
-    use crate::queue::pg::{PgChoice, PgError, PgStore, QueueName, Target};
+    use crate::queue::pg::{PgError, PgStore, QueueName, Target};
 
     use super::Pause;
     use std::sync::atomic::AtomicU64;
@@ -226,10 +240,14 @@ mod pg {
     }
 
     impl PgSource {
-        pub(super) fn open(choice: PgChoice, reads: &AtomicU64) -> Result<PgSource, Error> {
+        pub(super) fn open(
+            target: Target,
+            queue: QueueName,
+            reads: &AtomicU64,
+        ) -> Result<PgSource, Error> {
             let mut source = PgSource {
-                target: choice.target,
-                queue: choice.queue,
+                target,
+                queue,
                 store: None,
                 last: None,
                 polled: Instant::now(),
@@ -338,5 +356,49 @@ mod pg {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use crate::queue::{PlanId, Queue, TaskId, Workspace};
+    use crate::queue::phase::Phase;
+
+    use super::*;
+
+    /// The plain clock: sleeps what it is asked, never stops.
+    struct Clock;
+
+    impl Pause for Clock {
+        fn sleep(&self, d: Duration) {
+            std::thread::sleep(d);
+        }
+        fn stopped(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn the_watcher_a_queue_hands_out_sees_another_connections_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(dir.path());
+        std::fs::create_dir_all(ws.db_path().parent().unwrap()).unwrap();
+        let mut watcher = Queue::open(&ws).unwrap().watcher().unwrap();
+        Queue::open(&ws)
+            .unwrap()
+            .add_task(
+                &TaskId::new("t1").unwrap(),
+                &PlanId::new("p").unwrap(),
+                &Phase::new("todo.ready").unwrap(),
+            )
+            .unwrap();
+        // The bound only catches a hang: the commit is seen at the next poll.
+        let hang = Instant::now() + Duration::from_secs(60);
+        while !watcher.step(&Clock) {
+            assert!(Instant::now() < hang, "the watcher never saw the commit");
+        }
+        assert!(watcher.reads().load(Ordering::Relaxed) >= 2);
     }
 }
