@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use hookq::queue::config::initial_config;
-use hookq::queue::model::{HistoryRow, PendingRow};
+use hookq::queue::model::{Attempt, HistoryRow, PendingRow};
 use hookq::queue::record::{self, MoveFacts};
 use hookq::{
     Config, Drainer, Phase, PlanId, Point, RunnerLock, Stop, Store, TaskId, Transition, Wait,
@@ -134,8 +134,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let (t1, t2, t3) = (TaskId::new("t1")?, TaskId::new("t2")?, TaskId::new("t3")?);
     let phase = |s: &str| Phase::new(s);
     let merged = MoveFacts {
-        merged_sha: Some("4f2a9c1d".into()),
-        attempt: Some(2),
+        merged_sha: Some("4f2a9c1d".parse()?),
+        attempt: Some(Attempt::new(2)?),
         target_head: None,
     };
     let tx = store.transaction()?;

@@ -87,10 +87,16 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
         } => {
             let task = TaskId::new(task).map_err(usage)?;
             let phase = Phase::new(&phase).map_err(usage)?;
-            if let Some(sha) = &merged_sha {
-                hookq::queue::model::Sha::new(sha.as_str()).map_err(usage)?;
-            }
-            let attempt = attempt.map(|a| parse_attempt(&task, &a)).transpose()?;
+            let merged_sha = merged_sha
+                .map(hookq::queue::model::Sha::new)
+                .transpose()
+                .map_err(usage)?;
+            let attempt = attempt
+                .map(|a| parse_attempt(&task, &a))
+                .transpose()?
+                .map(|n| hookq::queue::model::Attempt::new(i64::from(n)))
+                .transpose()
+                .map_err(usage)?;
             let facts = MoveFacts {
                 merged_sha,
                 attempt,

@@ -190,6 +190,10 @@ pub trait Driver: Send {
         }
     }
 
+    /// A watcher of this queue's changes, on a connection of its own: what a view's live
+    /// updates come from.
+    fn watcher(&self) -> Result<crate::queue::watch::Watcher, Error>;
+
     /// One pass over what is pending if the runner lock is free right now, else nothing: the
     /// lock's holder runs it.
     fn drain_if_free(self: Box<Self>, ws: &Workspace, stop: &Stop) -> DrainIfFree;

@@ -380,6 +380,12 @@ impl Queue {
         self.driver.cancel_plan(plan)
     }
 
+    /// A watcher of this queue's changes (new points, clears, drops, starts, a pause), on a
+    /// connection of its own: a host's live view of the queue it already has.
+    pub fn watcher(&self) -> Result<crate::queue::watch::Watcher, Error> {
+        self.driver.watcher()
+    }
+
     /// A mark that changes whenever another connection commits a change to the queue
     /// (a recording, a clear, a drop, a pause): a watcher compares two.
     pub fn change_mark(&mut self) -> Result<ChangeMark, Error> {

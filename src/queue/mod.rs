@@ -58,6 +58,7 @@ pub mod shown;
 pub(crate) mod starts;
 pub mod store;
 pub mod times;
+pub mod watch;
 pub mod workspace;
 
 pub use backend::{ChangeMark, Mark, MarkStarts, QueueStore};

@@ -2,7 +2,7 @@
 //! changed, and a log page is sent what its hook appends.
 //!
 //! [`Live::start`] spawns the watcher, one thread with one connection of its own that reads a
-//! small mark of the queue a few times a second (see [`watch`] for what it reads on SQLite and
+//! small mark of the queue a few times a second (see [`crate::queue::watch`] for what it reads on SQLite and
 //! PostgreSQL) and bumps a [`generation`](Live::generation) when the mark moves. [`routes`]
 //! serves:
 //!
@@ -24,7 +24,6 @@
 
 mod events;
 mod tail;
-pub mod watch;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -38,6 +37,7 @@ use tokio::sync::watch as channel;
 
 use crate::queue::error::Error as QueueError;
 use crate::queue::handle::QueueOptions;
+use crate::queue::watch::{Pause, Watcher};
 use crate::queue::workspace::Workspace;
 
 /// The page script: live updates of `#main` and tailed logs.
@@ -64,7 +64,7 @@ pub struct Live {
 pub(crate) struct Shared {
     ws: Workspace,
     generation: AtomicU64,
-    reads: AtomicU64,
+    reads: Arc<AtomicU64>,
     stopped: Mutex<bool>,
     wake: Condvar,
     /// Fed by the watcher; taken (closing every stream) on stop.
@@ -73,8 +73,7 @@ pub(crate) struct Shared {
     receiver: channel::Receiver<u64>,
 }
 
-impl Shared {
-    /// Sleeps `d`, or less when stopped.
+impl Pause for Shared {
     fn sleep(&self, d: Duration) {
         let stopped = self.stopped.lock().unwrap_or_else(PoisonError::into_inner);
         // A spurious wake-up sleeps on: the watcher reads once a poll, never more often.
@@ -88,6 +87,9 @@ impl Shared {
     fn stopped(&self) -> bool {
         *self.stopped.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+impl Shared {
 
     fn bump(&self) {
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
@@ -124,23 +126,23 @@ impl Live {
     /// ([`Queue::open_with`](crate::queue::Queue::open_with)), so that both watch the same
     /// database.
     pub fn start_with(ws: Workspace, opts: QueueOptions) -> Result<Arc<Live>, LiveError> {
+        let mut watcher = Watcher::open(&ws, opts)?;
         let (tx, rx) = channel::channel(0);
         let shared = Arc::new(Shared {
             ws: ws.clone(),
             generation: AtomicU64::new(0),
-            reads: AtomicU64::new(0),
+            reads: watcher.reads(),
             stopped: Mutex::new(false),
             wake: Condvar::new(),
             sender: Mutex::new(Some(tx)),
             receiver: rx,
         });
-        let mut source = watch::Source::open(&ws, opts, &shared)?;
         let theirs = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("hookq-ui-watch".into())
             .spawn(move || {
                 while !theirs.stopped() {
-                    if source.step(&theirs) && !theirs.stopped() {
+                    if watcher.step(&*theirs) && !theirs.stopped() {
                         theirs.bump();
                     }
                 }

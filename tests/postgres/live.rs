@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use hookq::Workspace;
 use hookq::queue::model::{Cleared, NewHistory, Outcome};
 use hookq::queue::pg::{record, store};
+use hookq::queue::watch::{PG_GAP, PG_POLL};
 use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
 use hookq::ui::live::Live;
-use hookq::ui::live::watch::{PG_GAP, PG_POLL};
 
 use crate::postgres::cli::{open, pg_workspace_with};
 use crate::postgres::cluster::cluster;

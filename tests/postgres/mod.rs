@@ -141,8 +141,8 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
         let mut tx = s.client().transaction().unwrap();
         record::add_task(&mut tx, &q, &task("t9"), &plan("p"), &ph("failed.x")).unwrap();
         let facts = MoveFacts {
-            merged_sha: Some("abc123".into()),
-            attempt: Some(2),
+            merged_sha: Some("abc123".parse().unwrap()),
+            attempt: Some(hookq::queue::model::Attempt::new(2).unwrap()),
             target_head: None,
         };
         record::move_task(&mut tx, &q, &task("t1"), &ph("done.merged"), &facts).unwrap();
@@ -156,10 +156,10 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
         ("review.rework_pending", 1)
     );
 
-    // The facts of a move are kept; a bad one is refused before anything is written.
+    // The facts of a move are kept; a bad one cannot be made.
     let facts = MoveFacts {
-        merged_sha: Some("abc123".into()),
-        attempt: Some(2),
+        merged_sha: Some("abc123".parse().unwrap()),
+        attempt: Some(hookq::queue::model::Attempt::new(2).unwrap()),
         target_head: None,
     };
     s.write(|tx, q| record::move_task(tx, q, &task("t1"), &ph("done.merged"), &facts))
@@ -169,15 +169,8 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
         (t1.merged_sha.as_deref(), t1.attempt.get()),
         (Some("abc123"), 2)
     );
-    let bad = MoveFacts {
-        merged_sha: Some("not a sha".into()),
-        attempt: None,
-        target_head: None,
-    };
-    let err = s
-        .write(|tx, q| record::move_task(tx, q, &task("t1"), &ph("failed.x"), &bad))
-        .unwrap_err();
-    assert!(matches!(err, PgError::Row(RowError::Invalid(_))), "{err}");
+    let bad = "not a sha".parse::<hookq::queue::model::Sha>().unwrap_err();
+    assert!(matches!(bad, RowError::Invalid(_)), "{bad}");
     let err = s
         .write(|tx, q| record::move_task(tx, q, &task("nope"), &ph("failed.x"), &none))
         .unwrap_err();

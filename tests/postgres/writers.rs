@@ -545,7 +545,7 @@ fn a_host_move_into_done_merged_reads_the_target_head() {
         (None, Some(sha.clone()))
     );
     let given = MoveFacts {
-        merged_sha: Some("abcdef12".into()),
+        merged_sha: Some("abcdef12".parse().unwrap()),
         ..head("main")
     };
     s.write(|tx, q| recorder.move_task(tx, q, &task("t3"), &merged, &given))

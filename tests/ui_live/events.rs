@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use hookq::Workspace;
-use hookq::ui::live::{Live, watch::SQLITE_POLL};
+use hookq::queue::watch::SQLITE_POLL;
+use hookq::ui::live::Live;
 
 use crate::live::client::Server;
 use crate::support::queue::Ws;

@@ -214,6 +214,10 @@ impl Driver for PostgresDriver {
             .map_err(at)
     }
 
+    fn watcher(&self) -> Result<crate::queue::watch::Watcher, Error> {
+        crate::queue::watch::Watcher::postgres(self.store.target().clone(), self.store.queue().clone())
+    }
+
     fn change_mark(&mut self) -> Result<ChangeMark, Error> {
         self.store.change_mark().map(ChangeMark).map_err(self.at())
     }

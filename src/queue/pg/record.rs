@@ -290,16 +290,16 @@ fn move_by(
     to: &Phase,
     facts: &MoveFacts,
 ) -> Result<Transition, PgError> {
-    crate::queue::record::check_facts(facts)?;
     let now = now_ms();
-    let attempt = facts.attempt.map(i64::from);
+    let attempt = facts.attempt.map(|a| i64::from(a.get()));
+    let merged_sha = facts.merged_sha.as_deref();
     let point = to.point().map(Point::as_str);
     let params: [&(dyn ToSql + Sync); 7] = [
         &queue.as_str(),
         &task.as_str(),
         &to.as_str(),
         &now,
-        &facts.merged_sha,
+        &merged_sha,
         &attempt,
         &point,
     ];

@@ -177,6 +177,10 @@ impl Driver for SqliteDriver {
             .map_err(at)
     }
 
+    fn watcher(&self) -> Result<crate::queue::watch::Watcher, Error> {
+        crate::queue::watch::Watcher::sqlite(self.store.path().to_path_buf(), self.store.options())
+    }
+
     fn change_mark(&mut self) -> Result<ChangeMark, Error> {
         QueueStore::change_mark(&mut self.store)
     }

@@ -315,6 +315,14 @@ impl Store {
         Ok(out)
     }
 
+    /// The options this connection was opened with.
+    pub fn options(&self) -> StoreOptions {
+        StoreOptions {
+            busy_timeout: self.busy_timeout,
+            synchronous: self.synchronous,
+        }
+    }
+
     /// `PRAGMA data_version`: changes whenever another connection commits.
     pub(crate) fn data_version(&self) -> Result<i64, StoreError> {
         Ok(self

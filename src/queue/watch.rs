@@ -1,5 +1,7 @@
-//! The watcher: one thread per [`Live`](super::Live) that tells when the workspace's queue
-//! changed, by reading one small mark of it over and over on a connection of its own.
+//! The change watcher: tells when a queue changed, by reading one small mark of it over and
+//! over on a connection of its own. The web view's live updates come from one of these; what
+//! the database is (SQLite's data version and start log, PostgreSQL's LISTEN, poll and
+//! reconnect) is known here and nowhere in the view.
 //!
 //! - **SQLite**: `PRAGMA data_version` every [`SQLITE_POLL`] (it changes whenever another
 //!   connection commits: a recording, a clear, a pause), and the size and time of the start log
@@ -14,7 +16,8 @@
 //! whatever the queue holds.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::queue::error::Error;
@@ -22,7 +25,67 @@ use crate::queue::handle::QueueOptions;
 use crate::queue::store::{Store, StoreOptions};
 use crate::queue::workspace::Workspace;
 
-use super::Shared;
+/// How a [`Watcher`] waits between reads: its owner's clock, which a stop cuts short.
+pub trait Pause {
+    /// Sleeps `d`, or less when the owner stops.
+    fn sleep(&self, d: Duration);
+    /// Whether the owner has stopped.
+    fn stopped(&self) -> bool;
+}
+
+/// A queue's change watcher, on a connection of its own.
+pub struct Watcher {
+    source: Source,
+    reads: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watcher").finish_non_exhaustive()
+    }
+}
+
+impl Watcher {
+    /// Opens the queue `ws` names, as [`Queue::open_with`](crate::queue::Queue::open_with)
+    /// would with `opts`, and reads its first mark.
+    pub fn open(ws: &Workspace, opts: QueueOptions) -> Result<Watcher, Error> {
+        let reads = Arc::new(AtomicU64::new(0));
+        let source = Source::open(ws, opts, &reads)?;
+        Ok(Watcher { source, reads })
+    }
+
+    /// The watcher of the SQLite file `db`, on a connection of its own opened with `opts`.
+    pub fn sqlite(db: PathBuf, opts: StoreOptions) -> Result<Watcher, Error> {
+        let reads = Arc::new(AtomicU64::new(0));
+        let source = SqliteSource::open(db, opts, &reads).map(|s| Source::Sqlite(Box::new(s)))?;
+        Ok(Watcher { source, reads })
+    }
+
+    /// The watcher of PostgreSQL queue `queue` at `target`, on a connection of its own.
+    #[cfg(feature = "postgres")]
+    pub fn postgres(
+        target: crate::queue::pg::Target,
+        queue: crate::queue::pg::QueueName,
+    ) -> Result<Watcher, Error> {
+        let reads = Arc::new(AtomicU64::new(0));
+        let source = pg::PgSource::open(target, queue, &reads)
+            .map(|p| Source::Postgres(Box::new(p)))?;
+        Ok(Watcher { source, reads })
+    }
+
+    /// Waits about one poll (less when `pause` stops), then tells whether the queue changed
+    /// since the last call. A failed read is logged once; the watcher opens its connection
+    /// again and counts that as a change, since it may have missed one.
+    pub fn step(&mut self, pause: &dyn Pause) -> bool {
+        self.source.step(pause, &self.reads)
+    }
+
+    /// How many times the watcher has read the database, shared so that its owner can count
+    /// while the watcher runs on a thread of its own.
+    pub fn reads(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.reads)
+    }
+}
 
 /// How often the watcher reads a SQLite queue's mark.
 pub const SQLITE_POLL: Duration = Duration::from_millis(100);
@@ -35,7 +98,7 @@ pub const PG_GAP: Duration = Duration::from_millis(50);
 const RETRY: Duration = Duration::from_secs(1);
 
 /// What the watcher reads: the queue's database, on a connection of its own.
-pub(super) enum Source {
+enum Source {
     /// A SQLite queue.
     Sqlite(Box<SqliteSource>),
     /// A PostgreSQL queue.
@@ -46,28 +109,28 @@ pub(super) enum Source {
 impl Source {
     /// Opens the queue `ws` names, as [`Queue::open_with`](crate::queue::Queue::open_with)
     /// would with `opts`, and reads its first mark.
-    pub(super) fn open(
+    fn open(
         ws: &Workspace,
         opts: QueueOptions,
-        shared: &Shared,
+        reads: &AtomicU64,
     ) -> Result<Source, Error> {
         #[cfg(feature = "postgres")]
         {
             if let Some(choice) = crate::queue::pg::choose(ws, opts.database_url.as_deref())? {
-                return pg::PgSource::open(choice, shared).map(|p| Source::Postgres(Box::new(p)));
+                return pg::PgSource::open(choice.target, choice.queue, reads).map(|p| Source::Postgres(Box::new(p)));
             }
         }
-        SqliteSource::open(ws, opts.store, shared).map(|s| Source::Sqlite(Box::new(s)))
+        SqliteSource::open(ws.db_path(), opts.store, reads).map(|s| Source::Sqlite(Box::new(s)))
     }
 
     /// Waits about one poll (less when stopped), then tells whether the queue changed since
     /// the last call. A failed read is reported once; the source opens its connection again
     /// and counts that as a change, since it may have missed one.
-    pub(super) fn step(&mut self, shared: &Shared) -> bool {
+    fn step(&mut self, pause: &dyn Pause, reads: &AtomicU64) -> bool {
         match self {
-            Source::Sqlite(s) => s.step(shared),
+            Source::Sqlite(s) => s.step(pause, reads),
             #[cfg(feature = "postgres")]
-            Source::Postgres(p) => p.step(shared),
+            Source::Postgres(p) => p.step(pause, reads),
         }
     }
 }
@@ -80,7 +143,7 @@ struct SqliteMark {
 }
 
 /// A SQLite queue's watcher connection.
-pub(super) struct SqliteSource {
+struct SqliteSource {
     db: PathBuf,
     opts: StoreOptions,
     starts: PathBuf,
@@ -90,12 +153,7 @@ pub(super) struct SqliteSource {
 }
 
 impl SqliteSource {
-    fn open(
-        ws: &Workspace,
-        opts: StoreOptions,
-        shared: &Shared,
-    ) -> Result<SqliteSource, Error> {
-        let db = ws.db_path();
+    fn open(db: PathBuf, opts: StoreOptions, reads: &AtomicU64) -> Result<SqliteSource, Error> {
         let store = Store::open_with(&db, opts).map_err(|e| Error::store(&db, e))?;
         let mut source = SqliteSource {
             starts: crate::queue::starts::path_for(&db),
@@ -105,11 +163,11 @@ impl SqliteSource {
             last: None,
             failing: false,
         };
-        source.last = Some(source.mark(shared)?);
+        source.last = Some(source.mark(reads)?);
         Ok(source)
     }
 
-    fn mark(&mut self, shared: &Shared) -> Result<SqliteMark, Error> {
+    fn mark(&mut self, reads: &AtomicU64) -> Result<SqliteMark, Error> {
         let store = match &mut self.store {
             Some(s) => s,
             None => self.store.insert(
@@ -122,7 +180,7 @@ impl SqliteSource {
         let starts = std::fs::metadata(&self.starts)
             .ok()
             .map(|m| (m.len(), m.modified().ok()));
-        shared.reads.fetch_add(1, Ordering::Relaxed);
+        reads.fetch_add(1, Ordering::Relaxed);
         let data_version = store
             .data_version()
             .map_err(|e| Error::store(&self.db, e))?;
@@ -132,9 +190,9 @@ impl SqliteSource {
         })
     }
 
-    fn step(&mut self, shared: &Shared) -> bool {
-        shared.sleep(if self.failing { RETRY } else { SQLITE_POLL });
-        match self.mark(shared) {
+    fn step(&mut self, pause: &dyn Pause, reads: &AtomicU64) -> bool {
+        pause.sleep(if self.failing { RETRY } else { SQLITE_POLL });
+        match self.mark(reads) {
             Ok(mark) => {
                 self.failing = false;
                 self.last.replace(mark) != Some(mark)
@@ -162,16 +220,17 @@ mod pg {
     use crate::queue::error::Error;
     use crate::queue::pg::connect::guard_session;
     use crate::queue::pg::notify::{self, Listening};
-    use crate::queue::pg::{PgChoice, PgError, PgStore, QueueName, Target};
+    use crate::queue::pg::{PgError, PgStore, QueueName, Target};
 
-    use super::super::Shared;
+    use super::Pause;
+    use std::sync::atomic::AtomicU64;
     use super::{PG_GAP as GAP, PG_POLL, RETRY};
 
     /// How long one wait for a notification lasts, so that a stop is seen soon.
     const SLICE: Duration = Duration::from_millis(100);
 
     /// A PostgreSQL queue's watcher connection, listening on the queue's channel.
-    pub(in crate::ui::live) struct PgSource {
+    pub(super) struct PgSource {
         target: Target,
         queue: QueueName,
         store: Option<PgStore>,
@@ -181,16 +240,20 @@ mod pg {
     }
 
     impl PgSource {
-        pub(super) fn open(choice: PgChoice, shared: &Shared) -> Result<PgSource, Error> {
+        pub(super) fn open(
+            target: Target,
+            queue: QueueName,
+            reads: &AtomicU64,
+        ) -> Result<PgSource, Error> {
             let mut source = PgSource {
-                target: choice.target,
-                queue: choice.queue,
+                target,
+                queue,
                 store: None,
                 last: None,
                 polled: Instant::now(),
                 failing: false,
             };
-            match source.mark(shared) {
+            match source.mark(reads) {
                 Ok(mark) => source.last = Some(mark),
                 Err(e) => return Err(source.placed(e)),
             }
@@ -216,11 +279,9 @@ mod pg {
             Ok(self.store.as_mut().expect("connected above"))
         }
 
-        fn mark(&mut self, shared: &Shared) -> Result<i64, PgError> {
+        fn mark(&mut self, reads: &AtomicU64) -> Result<i64, PgError> {
             let store = self.connect()?;
-            shared
-                .reads
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             crate::queue::pg::store::view_mark(store)
         }
 
@@ -250,10 +311,10 @@ mod pg {
             Ok(false)
         }
 
-        pub(super) fn step(&mut self, shared: &Shared) -> bool {
+        pub(super) fn step(&mut self, pause: &dyn Pause, reads: &AtomicU64) -> bool {
             if self.failing {
-                shared.sleep(RETRY);
-                if shared.stopped() {
+                pause.sleep(RETRY);
+                if pause.stopped() {
                     return false;
                 }
             }
@@ -265,12 +326,12 @@ mod pg {
                 }
                 let since = self.polled.elapsed();
                 if since < GAP {
-                    shared.sleep(GAP - since);
+                    pause.sleep(GAP - since);
                     // What came meanwhile is answered by the read below.
                     self.notified(Duration::ZERO)?;
                 }
                 self.polled = Instant::now();
-                let mark = self.mark(shared)?;
+                let mark = self.mark(reads)?;
                 // A notification counts even when the mark did not move: a task moved with
                 // no point recorded, a write the mark does not see.
                 Ok(self.last.replace(mark) != Some(mark) || notified)
@@ -295,5 +356,49 @@ mod pg {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use crate::queue::{PlanId, Queue, TaskId, Workspace};
+    use crate::queue::phase::Phase;
+
+    use super::*;
+
+    /// The plain clock: sleeps what it is asked, never stops.
+    struct Clock;
+
+    impl Pause for Clock {
+        fn sleep(&self, d: Duration) {
+            std::thread::sleep(d);
+        }
+        fn stopped(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn the_watcher_a_queue_hands_out_sees_another_connections_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(dir.path());
+        std::fs::create_dir_all(ws.db_path().parent().unwrap()).unwrap();
+        let mut watcher = Queue::open(&ws).unwrap().watcher().unwrap();
+        Queue::open(&ws)
+            .unwrap()
+            .add_task(
+                &TaskId::new("t1").unwrap(),
+                &PlanId::new("p").unwrap(),
+                &Phase::new("todo.ready").unwrap(),
+            )
+            .unwrap();
+        // The bound only catches a hang: the commit is seen at the next poll.
+        let hang = Instant::now() + Duration::from_secs(60);
+        while !watcher.step(&Clock) {
+            assert!(Instant::now() < hang, "the watcher never saw the commit");
+        }
+        assert!(watcher.reads().load(Ordering::Relaxed) >= 2);
     }
 }
