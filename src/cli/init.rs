@@ -9,7 +9,7 @@ use hookq::queue::config::initial_config;
 use hookq::queue::store::Store;
 use hookq::queue::workspace::Workspace;
 
-use super::app::{Ctx, store_options};
+use super::app::Ctx;
 
 /// Create the state dir, database and config.toml in DIR (default: the current directory).
 #[derive(Debug, clap::Args)]
@@ -143,7 +143,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     }
     let db = ws.db_path();
     made.sqlite(&db);
-    Store::open_with(&db, store_options()?).map_err(|e| Error::store(&db, e))?;
+    Store::open_with(&db, ctx.options()?.store).map_err(|e| Error::store(&db, e))?;
     create_lock_file(&ws, &mut made)?;
     made.keep();
     outln!("hookq workspace: {}", ws.root().display());

@@ -24,6 +24,17 @@ pub(super) fn choice(ws: &Workspace) -> Result<Option<PgChoice>, Error> {
     Ok(pg::choose(ws, env.as_deref())?)
 }
 
+/// The runner lock's lease the environment sets.
+fn lease() -> Result<Lease, Error> {
+    let opts = hookq::queue::Options::from_env().map_err(|e| match e {
+        QueueError::Invalid(m) => Error::Usage(m),
+        e => Error::Queue(e),
+    })?;
+    Ok(Lease {
+        duration: opts.lease,
+    })
+}
+
 /// `source`, a failure of `queue`'s database.
 fn placed(queue: &QueueName, source: PgError) -> Error {
     Error::Queue(QueueError::Postgres {
@@ -79,7 +90,7 @@ fn take_lock(store: &PgStore, wait: Wait, stop: &Stop) -> Result<Option<PgRunner
         store.queue(),
         wait,
         &|| !stop.graceful(),
-        Lease::from_env().map_err(Error::Usage)?,
+        lease()?,
     )
     .map_err(|e| placed(store.queue(), e))
 }
@@ -169,7 +180,7 @@ pub(super) fn hub(
 ) -> Result<(), Error> {
     let opts = hub::PgHubOptions {
         hub: opts,
-        lease: Lease::from_env().map_err(Error::Usage)?,
+        lease: lease()?,
         poll_interval,
         ..hub::PgHubOptions::default()
     };

@@ -9,7 +9,7 @@ use hookq::queue::ids::TaskId;
 use hookq::queue::phase::Point;
 use hookq::queue::store::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, Stats, now_ms};
 use hookq::queue::workspace::Workspace;
-use hookq::queue::{Dropped, LockHolder, LockState, Queue, QueueOptions};
+use hookq::queue::{Dropped, LockHolder, LockState, Queue};
 
 use super::app::Ctx;
 use super::output::{self, or_dash};
@@ -101,15 +101,11 @@ struct Listing {
     more: bool,
 }
 
-/// The workspace's queue: in the PostgreSQL database it asks for, else in its SQLite file
-/// (with the busy timeout `HOOKQ_BUSY_TIMEOUT_MS` sets).
+/// The workspace's queue: in the PostgreSQL database it asks for, else in its SQLite file,
+/// with the options the environment sets.
 pub(super) fn open(ctx: &Ctx) -> Result<(Workspace, Queue), Error> {
     let ws = ctx.workspace()?;
-    let opts = QueueOptions {
-        store: super::app::store_options()?,
-        ..QueueOptions::from_env()
-    };
-    let q = Queue::open_with(&ws, opts)?;
+    let q = Queue::open_with(&ws, ctx.options()?)?;
     Ok((ws, q))
 }
 

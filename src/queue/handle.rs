@@ -15,39 +15,15 @@ use crate::queue::ids::{PlanId, TaskId};
 use crate::queue::lock::{self, Holder, RunnerLock, Wait};
 use crate::queue::logs::{self, LogFile};
 use crate::queue::merged::TargetHead;
+use crate::queue::options::Options;
 use crate::queue::phase::{Phase, Point};
 use crate::queue::record::{self, MoveFacts, Occurrence, Transition};
 use crate::queue::shown::TaskShown;
 use crate::queue::store::{
     HistoryFilter, HistoryRow, OutcomeCount, Paused, PendingFilter, PendingRow, Stats, Store,
-    StoreError, StoreOptions, TaskRow,
+    StoreError, TaskRow,
 };
 use crate::queue::workspace::Workspace;
-
-/// How [`Queue::open_with`] opens a queue.
-#[derive(Debug, Clone, Default)]
-pub struct QueueOptions {
-    /// The SQLite store's options (its busy timeout).
-    pub store: StoreOptions,
-    /// A PostgreSQL database URL that overrides the workspace's config, as
-    /// `HOOKQ_DATABASE_URL` does; `None` to go by the config alone.
-    pub database_url: Option<String>,
-}
-
-impl QueueOptions {
-    /// The options the environment sets: the database URL of `HOOKQ_DATABASE_URL` (with the
-    /// `postgres` feature), and the store's defaults.
-    pub fn from_env() -> Self {
-        #[cfg(feature = "postgres")]
-        let database_url = std::env::var(crate::queue::pg::DATABASE_ENV).ok();
-        #[cfg(not(feature = "postgres"))]
-        let database_url = None;
-        Self {
-            store: StoreOptions::default(),
-            database_url,
-        }
-    }
-}
 
 /// The runner lock's holder: the workspace's `runner.lock` for a queue on SQLite, the queue's
 /// advisory lock on PostgreSQL.
@@ -142,6 +118,8 @@ pub struct Queue {
     ws: Workspace,
     backend: Backend,
     place: String,
+    /// What it was opened with: a pass takes the runner lock with its lease.
+    options: Options,
 }
 
 impl std::fmt::Debug for Queue {
@@ -155,23 +133,30 @@ const SHARED_LOGS: &str = "each command's log is on the host that ran it (the pa
                            host's); `hookq queue log TASK` there prints them";
 
 impl Queue {
-    /// Opens `ws`'s queue with the options the environment sets ([`QueueOptions::from_env`]).
+    /// Opens `ws`'s queue with the options the environment sets ([`Options::from_env`]).
     pub fn open(ws: &Workspace) -> Result<Self, Error> {
-        Self::open_with(ws, QueueOptions::from_env())
+        Self::open_with(ws, Options::from_env()?)
     }
 
     /// Opens `ws`'s queue: on PostgreSQL when `opts.database_url` or its config names a
     /// database (connecting, and creating or upgrading the schema), else in its SQLite file.
-    pub fn open_with(ws: &Workspace, opts: QueueOptions) -> Result<Self, Error> {
+    pub fn open_with(ws: &Workspace, opts: Options) -> Result<Self, Error> {
         #[cfg(feature = "postgres")]
         if let Some(choice) = crate::queue::pg::choose(ws, opts.database_url.as_deref())? {
-            return Self::open_postgres(ws, &choice);
+            let queue = Self::open_postgres(ws, &choice)?;
+            return Ok(Self {
+                options: opts,
+                ..queue
+            });
         }
         #[cfg(not(feature = "postgres"))]
         let _ = &opts.database_url;
         let db = ws.db_path();
         let store = Store::open_with(&db, opts.store).map_err(|e| Error::store(&db, e))?;
-        Ok(Self::sqlite(ws, store))
+        Ok(Self {
+            options: opts,
+            ..Self::sqlite(ws, store)
+        })
     }
 
     /// The queue in `store`, `ws`'s SQLite file, already open.
@@ -180,6 +165,7 @@ impl Queue {
             ws: ws.clone(),
             place: store.path().display().to_string(),
             backend: Backend::Sqlite(store),
+            options: Options::default(),
         }
     }
 
@@ -202,6 +188,7 @@ impl Queue {
             ws: ws.clone(),
             place: format!("queue {} on {}", choice.queue, choice.target),
             backend: Backend::Postgres(Box::new(store)),
+            options: Options::default(),
         })
     }
 
@@ -550,6 +537,10 @@ impl Queue {
     /// Hooks never make the transition fail: a failure here leaves the points pending.
     pub fn drain_if_free(self, stop: &Stop) -> DrainIfFree {
         let ws = self.ws;
+        #[cfg(feature = "postgres")]
+        let lease = crate::queue::pg::Lease {
+            duration: self.options.lease,
+        };
         match self.backend {
             Backend::Sqlite(mut store) => {
                 let lock = match RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| false) {
@@ -567,7 +558,7 @@ impl Queue {
                 })
             }
             #[cfg(feature = "postgres")]
-            Backend::Postgres(store) => drain_postgres(&ws, stop, *store),
+            Backend::Postgres(store) => drain_postgres(&ws, stop, *store, lease),
         }
     }
 }
@@ -596,8 +587,13 @@ fn drain<S: QueueStore>(
 }
 
 #[cfg(feature = "postgres")]
-fn drain_postgres(ws: &Workspace, stop: &Stop, store: crate::queue::pg::PgStore) -> DrainIfFree {
-    use crate::queue::pg::{Lease, PgQueue, PgRunnerLock};
+fn drain_postgres(
+    ws: &Workspace,
+    stop: &Stop,
+    store: crate::queue::pg::PgStore,
+    lease: crate::queue::pg::Lease,
+) -> DrainIfFree {
+    use crate::queue::pg::{PgQueue, PgRunnerLock};
     let queue = store.queue().clone();
     let failed = |error| DrainIfFree::Failed {
         error,
@@ -606,10 +602,6 @@ fn drain_postgres(ws: &Workspace, stop: &Stop, store: crate::queue::pg::PgStore)
     let placed = |source| Error::Postgres {
         queue: queue.to_string(),
         source,
-    };
-    let lease = match Lease::from_env() {
-        Ok(l) => l,
-        Err(e) => return failed(Error::Invalid(e)),
     };
     let queue_lock = match PgRunnerLock::acquire_with(
         store.target(),

@@ -20,6 +20,7 @@ pub mod ids;
 pub mod lock;
 pub mod logs;
 pub mod merged;
+pub mod options;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod phase;
@@ -35,10 +36,11 @@ pub use backend::{ChangeMark, Mark, MarkStarts, QueueStore};
 pub use config::Config;
 pub use drain::{Drainer, PassReport};
 pub use error::Error;
-pub use handle::{DrainIfFree, Dropped, LockHolder, LockState, Queue, QueueOptions};
+pub use handle::{DrainIfFree, Dropped, LockHolder, LockState, Queue};
 pub use ids::{PlanId, TaskId};
 pub use lock::{RunnerLock, Wait};
 pub use merged::TargetHead;
+pub use options::Options;
 #[cfg(feature = "postgres")]
 pub use pg::PgError;
 pub use phase::{Phase, Point};

@@ -10,7 +10,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{get, post};
 
-use crate::queue::Queue;
+use crate::queue::{Options, Queue};
 use crate::queue::workspace::Workspace;
 
 use super::auth;
@@ -27,6 +27,9 @@ const BODY_LIMIT: usize = 4 * 1024;
 pub struct UiConfig {
     /// The workspace whose queue it shows.
     pub workspace: Workspace,
+    /// How its queue is opened: the host's own options, or [`Options::from_env`] as `hookq ui`
+    /// builds them. The view opens its connections with these and reads no variable itself.
+    pub options: Options,
     /// Whether the pages offer retry, drop, pause and resume (`hookq ui --actions`).
     pub actions: bool,
     /// The token every request must present (`Authorization: Bearer`, or the cookie a visit
@@ -35,10 +38,12 @@ pub struct UiConfig {
 }
 
 impl UiConfig {
-    /// The view of `workspace`'s queue, read-only and with no token.
+    /// The view of `workspace`'s queue (the database its config names), read-only and with no
+    /// token.
     pub fn new(workspace: Workspace) -> Self {
         Self {
             workspace,
+            options: Options::default(),
             actions: false,
             token: None,
         }
@@ -123,17 +128,17 @@ pub struct Ui {
 }
 
 impl Ui {
-    /// Opens `config`'s workspace queue (the database the workspace names, SQLite or
-    /// PostgreSQL) for the view.
+    /// Opens `config`'s workspace queue (the database the workspace or `config.options`
+    /// names, SQLite or PostgreSQL) for the view.
     pub fn open(config: UiConfig) -> Result<Ui, UiError> {
-        let db = Queue::open(&config.workspace)?;
+        let db = Queue::open_with(&config.workspace, config.options.clone())?;
         let place = db.place().to_owned();
         let postgres = db.is_postgres();
         let csrf = auth::random_token().map_err(|source| UiError::Io {
             path: "/dev/urandom".into(),
             source,
         })?;
-        let live = Live::start(config.workspace.clone()).map_err(|e| match e {
+        let live = Live::start_with(config.workspace.clone(), config.options.clone()).map_err(|e| match e {
             LiveError::Queue(e) => UiError::Queue(e),
             LiveError::Spawn(e) => UiError::Internal(e.to_string()),
         })?;

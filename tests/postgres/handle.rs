@@ -2,7 +2,7 @@
 //! narrowed and paged as on SQLite, with each history row naming the host that wrote it.
 
 use hookq::queue::store::{HistoryFilter, PendingFilter};
-use hookq::queue::{DrainIfFree, Error, Queue, QueueOptions};
+use hookq::queue::{DrainIfFree, Error, Options, Queue};
 use hookq::{MoveFacts, Phase, PlanId, Stop, TaskId, Workspace};
 
 use crate::cli::pg_workspace_with;
@@ -11,9 +11,9 @@ use crate::support::queue::Config;
 fn open(root: &std::path::Path) -> Queue {
     let ws = Workspace::at(root);
     // The config names the database: no environment override.
-    let opts = QueueOptions {
+    let opts = Options {
         database_url: None,
-        ..QueueOptions::default()
+        ..Options::default()
     };
     Queue::open_with(&ws, opts).expect("open the queue")
 }

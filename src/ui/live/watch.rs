@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
 use crate::queue::error::Error;
-use crate::queue::handle::QueueOptions;
+use crate::queue::options::Options;
 use crate::queue::store::{Store, StoreOptions};
 use crate::queue::workspace::Workspace;
 
@@ -48,7 +48,7 @@ impl Source {
     /// would with `opts`, and reads its first mark.
     pub(super) fn open(
         ws: &Workspace,
-        opts: QueueOptions,
+        opts: Options,
         shared: &Shared,
     ) -> Result<Source, Error> {
         #[cfg(feature = "postgres")]
