@@ -9,7 +9,6 @@ use crate::cli::error::Error;
 use hookq::exec::Stop;
 use hookq::queue::Options;
 use hookq::queue::config::{Config, ConfigWarning};
-use hookq::queue::store::Store;
 use hookq::queue::workspace::Workspace;
 
 /// hookq: hook commands for a durable task queue, agent tools and worktree lifecycles.
@@ -92,22 +91,18 @@ impl Ctx {
         })
     }
 
-    /// The workspace and its database, opened.
-    pub(super) fn open(&self) -> Result<(Workspace, Store), Error> {
-        let ws = self.workspace()?;
-        // The commands that reach here read and write the SQLite file only: on a workspace
-        // whose queue is elsewhere they would show, or change, a queue nobody uses.
-        #[cfg(feature = "postgres")]
-        if let Some(choice) = super::pg::choice(&ws)? {
-            return Err(Error::Usage(format!(
-                "the queue of this workspace is on PostgreSQL (queue {} on {}), and this command works on a workspace's SQLite file only, for now",
-                choice.queue, choice.target
-            )));
-        }
-        let db = ws.db_path();
-        let store =
-            Store::open_with(&db, self.options()?.store).map_err(|e| Error::store(&db, e))?;
-        Ok((ws, store))
+    /// The PostgreSQL queue `ws` asks for (`HOOKQ_DATABASE_URL`, or `[queue] database` in its
+    /// config), `None` for its SQLite file.
+    #[cfg(feature = "postgres")]
+    pub(super) fn choice(
+        &self,
+        ws: &Workspace,
+    ) -> Result<Option<hookq::queue::pg::PgChoice>, Error> {
+        let options = self.options()?;
+        Ok(hookq::queue::pg::choose(
+            ws,
+            options.database_url.as_deref(),
+        )?)
     }
 }
 

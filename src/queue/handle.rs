@@ -9,13 +9,14 @@ use serde::Serialize;
 use crate::exec::Stop;
 use crate::queue::backend::{ChangeMark, QueueStore};
 use crate::queue::config::ConfigWarning;
-use crate::queue::drain::{Drainer, PassReport};
+use crate::queue::drain::PassReport;
 use crate::queue::error::Error;
 use crate::queue::ids::{PlanId, TaskId};
-use crate::queue::lock::{self, Holder, RunnerLock, Wait};
+use crate::queue::lock::{self, Holder, Wait};
 use crate::queue::logs::{self, LogFile};
 use crate::queue::merged::TargetHead;
 use crate::queue::options::Options;
+use crate::queue::pass::{Attempt, PassOptions, PassOutcome};
 use crate::queue::phase::{Phase, Point};
 use crate::queue::record::{self, MoveFacts, Occurrence, Transition};
 use crate::queue::shown::TaskShown;
@@ -190,6 +191,11 @@ impl Queue {
             backend: Backend::Postgres(Box::new(store)),
             options: Options::default(),
         })
+    }
+
+    /// The options it was opened with (the defaults for a queue made of a store already open).
+    pub fn options(&self) -> &Options {
+        &self.options
     }
 
     /// The workspace.
@@ -532,104 +538,50 @@ impl Queue {
         Ok(gone)
     }
 
+    /// One pass over the queue ([`crate::queue::pass`]): takes the runner lock within
+    /// `pass.wait` (on PostgreSQL the queue's, then the workspace's, one bound for both),
+    /// drains what is pending, releases. Not taking the lock within the wait is an error
+    /// naming its holder ([`Error::Locked`], or on PostgreSQL the queue's), or
+    /// [`Error::Stopped`] on a stop request.
+    pub fn pass(self, pass: PassOptions, stop: &Stop) -> Result<PassOutcome, Error> {
+        self.attempt(pass, stop).into_result()
+    }
+
     /// After an owner transition: drains what is pending if the runner lock (on PostgreSQL,
     /// the queue's, then the workspace's) is free right now, else leaves it to its holder.
     /// Hooks never make the transition fail: a failure here leaves the points pending.
     pub fn drain_if_free(self, stop: &Stop) -> DrainIfFree {
-        let ws = self.ws;
-        #[cfg(feature = "postgres")]
-        let lease = crate::queue::pg::Lease {
-            duration: self.options.lease,
+        let pass = PassOptions {
+            wait: Wait::No,
+            ..PassOptions::default()
         };
-        match self.backend {
-            Backend::Sqlite(mut store) => {
-                let lock = match RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| false) {
-                    Ok(Some(lock)) => lock,
-                    Ok(None) => return DrainIfFree::Held,
-                    Err(e) => {
-                        return DrainIfFree::Failed {
-                            error: e.into(),
-                            warnings: Vec::new(),
-                        };
-                    }
-                };
-                drain(&ws, stop, &mut store, lock, |s| {
-                    s.stats().ok().map(|s| s.pending)
-                })
-            }
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(store) => drain_postgres(&ws, stop, *store, lease),
+        match self.attempt(pass, stop) {
+            Attempt::NotTaken(_) => DrainIfFree::Held,
+            Attempt::Ran(PassOutcome {
+                report,
+                left,
+                warnings,
+            }) => DrainIfFree::Ran {
+                report,
+                left,
+                warnings,
+            },
+            Attempt::Failed { error, warnings } => DrainIfFree::Failed { error, warnings },
         }
     }
-}
 
-/// One pass over `store` under `lock`, released at its end.
-fn drain<S: QueueStore>(
-    ws: &Workspace,
-    stop: &Stop,
-    store: &mut S,
-    lock: RunnerLock,
-    left: impl FnOnce(&mut S) -> Option<i64>,
-) -> DrainIfFree {
-    let mut drainer = Drainer::new(ws.clone(), stop);
-    let warnings = drainer
-        .config()
-        .map(|c| c.warnings().to_vec())
-        .unwrap_or_default();
-    match drainer.drain_and_release(store, lock) {
-        Ok(report) => DrainIfFree::Ran {
-            left: if report.paused { left(store) } else { None },
-            report,
-            warnings,
-        },
-        Err(error) => DrainIfFree::Failed { error, warnings },
+    /// One pass on whichever database holds the queue.
+    fn attempt(self, pass: PassOptions, stop: &Stop) -> Attempt {
+        let ws = self.ws;
+        match self.backend {
+            Backend::Sqlite(mut store) => crate::queue::pass::on_sqlite(&ws, &mut store, pass, stop),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(store) => {
+                let lease = crate::queue::pg::Lease {
+                    duration: self.options.lease,
+                };
+                crate::queue::pass::on_postgres(&ws, *store, lease, pass, stop)
+            }
+        }
     }
-}
-
-#[cfg(feature = "postgres")]
-fn drain_postgres(
-    ws: &Workspace,
-    stop: &Stop,
-    store: crate::queue::pg::PgStore,
-    lease: crate::queue::pg::Lease,
-) -> DrainIfFree {
-    use crate::queue::pg::{PgQueue, PgRunnerLock};
-    let queue = store.queue().clone();
-    let failed = |error| DrainIfFree::Failed {
-        error,
-        warnings: Vec::new(),
-    };
-    let placed = |source| Error::Postgres {
-        queue: queue.to_string(),
-        source,
-    };
-    let queue_lock = match PgRunnerLock::acquire_with(
-        store.target(),
-        &queue,
-        Wait::No,
-        &|| !stop.graceful(),
-        lease,
-    ) {
-        Ok(Some(l)) => l,
-        Ok(None) => return DrainIfFree::Held,
-        Err(e) => return failed(placed(e)),
-    };
-    let lock = match RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| !stop.graceful()) {
-        Ok(Some(l)) => l,
-        Ok(None) => return DrainIfFree::Held,
-        Err(e) => return failed(e.into()),
-    };
-    let mut pq = match PgQueue::new(store, queue_lock) {
-        Ok(q) => q,
-        Err(e) => return failed(placed(e)),
-    };
-    let outcome = drain(ws, stop, &mut pq, lock, |pq| {
-        let q = pq.store().queue().clone();
-        crate::queue::pg::store::stats(pq.store().client(), &q)
-            .ok()
-            .map(|s| s.pending)
-    });
-    // Failing, the lock's connection still closes as it drops, which releases it as well.
-    let _ = pq.release();
-    outcome
 }

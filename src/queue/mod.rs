@@ -21,6 +21,7 @@ pub mod lock;
 pub mod logs;
 pub mod merged;
 pub mod options;
+pub mod pass;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod phase;
@@ -41,6 +42,7 @@ pub use ids::{PlanId, TaskId};
 pub use lock::{RunnerLock, Wait};
 pub use merged::TargetHead;
 pub use options::Options;
+pub use pass::{PassOptions, PassOutcome};
 #[cfg(feature = "postgres")]
 pub use pg::PgError;
 pub use phase::{Phase, Point};

@@ -10,7 +10,7 @@
 pub mod choose;
 pub mod connect;
 pub mod error;
-pub mod hub;
+pub(crate) mod hub;
 pub mod lock;
 pub mod name;
 pub mod notify;
@@ -28,7 +28,6 @@ pub use postgres;
 pub use choose::{ChosenBy, DATABASE_ENV, PgChoice, choose};
 pub use connect::connect;
 pub use error::{ConnectFailure, PgError};
-pub use hub::{HubEvent, PgHubOptions, run_postgres};
 pub use lock::{Lease, PgHolder, PgRunnerLock, Takeover, holder};
 pub use name::QueueName;
 pub use notify::Notifier;
