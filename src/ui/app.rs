@@ -1,4 +1,5 @@
-//! The view's router and the state every handler shares: the queue, the config, the tokens.
+//! The view's router and the state every handler shares: the queue's connections, the config,
+//! the tokens.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -96,7 +97,7 @@ impl App {
         self.0.postgres
     }
 
-    /// The queue, called on tokio's blocking pool.
+    /// The queue's connections, called on tokio's blocking pool.
     pub(crate) fn db(&self) -> &Shared {
         &self.0.db
     }
@@ -142,9 +143,10 @@ impl Ui {
             LiveError::Queue(e) => UiError::Queue(e),
             LiveError::Spawn(e) => UiError::Internal(e.to_string()),
         })?;
+        let db = Shared::new(config.workspace.clone(), config.options.clone(), db);
         let app = App(Arc::new(Inner {
             config,
-            db: Shared::new(db),
+            db,
             place,
             postgres,
             csrf,
