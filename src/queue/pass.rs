@@ -124,16 +124,16 @@ impl Deadline {
 
 /// Takes the workspace's `runner.lock` within `wait`; [`Attempt::NotTaken`] with the error
 /// that names its holder, or the stop request, when it is not.
-fn file_lock(ws: &Workspace, wait: Wait, stop: &Stop) -> Result<RunnerLock, Attempt> {
+fn file_lock(ws: &Workspace, wait: Wait, stop: &Stop) -> Result<RunnerLock, Box<Attempt>> {
     let path = ws.lock_path();
     match RunnerLock::acquire(&path, wait, &|| !stop.graceful()) {
         Ok(Some(lock)) => Ok(lock),
-        Ok(None) if stop.graceful() => Err(Attempt::NotTaken(Error::Stopped { path })),
+        Ok(None) if stop.graceful() => Err(Box::new(Attempt::NotTaken(Error::Stopped { path }))),
         Ok(None) => {
             let holder = lock::holder(&path);
-            Err(Attempt::NotTaken(Error::Locked { path, holder }))
+            Err(Box::new(Attempt::NotTaken(Error::Locked { path, holder })))
         }
-        Err(e) => Err(Error::from(e).into()),
+        Err(e) => Err(Box::new(Error::from(e).into())),
     }
 }
 
@@ -169,7 +169,7 @@ pub(crate) fn on_sqlite(ws: &Workspace, store: &mut Store, pass: PassOptions, st
     let deadline = Deadline::start(pass.wait);
     let lock = match file_lock(ws, deadline.left(), stop) {
         Ok(lock) => lock,
-        Err(not) => return not,
+        Err(not) => return *not,
     };
     drain(ws, store, lock, pass, stop, |s| s.stats().ok().map(|s| s.pending))
 }
@@ -215,7 +215,7 @@ pub(crate) fn on_postgres(
     };
     let lock = match file_lock(ws, deadline.left(), stop) {
         Ok(lock) => lock,
-        Err(not) => return not,
+        Err(not) => return *not,
     };
     let mut held = match PgQueue::new(store, queue_lock) {
         Ok(q) => q,
