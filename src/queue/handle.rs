@@ -1,6 +1,7 @@
 //! A workspace's queue on whichever backend it names: [`Queue`], what `hookq queue`, `hookq
 //! task`, `hookq plan cancel` and the web view read and change, written once for SQLite and
-//! PostgreSQL. None of it takes the runner lock but [`Queue::drain_if_free`].
+//! PostgreSQL. None of it takes the runner lock but [`Queue::pass`] and
+//! [`Queue::drain_if_free`].
 
 use std::path::PathBuf;
 

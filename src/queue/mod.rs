@@ -1,5 +1,6 @@
 //! arc's durable hook queue: a task's phase change and its hook points written in one SQLite
-//! transaction ([`record`]), drained under `runner.lock` ([`lock`], [`drain`], [`hub`]).
+//! transaction ([`record`]), drained under `runner.lock` ([`lock`], [`drain`], one [`pass`] or
+//! the [`hub`]), on the database its [`Options`] name.
 //!
 //! The front door: [`Store::open`], the recording functions of [`record`] inside the host's own
 //! transaction, [`RunnerLock::acquire`], then [`Drainer`]. The drain and the hub reach the
