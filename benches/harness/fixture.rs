@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use hookq::Workspace;
-use hookq::queue::store::{Store, now_ms};
+use hookq::queue::model::now_ms;
+use hookq::queue::store::Store;
 use hookq::testing::counters::{IdMarks, count_new_points, pending_by_point};
 use rusqlite::{Connection, params};
 

@@ -5,8 +5,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use hookq::queue::model::now_ms;
 use hookq::queue::record::cancel_plan;
-use hookq::queue::store::{Store, now_ms};
+use hookq::queue::store::Store;
 use hookq::{Drainer, PlanId, QueueStore, RunnerLock, Stop, Wait, Workspace};
 use rusqlite::{Connection, OpenFlags};
 

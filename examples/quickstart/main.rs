@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use hookq::queue::config::initial_config;
+use hookq::queue::model::{HistoryRow, PendingRow};
 use hookq::queue::record::{self, MoveFacts};
-use hookq::queue::store::{HistoryRow, PendingRow};
 use hookq::{
     Config, Drainer, Phase, PlanId, Point, RunnerLock, Stop, Store, TaskId, Transition, Wait,
     Workspace,
@@ -337,7 +337,7 @@ fn print_history(ws: &Workspace, rows: &[HistoryRow]) {
     for h in rows {
         let hook = match h.command_index {
             Some(i) => format!("{}-{i:02}", h.point),
-            None => h.point.clone(),
+            None => h.point.to_string(),
         };
         let status = match (h.exit_code, h.signal) {
             (Some(c), _) => format!("exit {c}"),

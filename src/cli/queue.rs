@@ -6,10 +6,9 @@ use serde::Serialize;
 use crate::cli::error::Error;
 use hookq::queue::config::Config;
 use hookq::queue::ids::TaskId;
-use hookq::queue::phase::Point;
-use hookq::queue::store::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, Stats, now_ms};
+use hookq::queue::model::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, Stats, now_ms};
 use hookq::queue::workspace::Workspace;
-use hookq::queue::{Dropped, LockHolder, LockState, Queue};
+use hookq::queue::{Listing, Queue, said};
 
 use super::app::Ctx;
 use super::output::{self, or_dash};
@@ -91,17 +90,7 @@ enum Sub {
     },
 }
 
-#[derive(Serialize)]
-struct Listing {
-    lock: Option<LockHolder>,
-    /// Whether the queue is paused, and since when (unix ms).
-    paused: bool,
-    paused_since_ms: Option<i64>,
-    pending: Vec<PendingRow>,
-    more: bool,
-}
-
-/// The workspace's queue: in the PostgreSQL database it asks for, else in its SQLite file,
+/// The workspace's queue: in the PostgreSQL database it asks for, else in its SQLite file
 /// with the options the environment sets.
 pub(super) fn open(ctx: &Ctx) -> Result<(Workspace, Queue), Error> {
     let ws = ctx.workspace()?;
@@ -120,27 +109,24 @@ fn on(ws: &Workspace, q: &mut Queue, args: Args) -> Result<(), Error> {
     match args.cmd {
         None => {
             let limit = args.limit as usize;
-            let mut pending = q.pending(&PendingFilter {
-                limit: limit + 1,
+            let listing = q.listing(&PendingFilter {
+                limit,
                 ..PendingFilter::default()
             })?;
-            let more = pending.len() > limit;
-            pending.truncate(limit);
-            let LockState { holder, line, .. } = q.lock()?;
-            let paused = q.paused()?;
             if args.json {
-                return output::json(&Listing {
-                    lock: holder,
-                    paused: paused.is_some(),
-                    paused_since_ms: paused,
-                    pending,
-                    more,
-                });
+                return output::json(&listing);
             }
-            if let Some(since) = paused {
+            let Listing {
+                lock,
+                paused_since_ms,
+                pending,
+                more,
+                ..
+            } = listing;
+            if let Some(since) = paused_since_ms {
                 outln!("{}", paused_line(since));
             }
-            outln!("{line}");
+            outln!("{}", lock.line);
             if pending.is_empty() {
                 outln!("nothing pending");
                 return Ok(());
@@ -152,7 +138,7 @@ fn on(ws: &Workspace, q: &mut Queue, args: Args) -> Result<(), Error> {
             Ok(())
         }
         Some(Sub::Show { id, json }) => {
-            let pending = q.pending_entry(id)?;
+            let pending = q.pending_occurrence(id)?;
             let history = q.history(&HistoryFilter {
                 occurrence: Some(id),
                 limit: 1000,
@@ -166,7 +152,7 @@ fn on(ws: &Workspace, q: &mut Queue, args: Args) -> Result<(), Error> {
                 .transpose()
                 .map_err(|e| Error::Usage(e.to_string()))?;
             let rows = q.history(&HistoryFilter {
-                task: task.map(|t| t.as_str().to_owned()),
+                task,
                 limit: limit as usize,
                 ..HistoryFilter::default()
             })?;
@@ -193,47 +179,26 @@ fn on(ws: &Workspace, q: &mut Queue, args: Args) -> Result<(), Error> {
             super::log::run(ws, &place, shared, known, pruned, &task, opts)
         }
         Some(Sub::Drop { id }) => {
-            let Dropped { entry: e, note } = q.drop_entry(id)?;
-            outln!(
-                "dropped occurrence {id} ({} for task {}); kept in history as dropped",
-                e.point,
-                e.task
-            );
-            if let Some(note) = note {
+            let d = q.drop_occurrence(id)?;
+            outln!("{}", said::dropped(id, &d));
+            if let Some(note) = &d.note {
                 outln!("{note}");
             }
             Ok(())
         }
         Some(Sub::Retry { history_id }) => {
-            let o = q.requeue(history_id)?;
-            outln!("queued {} again as occurrence {}", o.point, o.id);
+            let o = q.retry(history_id)?;
+            outln!("{}", said::retried(history_id, &o));
             Ok(())
         }
         Some(Sub::Pause) => {
             let p = q.pause()?;
-            if p.changed {
-                outln!(
-                    "queue paused: {}; transitions are still recorded, and no runner starts a point until `hookq queue resume` (a point running now finishes)",
-                    q.place()
-                );
-            } else {
-                outln!(
-                    "queue already paused since {}: {}; nothing changed",
-                    output::time(p.since_ms),
-                    q.place()
-                );
-            }
+            outln!("{}", said::paused(&p, q.place()));
             Ok(())
         }
         Some(Sub::Resume) => {
-            match q.resume()? {
-                Some(p) => outln!(
-                    "queue resumed: {} (paused since {}); the next pass runs what is pending",
-                    q.place(),
-                    output::time(p.since_ms)
-                ),
-                None => outln!("queue not paused: {}; nothing changed", q.place()),
-            }
+            let p = q.resume()?;
+            outln!("{}", said::resumed(p.as_ref(), q.place()));
             Ok(())
         }
         Some(Sub::Stats { json }) => {
@@ -275,8 +240,8 @@ fn show(
             q.place()
         )));
     }
-    let (commands, config_error) = match pending.as_ref().map(|p| p.point.parse::<Point>()) {
-        Some(Ok(point)) => match Config::load(&ws.config_path()) {
+    let (commands, config_error) = match pending.as_ref().map(|p| p.point) {
+        Some(point) => match Config::load(&ws.config_path()) {
             Ok(cfg) => {
                 super::app::warn_config(&cfg);
                 (Some(cfg.hooks(point).to_vec()), None)
@@ -343,8 +308,8 @@ fn print_pending(pending: &[PendingRow], now: i64) {
         .map(|p| {
             vec![
                 p.id.to_string(),
-                p.task.clone(),
-                p.point.clone(),
+                p.task.to_string(),
+                p.point.to_string(),
                 or_dash(p.state.as_deref()),
                 output::age(p.recorded_ms, now),
                 p.passes.to_string(),
@@ -366,12 +331,12 @@ fn print_history(rows: &[HistoryRow]) {
             vec![
                 h.id.to_string(),
                 h.occurrence.to_string(),
-                h.task.clone(),
+                h.task.to_string(),
                 match h.command_index {
                     Some(i) => format!("{}-{i:02}", h.point),
-                    None => h.point.clone(),
+                    None => h.point.to_string(),
                 },
-                h.outcome.clone(),
+                h.outcome.as_str().to_owned(),
                 status,
                 or_dash(h.duration_ms.map(|d| format!("{d}ms"))),
                 output::time(h.finished_ms),

@@ -2,10 +2,10 @@
 
 use crate::cli::error::Error;
 use hookq::queue::ids::{PlanId, TaskId};
+use hookq::queue::model::{TaskRow, now_ms};
 use hookq::queue::phase::Phase;
-use hookq::queue::record::{self, MoveFacts, Transition};
+use hookq::queue::record::{MoveFacts, Transition};
 use hookq::queue::shown;
-use hookq::queue::store::{TaskRow, now_ms};
 use hookq::queue::{DrainIfFree, Queue, TaskShown, TaskView};
 
 use super::app::{Ctx, stop_on_signals};
@@ -88,7 +88,7 @@ pub(super) fn run(ctx: &Ctx, cmd: Command) -> Result<(), Error> {
             let task = TaskId::new(task).map_err(usage)?;
             let phase = Phase::new(&phase).map_err(usage)?;
             if let Some(sha) = &merged_sha {
-                record::validate_sha(sha).map_err(usage)?;
+                hookq::queue::model::Sha::new(sha.as_str()).map_err(usage)?;
             }
             let attempt = attempt.map(|a| parse_attempt(&task, &a)).transpose()?;
             let facts = MoveFacts {

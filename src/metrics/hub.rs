@@ -12,7 +12,7 @@ use prometheus_client::registry::Registry;
 use crate::queue::drain::{DrainEvent, PassReport};
 use crate::queue::hub::HubEvent;
 use crate::queue::phase::Point;
-use crate::queue::store::Outcome;
+use crate::queue::model::Outcome;
 
 use super::catalog::{HUB_METRICS, help};
 use super::ordered::Ordered;

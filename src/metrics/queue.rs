@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicU64;
 use crate::queue::error::Error;
 use crate::queue::handle::Queue;
 use crate::queue::phase::Point;
-use crate::queue::store::{Outcome, Stats, now_ms};
+use crate::queue::model::{Outcome, Stats, now_ms};
 
 use super::catalog::{QUEUE_METRICS, help};
 use super::ordered::Ordered;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::queue::drain::{DrainEvent, PassReport};
 use crate::queue::error::Error;
 use crate::queue::phase::Point;
-use crate::queue::store::{Outcome, Stats};
+use crate::queue::model::{Outcome, Stats};
 
 use super::*;
 

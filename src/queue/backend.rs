@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use crate::queue::error::Error;
 use crate::queue::lock::RunnerLock;
-use crate::queue::store::{Cleared, PendingRow, StartMarker, Store, StoreError};
+use crate::queue::model::{Cleared, PendingRow};
+use crate::queue::store::{StartMarker, Store, StoreError};
 
 /// Where a queue's data stood at one moment, as [`QueueStore::change_mark`] reads it: two
 /// marks differ when another connection committed between them. Only equality means anything.
@@ -48,7 +49,7 @@ pub enum Mark {
 ///   outlive a killed runner and be counted exactly once in the point's `passes`, by
 ///   [`fold_starts`](QueueStore::fold_starts) in the next pass at the latest. The drain parks a
 ///   point that as many passes as `queue.max_interrupted_runs` started: a clear whose one history
-///   row is [`Outcome::Abandoned`](crate::queue::store::Outcome::Abandoned).
+///   row is [`Outcome::Abandoned`](crate::queue::model::Outcome::Abandoned).
 /// - **Pause.** A paused queue starts no point: [`paused`](QueueStore::paused) says so before
 ///   a pass starts any, and the start mark reads it again in the same statement or read that
 ///   marks the point ([`Mark::Paused`]), so a pause that lands mid-pass costs no read of its

@@ -17,7 +17,7 @@ pub struct HookVars<'a> {
     /// `ARC_PLAN`.
     pub plan: &'a str,
     /// The `n` of `ARC_ATTEMPT=<task>-<n>`.
-    pub attempt: i64,
+    pub attempt: u32,
     /// `ARC_WORKTREE`, absolute.
     pub worktree: &'a Path,
     /// `ARC_TARGET_BRANCH`.

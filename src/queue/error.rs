@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use crate::exec::ExecError;
 use crate::failure::{Failure, code};
 use crate::queue::config::ConfigError;
+use crate::queue::driver::Place;
 use crate::queue::lock::{Holder, LockError};
 use crate::queue::row_error::RowError;
 use crate::queue::store::StoreError;
@@ -33,29 +34,29 @@ pub enum Error {
         #[source]
         source: StoreError,
     },
-    /// No such task in the database.
-    #[error("no task {task} in {}", db.display())]
+    /// No such task in the queue.
+    #[error("no task {task} in {place}")]
     NoTask {
         /// The task id as given.
         task: String,
-        /// The database looked in.
-        db: PathBuf,
+        /// The queue looked in.
+        place: Place,
     },
-    /// No pending entry with this occurrence id.
-    #[error("no pending entry {id} in {}", db.display())]
-    NoEntry {
+    /// No pending occurrence with this id.
+    #[error("no pending occurrence {id} in {place}")]
+    NoOccurrence {
         /// The occurrence id.
         id: i64,
-        /// The database looked in.
-        db: PathBuf,
+        /// The queue looked in.
+        place: Place,
     },
     /// No history row with this id.
-    #[error("no history row {id} in {}", db.display())]
+    #[error("no history row {id} in {place}")]
     NoHistory {
         /// The history id.
         id: i64,
-        /// The database looked in.
-        db: PathBuf,
+        /// The queue looked in.
+        place: Place,
     },
     /// The task exists already.
     #[error("task {0} exists already")]
@@ -124,10 +125,14 @@ impl Error {
     /// variant of its own, anything else is [`Error::Store`].
     pub fn store(path: impl Into<PathBuf>, source: StoreError) -> Self {
         let db = path.into();
+        let place = || Place::Sqlite(db.clone());
         match source {
-            StoreError::Row(RowError::NoTask(task)) => Error::NoTask { task, db },
-            StoreError::Row(RowError::NoEntry(id)) => Error::NoEntry { id, db },
-            StoreError::Row(RowError::NoHistory(id)) => Error::NoHistory { id, db },
+            StoreError::Row(RowError::NoTask(task)) => Error::NoTask {
+                task,
+                place: place(),
+            },
+            StoreError::Row(RowError::NoOccurrence(id)) => Error::NoOccurrence { id, place: place() },
+            StoreError::Row(RowError::NoHistory(id)) => Error::NoHistory { id, place: place() },
             StoreError::Row(RowError::TaskExists(task)) => Error::TaskExists(task),
             StoreError::Row(RowError::Invalid(message)) => Error::Invalid(message),
             source => Error::Store { path: db, source },
@@ -140,7 +145,7 @@ impl Failure for Error {
         match self {
             Error::Workspace(NotFound::Missing { .. } | NotFound::Start { .. })
             | Error::NoTask { .. }
-            | Error::NoEntry { .. }
+            | Error::NoOccurrence { .. }
             | Error::NoHistory { .. } => code::NOT_FOUND,
             Error::TaskExists(_) | Error::Invalid(_) => code::USAGE,
             Error::Config(_) => code::CONFIG,
@@ -230,8 +235,8 @@ mod tests {
                 "no task t1 in /w/.radian/arc/arc.db",
             ),
             (
-                StoreError::from(RowError::NoEntry(7)),
-                "no pending entry 7 in /w/.radian/arc/arc.db",
+                StoreError::from(RowError::NoOccurrence(7)),
+                "no pending occurrence 7 in /w/.radian/arc/arc.db",
             ),
             (
                 StoreError::from(RowError::NoHistory(9)),

@@ -92,7 +92,7 @@ fn read_head(repo: &Path, branch: &str) -> Result<String, HeadError> {
     })?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let sha = stdout.trim();
-    if out.status.success() && crate::queue::record::validate_sha(sha).is_ok() {
+    if out.status.success() && crate::queue::model::Sha::new(sha).is_ok() {
         return Ok(sha.to_owned());
     }
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -1,10 +1,35 @@
-//! arc's durable hook queue: a task's phase change and its hook points written in one SQLite
-//! transaction ([`record`]), drained under `runner.lock` ([`lock`], [`drain`], one [`pass`] or
-//! the [`hub`]), on the database its [`Options`] name.
+//! arc's durable hook queue: a task's phase change and its hook points written in one
+//! transaction ([`record`]), drained under the runner lock ([`lock`], [`drain`], [`hub`]), on
+//! SQLite or PostgreSQL behind one [`Driver`].
 //!
-//! The front door: [`Store::open`], the recording functions of [`record`] inside the host's own
+//! The front door: [`Queue`] for what people read and change on either database; for a host on
+//! SQLite, [`Store::open`], the recording functions of [`record`] inside the host's own
 //! transaction, [`RunnerLock::acquire`], then [`Drainer`]. The drain and the hub reach the
-//! database through one trait, [`QueueStore`]; every failure is an [`Error`].
+//! database through [`QueueStore`]; every failure is an [`Error`], naming its [`Place`].
+//!
+//! # Words
+//!
+//! The code and its messages use these words, each for one thing:
+//!
+//! - **task**: the unit of work arc moves through phases, named by a [`TaskId`], of a plan.
+//! - **phase**: where a task is, `<state>.<phase>` ([`Phase`]); entering some phases fires a
+//!   point.
+//! - **point**: one of the five hook points ([`Point`]: `after_merge`, `after_fail`, ...), the
+//!   name config gives commands under.
+//! - **occurrence**: one recorded firing of a point for a task, pending until a pass clears it;
+//!   its id orders the queue and names it to `queue show`, `queue drop`. A listing's row of
+//!   pending points is one occurrence each ([`model::PendingRow`]).
+//! - **hook**: a command configured for a point; an occurrence runs its point's hooks in
+//!   order, and each run is one history row ([`model::HistoryRow`]).
+//! - **retry**: queueing a history row's point again as a new occurrence (`queue retry`).
+//! - **pass**: one drain of what is pending, under the runner lock, then the lock released
+//!   ([`Drainer`]).
+//! - **hub**: the long-running loop that takes the runner lock and runs a pass whenever the
+//!   queue changes ([`hub`]).
+//! - **runner lock**: the one lock a pass holds, so one runner drains a queue at a time: the
+//!   workspace's `runner.lock` on SQLite, the queue's advisory lock on PostgreSQL.
+//! - **driver**: one database's implementation of the queue ([`Driver`]), and **place** where
+//!   it lives ([`Place`]).
 //!
 //! The queue's error types all stand here: [`Error`] (the façade's), [`StoreError`] (the SQLite
 //! store's), `PgError` (the PostgreSQL queue's, with the `postgres` feature) and [`RowError`]
@@ -13,6 +38,7 @@
 pub mod backend;
 pub mod config;
 pub mod drain;
+pub mod driver;
 pub mod env;
 pub mod error;
 pub mod handle;
@@ -21,6 +47,7 @@ pub mod ids;
 pub mod lock;
 pub mod logs;
 pub mod merged;
+pub mod model;
 pub mod options;
 pub mod pass;
 #[cfg(feature = "postgres")]
@@ -28,6 +55,7 @@ pub mod pg;
 pub mod phase;
 pub mod record;
 pub mod row_error;
+pub mod said;
 pub mod shown;
 pub(crate) mod starts;
 pub mod store;
@@ -38,17 +66,18 @@ pub use backend::{ChangeMark, Mark, MarkStarts, QueueStore};
 pub use config::Config;
 pub use drain::{Drainer, PassReport};
 pub use error::Error;
-pub use handle::{DrainIfFree, Dropped, LockHolder, LockState, Queue};
+pub use driver::{Driver, LockHolder, LockState, Place};
+pub use handle::{DrainIfFree, Dropped, Queue};
 pub use ids::{PlanId, TaskId};
 pub use lock::{RunnerLock, Wait};
 pub use merged::TargetHead;
 pub use options::Options;
-pub use pass::{PassOptions, PassOutcome};
+pub use pass::{Attempt, PassOptions, PassOutcome};
 #[cfg(feature = "postgres")]
 pub use pg::PgError;
 pub use phase::{Phase, Point};
 pub use record::{MoveFacts, Transition};
 pub use row_error::RowError;
-pub use shown::{TaskShown, TaskView};
+pub use shown::{Listing, TaskShown, TaskView};
 pub use store::{Store, StoreError};
 pub use workspace::Workspace;

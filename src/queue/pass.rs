@@ -64,8 +64,8 @@ pub fn run(
     Queue::open_with(ws, opts.clone())?.pass(pass, stop)
 }
 
-/// What trying a pass came to.
-pub(crate) enum Attempt {
+/// What trying a pass came to, as a driver reports it to [`Queue::pass`].
+pub enum Attempt {
     /// The runner lock was not taken within the wait (held elsewhere, or a stop request): why.
     NotTaken(Error),
     /// The pass ran.
@@ -81,7 +81,7 @@ pub(crate) enum Attempt {
 
 impl Attempt {
     /// The pass's outcome, or why there is none.
-    pub(crate) fn into_result(self) -> Result<PassOutcome, Error> {
+    pub fn into_result(self) -> Result<PassOutcome, Error> {
         match self {
             Attempt::Ran(outcome) => Ok(outcome),
             Attempt::NotTaken(error) | Attempt::Failed { error, .. } => Err(error),
@@ -222,11 +222,7 @@ pub(crate) fn on_postgres(
         Err(e) => return placed(e).into(),
     };
     let attempt = drain(ws, &mut held, lock, pass, stop, |held| {
-        let store = held.store();
-        let q = store.queue().clone();
-        pg::store::stats(store.client(), &q)
-            .ok()
-            .map(|s| s.pending)
+        held.store().stats().ok().map(|s| s.pending)
     });
     // Failing, the lock's connection still closes as it drops, which releases it as well;
     // but a pass that ran and could not say so is told.

@@ -162,6 +162,18 @@ impl fmt::Display for Point {
     }
 }
 
+impl PartialEq<str> for Point {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Point {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,10 +11,8 @@ use crate::queue::ids::{PlanId, TaskId};
 use crate::queue::merged::TargetHead;
 use crate::queue::phase::{Phase, Point};
 use crate::queue::row_error::RowError;
-use crate::queue::store::{
-    COUNT_EVERY, IdMarks, StoreError, count_pending, count_up_to, id_mark_columns, now_ms,
-    set_counted_mark,
-};
+use crate::queue::model::{Attempt, Sha, now_ms};
+use crate::queue::store::{COUNT_EVERY, IdMarks, StoreError, count_pending, count_up_to, id_mark_columns, set_counted_mark};
 
 /// A point recorded by a transition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -82,16 +80,16 @@ impl MoveFacts {
     }
 }
 
-/// Checks a merged sha: 4 to 64 hex digits.
-pub fn validate_sha(sha: &str) -> Result<(), StoreError> {
-    if (4..=64).contains(&sha.len()) && sha.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Ok(())
-    } else {
-        let cut: String = sha.chars().take(40).collect();
-        Err(RowError::Invalid(format!(
-            "invalid merged sha {cut:?}: expected 4 to 64 hex digits"
-        )).into())
+/// Checks a move's facts, as both drivers refuse them before writing anything: the merged sha
+/// ([`Sha::new`]) and the attempt ([`Attempt::new`]).
+pub(crate) fn check_facts(facts: &MoveFacts) -> Result<(), RowError> {
+    if let Some(sha) = &facts.merged_sha {
+        Sha::new(sha.as_str())?;
     }
+    if let Some(n) = facts.attempt {
+        Attempt::new(i64::from(n))?;
+    }
+    Ok(())
 }
 
 /// Records `point` for `task` entering `phase`: the `pending_hooks` row and its
@@ -170,14 +168,7 @@ pub fn move_task(
     to: &Phase,
     facts: &MoveFacts,
 ) -> Result<Transition, StoreError> {
-    if let Some(sha) = &facts.merged_sha {
-        validate_sha(sha)?;
-    }
-    if facts.attempt == Some(0) {
-        return Err(RowError::Invalid(
-            "invalid attempt 0: attempts count from 1".into(),
-        ).into());
-    }
+    check_facts(facts)?;
     let no_task = || RowError::NoTask(task.to_string());
     // A move into a phase with a point reads the point ids' marks with the phase: one statement
     // fewer on the path figure 1 of the bench times.
@@ -306,7 +297,7 @@ pub fn cancel_plan(tx: &Transaction<'_>, plan: &PlanId) -> Result<Vec<Transition
 
 /// Re-queues the point of history row `history_id` as a new occurrence (same task, point and
 /// recorded state), as `hookq queue retry` does.
-pub fn requeue(tx: &Transaction<'_>, history_id: i64) -> Result<Occurrence, StoreError> {
+pub fn retry(tx: &Transaction<'_>, history_id: i64) -> Result<Occurrence, StoreError> {
     let (task, point, state): (String, String, String) = tx
         .prepare_cached("SELECT task, point, state FROM hook_history WHERE id = ?1")?
         .query_row([history_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -316,7 +307,7 @@ pub fn requeue(tx: &Transaction<'_>, history_id: i64) -> Result<Occurrence, Stor
         // A point whose recorded state was missing was parked for it; run again, its hook would
         // have no `ARC_STATE` either.
         return Err(RowError::Invalid(format!(
-            "history row {history_id} has no recorded state (its point was parked for that); it cannot be re-queued"
+            "history row {history_id} has no recorded state (its point was parked for that); it cannot be retried"
         )).into());
     }
     let bad =
@@ -357,7 +348,7 @@ mod tests {
             .pending(0, 100, None)
             .unwrap()
             .into_iter()
-            .map(|r| (r.task, r.point, r.state))
+            .map(|r| (r.task.to_string(), r.point.to_string(), r.state))
             .collect()
     }
 
@@ -376,9 +367,9 @@ mod tests {
     }
 
     /// A point parked because its state row was missing leaves a history row with no state;
-    /// re-queueing it says why it cannot, instead of failing to parse "".
+    /// retrying it says why it cannot, instead of failing to parse "".
     #[test]
-    fn requeue_without_a_recorded_state_is_refused() {
+    fn retry_without_a_recorded_state_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = with_ready_task(dir.path());
         store
@@ -390,7 +381,7 @@ mod tests {
             )
             .unwrap();
         let id = store.conn().last_insert_rowid();
-        let err = store.write(|tx| requeue(tx, id)).unwrap_err();
+        let err = store.write(|tx| retry(tx, id)).unwrap_err();
         assert!(
             matches!(&err, StoreError::Row(RowError::Invalid(m)) if m.contains("no recorded state")),
             "{err}"
@@ -461,7 +452,7 @@ mod tests {
             .unwrap();
         // Drop the newest pending point, so the next id is not MAX(id) + 1.
         let newest = store.pending(0, 100, None).unwrap().last().unwrap().id;
-        store.drop_entry(newest).unwrap();
+        store.drop_occurrence(newest).unwrap();
         let before = pending(&store).len();
         // A host's trigger on the points sees each new point once, and nothing else.
         store
@@ -488,7 +479,7 @@ mod tests {
         for m in &moved {
             let id = m.occurrence.as_ref().unwrap().id;
             assert!(id > newest);
-            assert_eq!(store.pending_entry(id).unwrap().unwrap().task, m.task);
+            assert_eq!(store.pending_occurrence(id).unwrap().unwrap().task, m.task.as_str());
         }
         let rows = pending(&store);
         assert_eq!(rows.len(), before + 2);
@@ -554,7 +545,7 @@ mod tests {
             .write(|tx| move_task(tx, &t, &merged, &facts("main")))
             .unwrap();
         assert_eq!(moved.warning, None);
-        assert_eq!(store.task("t1").unwrap().unwrap().merged_sha, Some(sha));
+        assert_eq!(store.task("t1").unwrap().unwrap().merged_sha.map(|s| s.to_string()), Some(sha));
         move_into(&mut store, &t, "todo.ready");
         let moved = store
             .write(|tx| move_task(tx, &t, &merged, &facts("nope")))
@@ -596,7 +587,7 @@ mod tests {
         let (t, _) = ids("t1", "p1");
         assert_eq!(move_into(&mut store, &t, "failed.x"), Some(1));
         assert_eq!(move_into(&mut store, &t, "review.awaiting_human"), Some(2));
-        store.drop_entry(2).unwrap();
+        store.drop_occurrence(2).unwrap();
         assert_eq!(move_into(&mut store, &t, "failed.y"), Some(3));
         store
             .conn()
@@ -613,7 +604,7 @@ mod tests {
         assert_eq!(move_into(&mut store, &t, "review.awaiting_human"), Some(4));
         drop(store);
         let mut store = Store::open(&dir.path().join("arc.db")).unwrap();
-        store.drop_entry(4).unwrap();
+        store.drop_occurrence(4).unwrap();
         assert_eq!(move_into(&mut store, &t, "failed.z"), Some(5));
         let occurrences: Vec<i64> = store
             .history(None, None, 10)
@@ -668,8 +659,8 @@ mod tests {
             m.counted > 0 && m.newest - m.counted <= COUNT_EVERY,
             "{m:?}"
         );
-        store.drop_entry(1).unwrap();
-        store.drop_entry(m.newest).unwrap();
+        store.drop_occurrence(1).unwrap();
+        store.drop_occurrence(m.newest).unwrap();
         check(&store);
         // A counted point a host deletes by SQL of its own goes off the counters too.
         assert!(2 <= m.counted);
@@ -685,7 +676,7 @@ mod tests {
         let m = marks(&store);
         assert_eq!(m.counted, m.newest);
         for e in store.pending(0, 10_000, None).unwrap() {
-            store.drop_entry(e.id).unwrap();
+            store.drop_occurrence(e.id).unwrap();
         }
         check(&store);
         assert_eq!(store.stats().unwrap().pending, 0);
@@ -704,7 +695,7 @@ mod tests {
                 max = i64::MAX
             ))
             .unwrap();
-        store.drop_entry(i64::MAX).unwrap();
+        store.drop_occurrence(i64::MAX).unwrap();
         let to = Phase::new("failed.y").unwrap();
         let err = store
             .write(|tx| move_task(tx, &t, &to, &MoveFacts::default()))

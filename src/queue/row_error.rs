@@ -1,6 +1,6 @@
 //! What either database of the queue refuses or does not hold, said the same way on SQLite
 //! ([`crate::queue::store::StoreError::Row`]) and on PostgreSQL (`PgError::Row`, with the
-//! `postgres` feature): a task, a pending entry or a history row that is not there, a task that
+//! `postgres` feature): a task, a pending occurrence or a history row that is not there, a task that
 //! is, a caller's value that is not valid, a stored value that is not.
 
 use crate::failure::{Failure, code};
@@ -14,9 +14,9 @@ pub enum RowError {
     /// The task exists already.
     #[error("task {0} exists already")]
     TaskExists(String),
-    /// No pending entry with this id.
-    #[error("no pending entry {0}")]
-    NoEntry(i64),
+    /// No pending occurrence with this id.
+    #[error("no pending occurrence {0}")]
+    NoOccurrence(i64),
     /// No history row with this id.
     #[error("no history row {0}")]
     NoHistory(i64),
@@ -34,7 +34,7 @@ impl Failure for RowError {
     /// [`crate::queue::Error::Store`] reports a bad stored value as an internal failure.)
     fn exit_code(&self) -> u8 {
         match self {
-            RowError::NoTask(_) | RowError::NoEntry(_) | RowError::NoHistory(_) => {
+            RowError::NoTask(_) | RowError::NoOccurrence(_) | RowError::NoHistory(_) => {
                 code::NOT_FOUND
             }
             RowError::TaskExists(_) | RowError::Invalid(_) => code::USAGE,
@@ -52,7 +52,7 @@ mod tests {
     fn each_refusal_has_its_message_and_code_and_no_hint() {
         for (e, text, exit) in [
             (RowError::NoTask("t1".into()), "no task t1", code::NOT_FOUND),
-            (RowError::NoEntry(7), "no pending entry 7", code::NOT_FOUND),
+            (RowError::NoOccurrence(7), "no pending occurrence 7", code::NOT_FOUND),
             (RowError::NoHistory(9), "no history row 9", code::NOT_FOUND),
             (
                 RowError::TaskExists("t1".into()),

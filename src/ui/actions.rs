@@ -9,12 +9,11 @@ use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use crate::queue::Queue;
+use crate::queue::{Queue, said};
 
 use super::app::{self, App};
 use super::auth;
 use super::error::UiError;
-use super::fmt;
 
 /// An action form's fields.
 #[derive(Debug, Deserialize)]
@@ -83,11 +82,8 @@ pub(crate) async fn retry(
     Form(form): Form<ActionForm>,
 ) -> Response {
     act(app, (outer, uri), form, format!("retry history row {id}"), move |db| {
-        let o = db.requeue(id)?;
-        Ok(format!(
-            "queued {} again as occurrence {} (from history row {id})",
-            o.point, o.id
-        ))
+        let o = db.retry(id)?;
+        Ok(said::retried(id, &o))
     })
     .await
 }
@@ -101,16 +97,13 @@ pub(crate) async fn drop(
     Form(form): Form<ActionForm>,
 ) -> Response {
     act(app, (outer, uri), form, format!("drop occurrence {id}"), move |db| {
-        let d = db.drop_entry(id)?;
-        let mut said = format!(
-            "dropped occurrence {id} ({} for task {}); kept in history as dropped",
-            d.entry.point, d.entry.task
-        );
+        let d = db.drop_occurrence(id)?;
+        let mut message = said::dropped(id, &d);
         if let Some(note) = d.note {
-            said.push_str("; ");
-            said.push_str(&note);
+            message.push_str("; ");
+            message.push_str(&note);
         }
-        Ok(said)
+        Ok(message)
     })
     .await
 }
@@ -124,14 +117,7 @@ pub(crate) async fn pause(
 ) -> Response {
     act(app, (outer, uri), form, "pause the queue".into(), |db| {
         let p = db.pause()?;
-        Ok(if p.changed {
-            "queue paused: transitions are still recorded, and no runner starts a point until it is resumed (a point running now finishes)".to_owned()
-        } else {
-            format!(
-                "queue already paused since {}; nothing changed",
-                fmt::time(&p.since_ms)
-            )
-        })
+        Ok(said::paused(&p, db.place()))
     })
     .await
 }
@@ -144,13 +130,8 @@ pub(crate) async fn resume(
     Form(form): Form<ActionForm>,
 ) -> Response {
     act(app, (outer, uri), form, "resume the queue".into(), |db| {
-        Ok(match db.resume()? {
-            Some(p) => format!(
-                "queue resumed (paused since {}); the next pass runs what is pending",
-                fmt::time(&p.since_ms)
-            ),
-            None => "queue not paused; nothing changed".to_owned(),
-        })
+        let p = db.resume()?;
+        Ok(said::resumed(p.as_ref(), db.place()))
     })
     .await
 }

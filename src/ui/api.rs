@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 
-use crate::queue::store::now_ms;
+use crate::queue::model::now_ms;
 
 use super::app::App;
 use super::error::UiError;

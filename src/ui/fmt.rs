@@ -1,6 +1,6 @@
 //! How pages write values: times, ages, durations, hook names, query strings.
 
-use crate::queue::store::HistoryRow;
+use crate::queue::model::HistoryRow;
 use crate::queue::times;
 
 /// A unix-ms time as RFC 3339 (UTC, seconds).
@@ -26,7 +26,7 @@ pub fn took(ms: &i64) -> String {
 pub fn hook(h: &HistoryRow) -> String {
     match h.command_index {
         Some(i) => format!("{}-{i:02}", h.point),
-        None => h.point.clone(),
+        None => h.point.to_string(),
     }
 }
 

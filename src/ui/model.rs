@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::queue::ids::TaskId;
-use crate::queue::store::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, Stats};
+use crate::queue::model::{HistoryFilter, HistoryRow, Page, PendingFilter, Stats};
 use crate::queue::{LockState, Queue, TaskShown};
 
 use super::chart::{self, Hour};
@@ -62,43 +62,15 @@ pub(crate) fn overview(db: &mut Queue, now_ms: i64) -> Result<Overview, UiError>
     })
 }
 
-/// A page of pending points, as `hookq queue --json` prints them.
-#[derive(Debug, Serialize)]
-pub(crate) struct Listing {
-    pub(crate) lock: LockState,
-    pub(crate) paused: bool,
-    pub(crate) paused_since_ms: Option<i64>,
-    pub(crate) pending: Vec<PendingRow>,
-    /// More pending points follow this page.
-    pub(crate) more: bool,
-}
+pub(crate) use crate::queue::Listing;
 
 pub(crate) fn pending(db: &mut Queue, q: &PendingFilter) -> Result<Listing, UiError> {
-    let lock = db.lock()?;
-    let paused_since_ms = db.paused()?;
-    let mut pending = db.pending(&PendingFilter {
-        limit: q.limit + 1,
-        ..q.clone()
-    })?;
-    let more = pending.len() > q.limit;
-    pending.truncate(q.limit);
-    Ok(Listing {
-        lock,
-        paused: paused_since_ms.is_some(),
-        paused_since_ms,
-        pending,
-        more,
-    })
+    Ok(db.listing(q)?)
 }
 
 /// A page of history, newest first, and whether older rows follow.
 pub(crate) fn history(db: &mut Queue, q: &HistoryFilter) -> Result<(Vec<HistoryRow>, bool), UiError> {
-    let mut rows = db.history(&HistoryFilter {
-        limit: q.limit + 1,
-        ..q.clone()
-    })?;
-    let more = rows.len() > q.limit;
-    rows.truncate(q.limit);
+    let Page { rows, more } = db.history_page(q)?;
     Ok((rows, more))
 }
 

@@ -11,7 +11,7 @@ use axum::response::{Html, IntoResponse, Response};
 use crate::queue::Queue;
 use crate::queue::ids::TaskId;
 use crate::queue::logs::LogFile;
-use crate::queue::store::{HistoryFilter, HistoryRow, PendingFilter, now_ms};
+use crate::queue::model::{HistoryFilter, HistoryRow, PendingFilter, now_ms};
 
 use super::ansi::{self, Style};
 use super::app::{self, App};
@@ -240,8 +240,8 @@ pub(crate) async fn pending(req: PageRequest) -> Response {
         Ok(listing) => {
             let pairs = |after: Option<i64>| {
                 fmt::query(&[
-                    ("task", filter.task.clone()),
-                    ("point", filter.point.clone()),
+                    ("task", filter.task.as_ref().map(|t| t.to_string())),
+                    ("point", filter.point.map(|p| p.to_string())),
                     ("after", after.map(|a| a.to_string())),
                 ])
             };
@@ -255,7 +255,7 @@ pub(crate) async fn pending(req: PageRequest) -> Response {
                 StatusCode::OK,
                 &PendingPage {
                     page,
-                    points: fmt::choices(&fmt::points(), filter.point.as_deref()),
+                    points: fmt::choices(&fmt::points(), filter.point.map(|p| p.as_str())),
                     filter,
                     listing,
                     next,
@@ -293,9 +293,9 @@ pub(crate) async fn history(req: PageRequest) -> Response {
         Ok((history, more)) => {
             let pairs = |before: Option<i64>| {
                 fmt::query(&[
-                    ("task", filter.task.clone()),
-                    ("point", filter.point.clone()),
-                    ("outcome", filter.outcome.clone()),
+                    ("task", filter.task.as_ref().map(|t| t.to_string())),
+                    ("point", filter.point.map(|p| p.to_string())),
+                    ("outcome", filter.outcome.map(|o| o.as_str().to_owned())),
                     ("host", filter.host.clone()),
                     ("before", before.map(|b| b.to_string())),
                 ])
@@ -309,8 +309,8 @@ pub(crate) async fn history(req: PageRequest) -> Response {
                 StatusCode::OK,
                 &HistoryPage {
                     page,
-                    points: fmt::choices(&fmt::points(), filter.point.as_deref()),
-                    outcomes: fmt::choices(&fmt::OUTCOMES, filter.outcome.as_deref()),
+                    points: fmt::choices(&fmt::points(), filter.point.map(|p| p.as_str())),
+                    outcomes: fmt::choices(&fmt::OUTCOMES, filter.outcome.map(|o| o.as_str())),
                     filter,
                     history,
                     postgres: app.is_postgres(),
@@ -437,7 +437,7 @@ pub(crate) fn read_log(
     if db.is_postgres() {
         let here = this_host();
         let rows = db.history(&HistoryFilter {
-            task: Some(id.as_str().to_owned()),
+            task: Some(id.clone()),
             limit: 1000,
             ..HistoryFilter::default()
         })?;

@@ -7,7 +7,8 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
 use crate::queue::phase::Point;
-use crate::queue::store::{HistoryFilter, PendingFilter};
+use crate::queue::ids::TaskId;
+use crate::queue::model::{Outcome, HistoryFilter, PendingFilter};
 
 use super::error::UiError;
 use super::model::PAGE;
@@ -79,35 +80,42 @@ fn number(name: &str, v: &Option<String>) -> Result<Option<i64>, UiError> {
         .transpose()
 }
 
-fn point(v: &Option<String>) -> Result<Option<String>, UiError> {
-    let p = text("point", v)?;
-    if let Some(p) = &p {
-        p.parse::<Point>()
-            .map_err(|e| UiError::BadRequest(format!("point: {e}")))?;
-    }
-    Ok(p)
+fn point(v: &Option<String>) -> Result<Option<Point>, UiError> {
+    text("point", v)?
+        .map(|p| {
+            p.parse::<Point>()
+                .map_err(|e| UiError::BadRequest(format!("point: {e}")))
+        })
+        .transpose()
+}
+
+/// A task filter: a task id, so that one that cannot be a task's is told rather than shown as
+/// an empty listing.
+fn task(v: &Option<String>) -> Result<Option<TaskId>, UiError> {
+    text("task", v)?
+        .map(|t| TaskId::new(t).map_err(|e| UiError::BadRequest(format!("task: {e}"))))
+        .transpose()
 }
 
 /// An outcome filter: one of [`OUTCOMES`](super::fmt::OUTCOMES), so that a misspelt one is
 /// told rather than shown as an empty history.
-fn outcome(v: &Option<String>) -> Result<Option<String>, UiError> {
-    let o = text("outcome", v)?;
-    if let Some(o) = &o
-        && !super::fmt::OUTCOMES.contains(&o.as_str())
-    {
-        return Err(UiError::BadRequest(format!(
+fn outcome(v: &Option<String>) -> Result<Option<Outcome>, UiError> {
+    let Some(o) = text("outcome", v)? else {
+        return Ok(None);
+    };
+    o.parse::<Outcome>().map(Some).map_err(|_| {
+        UiError::BadRequest(format!(
             "outcome: unknown outcome {o:?} (known: {})",
             super::fmt::OUTCOMES.join(", ")
-        )));
-    }
-    Ok(o)
+        ))
+    })
 }
 
 impl Raw {
     /// The pending listing's filter.
     pub(crate) fn pending(&self) -> Result<PendingFilter, UiError> {
         Ok(PendingFilter {
-            task: text("task", &self.task)?,
+            task: task(&self.task)?,
             point: point(&self.point)?,
             after: number("after", &self.after)?.unwrap_or(0),
             limit: PAGE,
@@ -117,7 +125,7 @@ impl Raw {
     /// The history listing's filter.
     pub(crate) fn history(&self) -> Result<HistoryFilter, UiError> {
         Ok(HistoryFilter {
-            task: text("task", &self.task)?,
+            task: task(&self.task)?,
             point: point(&self.point)?,
             outcome: outcome(&self.outcome)?,
             host: text("host", &self.host)?,
@@ -156,8 +164,10 @@ mod tests {
         assert_eq!(r.after.as_deref(), Some(""));
         assert_eq!(r.flash.as_deref(), Some("3"));
         assert_eq!(r.outcome, None);
-        let p = r.pending().unwrap();
-        assert_eq!((p.task.as_deref(), p.after), (Some("t 1"), 0));
+        let refused = r.pending().unwrap_err().to_string();
+        assert!(refused.contains("task: invalid task id"), "{refused}");
+        let p = Raw::parse("task=a&task=t-1&after=").pending().unwrap();
+        assert_eq!((p.task.as_ref().map(|t| t.as_str()), p.after), (Some("t-1"), 0));
     }
 
     #[test]
@@ -179,7 +189,7 @@ mod tests {
         let h = raw(&[("point", "after_merge"), ("before", "12"), ("outcome", "ok")])
             .history()
             .unwrap();
-        assert_eq!(h.point.as_deref(), Some("after_merge"));
-        assert_eq!((h.before, h.outcome.as_deref()), (Some(12), Some("ok")));
+        assert_eq!(h.point.map(|p| p.as_str()), Some("after_merge"));
+        assert_eq!((h.before, h.outcome.map(|o| o.as_str())), (Some(12), Some("ok")));
     }
 }

@@ -4,9 +4,10 @@
 
 use serde_json::json;
 
-use crate::scenarios::{HOOKS, hookq_ok, populate};
-use crate::server::Ui;
-use crate::support::browser::{Browser, PATIENCE};
+use crate::browser::scenarios::{HOOKS, hookq_ok, populate};
+use crate::browser::server::Ui;
+use crate::support::HANG;
+use crate::support::browser::Browser;
 use crate::support::queue::Ws;
 
 /// Clicks the submit button of the first `form.<class>` inside `scope` (a CSS selector) and
@@ -21,7 +22,7 @@ fn act(b: &Browser, scope: &str, class: &str) -> String {
     form.find("button, input[type=submit]").click();
     b.wait_for(
         &format!("the flash of {class} (from {before})"),
-        PATIENCE,
+        HANG,
         |b| {
             let new_page = b.execute("return !window.__hookqActed;", vec![]) == json!(true);
             new_page
@@ -127,7 +128,7 @@ fn with_actions_retry_drop_pause_and_resume_work() {
             "todo.ready",
         ],
     );
-    b.wait_for("the overview swapped in anew", PATIENCE, |b| {
+    b.wait_for("the overview swapped in anew", HANG, |b| {
         (b.count("#lock[data-old]") == 0).then_some(())
     });
     assert_eq!(b.text_of("#flash").map(|t| t.trim().to_owned()), Some(said));
@@ -205,7 +206,7 @@ fn off_loopback_a_page_needs_the_token() {
 
     // Once the token is given, the browser is let in, on every page.
     b.goto(&ui.url(&format!("?token={TOKEN}")));
-    b.wait_for("the overview", PATIENCE, |b| b.text_of("#lock"));
+    b.wait_for("the overview", HANG, |b| b.text_of("#lock"));
     b.goto(&ui.url("pending"));
     assert_eq!(pending_tasks(&b), ["t2"]);
     // And its actions work, token and CSRF together.

@@ -1,23 +1,27 @@
-//! Hostile values from the queue (a task id, plan, state and command holding markup and
-//! quotes, as only SQL written by hand can record them) show as text on every page that lists
-//! them: no alert, no element they inject.
+//! Hostile values from the queue (a plan, state and command holding markup and quotes, as only
+//! SQL written by hand can record them) show as text on every page that lists them, and a task
+//! id hookq would never write is refused where it is read, the refusal shown as text: no
+//! alert, no element they inject.
 
 use rusqlite::params;
 
-use crate::scenarios::{HOOKS, hookq_ok, populate};
-use crate::server::Ui;
+use crate::browser::scenarios::{HOOKS, hookq_ok, populate};
+use crate::browser::server::Ui;
 use crate::support::browser::Browser;
 use crate::support::queue::Ws;
 
-const TASK: &str = r#"<script>alert("task")</script>'"&amp;"#;
+/// A task id hookq takes, for the rows whose other values are hostile.
+const TASK: &str = "t-hostile";
+/// A task id hookq would never write.
+const HOSTILE_TASK: &str = r#"<script>alert("task")</script>'"&amp;"#;
 const PLAN: &str = r#"<img src=x onerror=alert("plan")>"#;
 const STATE: &str = r#""><svg onload=alert("state")>"#;
 const COMMAND: &str = r#"</pre></table><script>alert("command")</script>"#;
 
-/// Writes a task with a hostile id, a pending point and a history row of it straight into the
-/// workspace's database.
+/// Writes a task with a hostile plan, a pending point with a hostile state and a history row
+/// with a hostile command straight into the workspace's database.
 fn record_hostile(ws: &Ws) {
-    let now = crate::server::now_ms();
+    let now = crate::browser::server::now_ms();
     let db = ws.db();
     db.execute(
         "INSERT INTO tasks (id, plan, phase, attempt, created_ms, updated_ms)
@@ -69,17 +73,20 @@ return found;"#,
 }
 
 #[test]
-fn a_hostile_task_id_shows_as_text() {
+fn hostile_values_show_as_text() {
     let ws = Ws::init();
     ws.write_config(HOOKS);
     populate(&ws);
     record_hostile(&ws);
     // The CLI lists what the view will, so the rows are there to show.
     let listed = hookq_ok(&ws, &["queue", "--json"]).stdout();
-    assert!(listed.contains("alert(\\\"task\\\")"), "{listed}");
+    assert!(
+        listed.contains("svg onload=alert(\\\"state\\\")"),
+        "{listed}"
+    );
 
     let ui = Ui::start(&ws, &["--actions"], &[]);
-    let Some(b) = Browser::start("a_hostile_task_id_shows_as_text") else {
+    let Some(b) = Browser::start("hostile_values_show_as_text") else {
         return;
     };
     let body = |b: &Browser| b.text_of("body").unwrap_or_default();
@@ -111,7 +118,7 @@ fn a_hostile_task_id_shows_as_text() {
         .find(|a| a.text() == TASK)
         .expect("a link to the hostile task's page");
     link.click();
-    let shown = b.wait_for("the task page", crate::support::browser::PATIENCE, |b| {
+    let shown = b.wait_for("the task page", crate::support::HANG, |b| {
         b.text_of("#phase")
             .map(|_| true)
             .or_else(|| b.text_of("#error").map(|_| false))
@@ -127,4 +134,21 @@ fn a_hostile_task_id_shows_as_text() {
         assert!(error.contains("<script>alert("), "{error:?}");
     }
     b.screenshot("hostile-task");
+
+    // A task id no command could have recorded, written by hand: the pending page refuses the
+    // stored value and says which, as text.
+    ws.db()
+        .execute(
+            "INSERT INTO pending_hooks (task, point, recorded_ms) VALUES (?1, 'after_fail', ?2)",
+            params![HOSTILE_TASK, crate::browser::server::now_ms()],
+        )
+        .unwrap();
+    b.goto(&ui.url("pending"));
+    nothing_injected(&b, "pending, refusing a hostile task id");
+    let error = b.text_of("#error").expect("the refusal, as the error page");
+    assert!(error.contains("invalid task id"), "{error:?}");
+    assert!(
+        error.contains("<script>alert("),
+        "the value named as text: {error:?}"
+    );
 }

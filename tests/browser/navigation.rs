@@ -5,9 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::scenarios::{HOOKS, hookq_ok, populate};
-use crate::server::{Ui, mark, record_first, seen};
-use crate::support::browser::{Browser, PATIENCE};
+use crate::browser::scenarios::{HOOKS, hookq_ok, populate};
+use crate::browser::server::{Ui, mark, record_first, seen};
+use crate::support::HANG;
+use crate::support::browser::Browser;
 use crate::support::queue::Ws;
 
 /// Longer than any page of the view takes to load on a loaded machine, far shorter than the
@@ -57,7 +58,7 @@ fn clicking_through_many_pages_never_waits_for_a_connection() {
     let before = mark(&b);
     b.goto(&ui.url(""));
     b.command("POST", "/back", serde_json::json!({}));
-    b.wait_for("the pending page again", PATIENCE, |b| {
+    b.wait_for("the pending page again", HANG, |b| {
         b.url().ends_with("/pending").then_some(())
     });
     assert_eq!(
@@ -73,7 +74,7 @@ fn clicking_through_many_pages_never_waits_for_a_connection() {
         &["task", "add", "nav", "--plan", "p", "--phase", "todo.ready"],
     );
     hookq_ok(&ws, &["task", "move", "nav", "failed.x", "--no-run"]);
-    b.wait_for("the move on the page brought back", PATIENCE, |b| {
+    b.wait_for("the move on the page brought back", HANG, |b| {
         seen(b, "back")
     });
     assert_eq!(mark(&b), after, "the page was reloaded");

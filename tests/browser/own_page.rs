@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::browser::{Browser, PATIENCE};
+use crate::support::HANG;
+use crate::support::browser::Browser;
 
 const PAGE: &str = r#"<!doctype html>
 <html><head><meta charset="utf-8"><title>own page</title>
@@ -137,7 +138,7 @@ fn the_harness_drives_a_page_and_catches_its_console_errors() {
     );
 
     // Both the page's console.error and its uncaught exception are caught.
-    let errors = b.wait_for("the uncaught exception", PATIENCE, |b| {
+    let errors = b.wait_for("the uncaught exception", HANG, |b| {
         let errors = b.console_errors();
         errors
             .iter()
@@ -155,7 +156,7 @@ fn the_harness_drives_a_page_and_catches_its_console_errors() {
     // An alert is seen, and none once dismissed.
     assert_eq!(b.alert_text(), None);
     b.execute("setTimeout(function () { alert('hi'); }, 0);", vec![]);
-    let said = b.wait_for("the alert", PATIENCE, |b| b.alert_text());
+    let said = b.wait_for("the alert", HANG, |b| b.alert_text());
     assert_eq!(said, "hi");
     b.dismiss_alert();
     assert_eq!(b.alert_text(), None);
@@ -183,7 +184,7 @@ fn the_harness_drives_a_page_and_catches_its_console_errors() {
 
     // A form is posted by its button, and the browser follows.
     b.find("#s").click();
-    b.wait_for("the posted page", PATIENCE, |b| {
+    b.wait_for("the posted page", HANG, |b| {
         b.text_of("#posted").filter(|t| t == "posted x=1")
     });
     assert!(b.url().ends_with("/posted"), "{}", b.url());
@@ -194,16 +195,7 @@ fn the_harness_drives_a_page_and_catches_its_console_errors() {
     assert!(!processes_naming(&profile).is_empty(), "the browser runs");
     drop(b);
     assert!(crate::support::queue::process_gone(driver));
-    let deadline = std::time::Instant::now() + PATIENCE;
-    loop {
-        let left = processes_naming(&profile);
-        if left.is_empty() {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "left running: {left:#?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    crate::support::eventually("the browser's processes to end", || {
+        processes_naming(&profile).is_empty()
+    });
 }

@@ -1,6 +1,6 @@
 //! Every page of `hookq ui` on a SQLite queue, in the browser: the scenarios of `scenarios`.
 
-use crate::scenarios::{self, HOOKS, populate};
+use crate::browser::scenarios::{self, HOOKS, populate};
 use crate::support::queue::Ws;
 use crate::support::workspace::Scratch;
 

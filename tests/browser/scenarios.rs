@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::server::{Ui, mark, now_ms, record_first, seen};
-use crate::support::browser::{Browser, PATIENCE};
+use super::server::{Ui, mark, now_ms, record_first, seen};
+use crate::support::HANG;
+use crate::support::browser::Browser;
 use crate::support::queue::{Out, Ws};
 
 /// The hooks of the scenarios: one that fails with colour, markup, a control byte and a byte
@@ -171,7 +172,7 @@ pub fn every_page_renders(test: &str, ws: &Ws, prefix: &str) {
         .find(|a| a.text().contains("after_fail"))
         .expect("a link to the after_fail log");
     link.click();
-    b.wait_for("the log page", PATIENCE, |b| b.text_of("pre#log"));
+    b.wait_for("the log page", HANG, |b| b.text_of("pre#log"));
     let log = b.text_of("pre#log").unwrap();
     assert!(log.contains("failing t1"), "{log:?}");
     assert!(log.contains("red <b>bold</b>"), "{log:?}");
@@ -271,7 +272,7 @@ pub fn a_move_shows_live(test: &str, ws: &Ws) {
         (&overview, "#pending-by-point", "after_proposed"),
     ] {
         switch(handle);
-        b.wait_for("the first move on an open page", PATIENCE, |b| {
+        b.wait_for("the first move on an open page", HANG, |b| {
             b.any_text(css, text).then_some(())
         });
     }
@@ -300,7 +301,7 @@ pub fn a_move_shows_live(test: &str, ws: &Ws) {
         .zip(marks)
     {
         switch(handle);
-        let at = b.wait_for(&format!("the move on the {page} page"), PATIENCE, |b| {
+        let at = b.wait_for(&format!("the move on the {page} page"), HANG, |b| {
             seen(b, "moved")
         });
         assert_eq!(mark(&b), before, "the {page} page was reloaded");
@@ -363,7 +364,7 @@ pub fn the_log_page_tails_a_running_hook(test: &str, ws: &Ws, write_hooks: impl 
 
     b.goto(&ui.url("task/tail"));
     // Read by a script: the page is live, and the hook's start swaps its `#main`.
-    let href = b.wait_for("a link to the running hook's log", PATIENCE, |b| {
+    let href = b.wait_for("a link to the running hook's log", HANG, |b| {
         b.href_of("ul#logs a", "after_fail")
     });
     b.goto(&href);
@@ -374,7 +375,7 @@ pub fn the_log_page_tails_a_running_hook(test: &str, ws: &Ws, write_hooks: impl 
     let before = mark(&b);
 
     std::fs::write(&go, "").unwrap();
-    b.wait_for("the second line on the log page", PATIENCE, |b| {
+    b.wait_for("the second line on the log page", HANG, |b| {
         seen(b, "second")
     });
     assert_eq!(mark(&b), before, "the log page was reloaded");
@@ -439,7 +440,7 @@ pub fn a_hook_starting_and_ending_shows_live(test: &str, ws: &Ws, write_hooks: i
         ],
     );
     hookq_ok(ws, &["task", "move", "warm", "todo.proposed", "--no-run"]);
-    b.wait_for("the first move on the open overview", PATIENCE, |b| {
+    b.wait_for("the first move on the open overview", HANG, |b| {
         b.any_text("#pending-by-point", "after_proposed")
             .then_some(())
     });
@@ -458,7 +459,7 @@ pub fn a_hook_starting_and_ending_shows_live(test: &str, ws: &Ws, write_hooks: i
     ws.eventually("the hook to start", || {
         std::fs::read_to_string(&began).is_ok_and(|t| t.ends_with('\n'))
     });
-    let at = b.wait_for("the hook's start on the overview", PATIENCE, |b| {
+    let at = b.wait_for("the hook's start on the overview", HANG, |b| {
         seen(b, "started")
     });
     let after_start = at - stamp(&began);
@@ -477,9 +478,7 @@ pub fn a_hook_starting_and_ending_shows_live(test: &str, ws: &Ws, write_hooks: i
     std::fs::write(&go, "").unwrap();
     let out = mover.wait_within(Duration::from_secs(120));
     assert_eq!(out.code(), Some(0), "{}", out.describe());
-    let at = b.wait_for("the hook's end on the overview", PATIENCE, |b| {
-        seen(b, "ended")
-    });
+    let at = b.wait_for("the hook's end on the overview", HANG, |b| seen(b, "ended"));
     let after_end = at - stamp(&ended);
     println!("the hook's end showed {after_end} ms after its last command");
     assert!(

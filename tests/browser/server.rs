@@ -1,11 +1,11 @@
 //! `hookq ui` run for real in a test's workspace, and what a test needs around it: its URL, the
 //! pages it links to, and a recorder in the page that notes when something first shows.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
 
-use crate::support::browser::{Browser, PATIENCE};
+use crate::support::browser::Browser;
 use crate::support::queue::{Running, Ws};
 
 /// A running `hookq ui`, killed when dropped.
@@ -18,32 +18,8 @@ pub struct Ui {
 impl Ui {
     /// `hookq ui ARGS` in `ws`, with `env` added; returns once it printed its URL.
     pub fn start(ws: &Ws, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut all = vec!["ui"];
-        all.extend_from_slice(args);
-        let mut running = ws.spawn_env(&all, env);
-        let deadline = Instant::now() + PATIENCE;
-        let base = loop {
-            let out = running.stdout_so_far();
-            if let Some(url) = out
-                .lines()
-                .find_map(|l| l.strip_prefix("hookq ui: serving "))
-                .and_then(|l| l.rsplit_once(" at "))
-                .map(|(_, url)| url.trim().to_owned())
-            {
-                break url;
-            }
-            assert!(
-                !running.exited(),
-                "`hookq ui` ended before serving:\n{out}{}",
-                running.stderr_so_far()
-            );
-            assert!(
-                Instant::now() < deadline,
-                "`hookq ui` printed no URL:\n{out}{}",
-                running.stderr_so_far()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let crate::support::ui::Launched { running, url: base } =
+            crate::support::ui::launch(ws, args, env);
         // Listening on every address, it is reached on loopback.
         let base = base.replace("://0.0.0.0:", "://127.0.0.1:");
         let base = if base.ends_with('/') {

@@ -221,6 +221,7 @@ fn runner_process() {
         || {
             let me = rustix::process::getpid();
             let _ = rustix::process::kill_process(me, rustix::process::Signal::KILL);
+            // The signal lands meanwhile: the gate must never be answered.
             std::thread::sleep(Duration::from_secs(60));
             true
         },

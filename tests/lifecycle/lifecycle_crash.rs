@@ -248,20 +248,17 @@ fn the_rollback_of_a_killed_create_ends_the_hook_it_left_running() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
     // The hook can write its pids before hookq has named its process group in the journal:
     // the kill waits for both, or it would test a create killed a moment before that.
     let journal = ws.root.join(".arashi/hookq-worktree/journal");
-    while !std::fs::read_to_string(&pids).is_ok_and(|t| t.ends_with('\n'))
-        || !std::fs::read_to_string(&journal).is_ok_and(|t| t.contains("\"op\":\"hook\""))
-    {
-        assert!(Instant::now() < deadline, "the hook did not start");
+    crate::support::eventually("the hook to start", || {
         assert!(
             child.try_wait().unwrap().is_none(),
             "the create ended early"
         );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+        std::fs::read_to_string(&pids).is_ok_and(|t| t.ends_with('\n'))
+            && std::fs::read_to_string(&journal).is_ok_and(|t| t.contains("\"op\":\"hook\""))
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     let text = std::fs::read_to_string(&pids).unwrap();
@@ -283,13 +280,8 @@ fn the_rollback_of_a_killed_create_ends_the_hook_it_left_running() {
         next.stderr
     );
     // The hook ignores SIGTERM: SIGKILL after the grace ended it and its child.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while running.iter().any(|&p| alive(p)) {
-        assert!(
-            Instant::now() < deadline,
-            "the hook still runs: {running:?}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    crate::support::eventually("the hook and its child to end", || {
+        !running.iter().any(|&p| alive(p))
+    });
     assert_eq!(ws.snapshot(), before, "{}", next.stderr);
 }

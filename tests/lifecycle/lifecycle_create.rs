@@ -502,7 +502,10 @@ fn standalone_create_and_remove_use_the_user_global_hooks_of_the_main_root() {
 #[test]
 fn a_second_command_is_refused_while_one_works_when_it_may_not_wait() {
     // The first create holds the lock until the test lets its last hook end.
-    let mut ws = recording_ws("until [ -e \"$RELEASE\" ]; do sleep 0.02; done");
+    // Bounded (a minute), so that a failing test leaves no shell waiting behind it.
+    let mut ws = recording_ws(
+        "n=0; until [ -e \"$RELEASE\" ] || [ $n -ge 3000 ]; do sleep 0.02; n=$((n + 1)); done",
+    );
     let release = ws.tmp.path().join("release");
     ws.env
         .push(("RELEASE".into(), release.display().to_string()));
@@ -516,14 +519,9 @@ fn a_second_command_is_refused_while_one_works_when_it_may_not_wait() {
         .spawn()
         .unwrap();
     // Wait until the first holds the lock (its first worktree exists).
-    let start = std::time::Instant::now();
-    while !ws.root.join("worktrees/api/slow").exists() {
-        assert!(
-            start.elapsed() < lifecycle_common::HANG,
-            "the first create never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    crate::support::eventually("the first create to start", || {
+        ws.root.join("worktrees/api/slow").exists()
+    });
     let out = ws.run(&["worktree", "create", "other", "--json"]);
     out.expect(6);
     assert_eq!(out.json()["error"]["code"], "busy");
@@ -718,7 +716,7 @@ fn repository_paths_are_checked_before_anything_and_named_by_key() {
 /// `$READY` (all at once, once the child ignores it: the test signals hookq when the file
 /// appears).
 const HANGING: &str = "(trap '' TERM; echo \"$BASHPID\" > \"$READY.child\"; exec sleep 300) &
-until [ -s \"$READY.child\" ]; do sleep 0.01; done
+n=0; until [ -s \"$READY.child\" ] || [ $n -ge 6000 ]; do sleep 0.01; n=$((n + 1)); done
 echo \"$$ $(cat \"$READY.child\")\" > \"$READY.tmp\"; mv \"$READY.tmp\" \"$READY\"; sleep 300
 ";
 

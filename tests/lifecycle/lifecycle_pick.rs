@@ -5,12 +5,9 @@
 
 use crate::support::lifecycle as lifecycle_common;
 
-use std::time::Duration;
-
+use crate::support::HANG;
 use crate::support::pty::Pty;
 use lifecycle_common::{Ws, git};
-
-const LIMIT: Duration = Duration::from_secs(60);
 
 /// web, api and docs, each with a recording post-create hook.
 fn ws() -> Ws {
@@ -42,7 +39,7 @@ fn on_pty(ws: &Ws, args: &str) -> Pty {
 fn the_repositories_chosen_on_the_terminal_are_the_ones_created() {
     let w = ws();
     let mut pty = on_pty(&w, "worktree create --interactive feature/p");
-    pty.wait_for("> ", LIMIT);
+    pty.wait_for("> ", HANG);
     let text = pty.text();
     for line in ["1 [x] web", "2 [x] api", "3 [x] docs"] {
         assert!(text.contains(line), "{text}");
@@ -50,14 +47,11 @@ fn the_repositories_chosen_on_the_terminal_are_the_ones_created() {
     assert!(text.contains("repositories for branch feature/p"), "{text}");
     // A word that is not a listed number toggles nothing, and says so.
     pty.send(b"2 9\r");
-    pty.wait_for(
-        "not a number from 1 to 3: \"9\"; nothing was toggled",
-        LIMIT,
-    );
+    pty.wait_for("not a number from 1 to 3: \"9\"; nothing was toggled", HANG);
     pty.send(b"2\r");
-    pty.wait_for("2 [ ] api", LIMIT);
+    pty.wait_for("2 [ ] api", HANG);
     pty.send(b"\r");
-    pty.wait(LIMIT);
+    pty.wait(HANG);
     let text = pty.text();
     assert!(text.contains("rc=0"), "{text}");
     // As with --repo web --repo docs: those two, in config order, and their hooks only.
@@ -89,11 +83,11 @@ fn a_cancel_at_the_question_changes_nothing() {
         let w = ws();
         let before = w.snapshot();
         let mut pty = on_pty(&w, "worktree create --interactive feature/p");
-        pty.wait_for("> ", LIMIT);
+        pty.wait_for("> ", HANG);
         pty.send(b"1");
         pty.send(b"\x15"); // the line so far is erased: Ctrl-D then ends the input
         pty.send(key);
-        pty.wait(LIMIT);
+        pty.wait(HANG);
         let text = pty.text();
         assert!(text.contains("rc=7"), "{how}: {text}");
         assert!(
@@ -113,11 +107,11 @@ fn choosing_no_repository_is_an_error_that_changes_nothing() {
     let w = ws();
     let before = w.snapshot();
     let mut pty = on_pty(&w, "worktree create --interactive feature/p");
-    pty.wait_for("> ", LIMIT);
+    pty.wait_for("> ", HANG);
     pty.send(b"1 2 3\r");
-    pty.wait_for("3 [ ] docs", LIMIT);
+    pty.wait_for("3 [ ] docs", HANG);
     pty.send(b"\r");
-    pty.wait(LIMIT);
+    pty.wait(HANG);
     let text = pty.text();
     assert!(text.contains("rc=2"), "{text}");
     assert!(
@@ -155,7 +149,7 @@ fn interactive_is_refused_with_one_line_where_it_cannot_ask() {
     );
     // With --repo, even on a terminal.
     let mut pty = on_pty(&w, "worktree create --interactive --repo web feature/p");
-    pty.wait(LIMIT);
+    pty.wait(HANG);
     let text = pty.text();
     assert!(text.contains("rc=2"), "{text}");
     let errors: Vec<&str> = text.lines().filter(|l| l.contains("error")).collect();
@@ -178,7 +172,7 @@ fn interactive_is_refused_with_one_line_where_it_cannot_ask() {
             "\"$HOOKQ\" worktree create --interactive feature/p; echo \"rc=$?\"",
         ],
     ));
-    pty.wait(LIMIT);
+    pty.wait(HANG);
     let text = pty.text();
     assert!(text.contains("rc=2"), "{text}");
     assert!(

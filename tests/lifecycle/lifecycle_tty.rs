@@ -8,10 +8,9 @@ use std::io::Read as _;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use crate::support::HANG;
 use crate::support::pty::Pty;
 use lifecycle_common::Ws;
-
-const LIMIT: Duration = Duration::from_secs(60);
 
 /// web only, with `hook` as its native post-create and the given timeout.
 fn ws(hook: &str, timeout_ms: u64) -> Ws {
@@ -46,7 +45,7 @@ fn a_tty_hook_sees_the_banner_then_prompts_and_reads_the_answer() {
     // A workspace hook's banner names the workspace, never a child target.
     w.native(".arashi/hooks/pre-create.sh", "true\n");
     let mut pty = on_pty(&w, "\"$HOOKQ\" worktree create feature/t; echo \"rc=$?\"");
-    pty.wait_for("Continue setup? [y/N] ", LIMIT);
+    pty.wait_for("Continue setup? [y/N] ", HANG);
     let text = pty.text();
     let root = w.root.display();
     assert!(
@@ -68,7 +67,7 @@ fn a_tty_hook_sees_the_banner_then_prompts_and_reads_the_answer() {
     );
     assert!(text.contains("web worktree"), "{text}");
     pty.send(b"y\r");
-    assert!(pty.wait(LIMIT).success());
+    assert!(pty.wait(HANG).success());
     assert!(pty.text().contains("rc=0"), "{}", pty.text());
     assert_eq!(std::fs::read_to_string(answer_file(&w)).unwrap(), "y\n");
     assert!(w.root.join("worktrees/web/feature/t").exists());
@@ -102,9 +101,9 @@ fn ctrl_c_in_a_tty_hook_fails_it_rolls_back_and_restores_the_terminal() {
         &w,
         &format!("\"$HOOKQ\" worktree create feature/t; echo \"rc=$?\"; {AFTER}"),
     );
-    pty.wait_for("ready> ", LIMIT);
+    pty.wait_for("ready> ", HANG);
     pty.send(b"\x03");
-    pty.wait(LIMIT);
+    pty.wait(HANG);
     let text = pty.text();
     assert!(text.contains("rc=7"), "{text}");
     assert!(text.contains("ended by signal 2"), "{text}");
@@ -121,8 +120,8 @@ fn a_tty_hook_past_its_timeout_fails_and_the_terminal_is_restored() {
         &w,
         &format!("\"$HOOKQ\" worktree create feature/t; echo \"rc=$?\"; {AFTER}"),
     );
-    pty.wait_for("waiting> ", LIMIT);
-    pty.wait(LIMIT);
+    pty.wait_for("waiting> ", HANG);
+    pty.wait(HANG);
     let text = pty.text();
     assert!(text.contains("rc=7"), "{text}");
     assert!(text.contains("timed out"), "{text}");
@@ -153,7 +152,7 @@ fn json_and_no_hook_input_disable_input_even_on_a_terminal() {
             &w,
             &format!("\"$HOOKQ\" worktree create feature/t {flags}; echo \"rc=$?\""),
         );
-        pty.wait(LIMIT);
+        pty.wait(HANG);
         let text = pty.text();
         assert!(text.contains("rc=0"), "{flags}: {text}");
         assert!(
@@ -178,7 +177,7 @@ fn ci_on_a_terminal_is_unavailable() {
     let mut w = probe_ws();
     w.env.push(("CI".into(), "true".into()));
     let mut pty = on_pty(&w, "\"$HOOKQ\" worktree create feature/t; echo \"rc=$?\"");
-    pty.wait(LIMIT);
+    pty.wait(HANG);
     assert!(pty.text().contains("rc=0"), "{}", pty.text());
     assert_eq!(
         std::fs::read_to_string(answer_file(&w)).unwrap(),
@@ -201,7 +200,7 @@ fn a_pipe_held_open_is_unavailable_and_never_hangs() {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        assert!(start.elapsed() < LIMIT, "hookq waited on the open pipe");
+        assert!(start.elapsed() < HANG, "hookq waited on the open pipe");
         std::thread::sleep(Duration::from_millis(10));
     };
     let mut err = String::new();

@@ -2,9 +2,9 @@
 //! test binary (its scenarios, shared, driven by the tests' WebDriver client), on a workspace whose queue is on this
 //! binary's cluster. The screenshots are `target/ui-screens/postgres-<page>.png`.
 
-use crate::cli::{pg_config, pg_workspace_with};
-use crate::cluster::PASSWORD;
-use crate::scenarios::{self, HOOKS, populate};
+use crate::postgres::cli::{pg_config, pg_workspace_with};
+use crate::postgres::cluster::PASSWORD;
+use crate::postgres::scenarios::{self, HOOKS, populate};
 use crate::support::queue::{Config, Ws};
 
 /// A workspace whose queue `q` is on a fresh database of the cluster, with `HOOKS`, recorded
@@ -17,7 +17,7 @@ fn populated() -> Ws {
 
 #[test]
 fn every_page_renders_on_postgres_with_no_console_error() {
-    if crate::without_postgres("every_page_renders_on_postgres_with_no_console_error") {
+    if crate::postgres::without_postgres("every_page_renders_on_postgres_with_no_console_error") {
         return;
     }
     let ws = populated();
@@ -30,7 +30,9 @@ fn every_page_renders_on_postgres_with_no_console_error() {
 
 #[test]
 fn a_task_move_shows_on_open_pages_within_a_second_on_postgres() {
-    if crate::without_postgres("a_task_move_shows_on_open_pages_within_a_second_on_postgres") {
+    if crate::postgres::without_postgres(
+        "a_task_move_shows_on_open_pages_within_a_second_on_postgres",
+    ) {
         return;
     }
     let ws = populated();
@@ -42,7 +44,7 @@ fn a_task_move_shows_on_open_pages_within_a_second_on_postgres() {
 
 #[test]
 fn the_log_page_tails_a_running_hook_on_postgres() {
-    if crate::without_postgres("the_log_page_tails_a_running_hook_on_postgres") {
+    if crate::postgres::without_postgres("the_log_page_tails_a_running_hook_on_postgres") {
         return;
     }
     let (ws, _db, url) = pg_workspace_with(&Config::default(), "");
@@ -58,11 +60,11 @@ fn the_log_page_tails_a_running_hook_on_postgres() {
 /// The view never shows the database's password: not on its pages, not in what it prints.
 #[test]
 fn the_view_never_shows_the_database_password() {
-    if crate::without_postgres("the_view_never_shows_the_database_password") {
+    if crate::postgres::without_postgres("the_view_never_shows_the_database_password") {
         return;
     }
     let ws = populated();
-    let ui = crate::server::Ui::start(&ws, &[], &[]);
+    let ui = crate::postgres::server::Ui::start(&ws, &[], &[]);
     let Some(b) =
         crate::support::browser::Browser::start("the_view_never_shows_the_database_password")
     else {
@@ -77,7 +79,9 @@ fn the_view_never_shows_the_database_password() {
 
 #[test]
 fn a_hook_starting_and_ending_shows_within_a_second_on_postgres() {
-    if crate::without_postgres("a_hook_starting_and_ending_shows_within_a_second_on_postgres") {
+    if crate::postgres::without_postgres(
+        "a_hook_starting_and_ending_shows_within_a_second_on_postgres",
+    ) {
         return;
     }
     let (ws, _db, url) = pg_workspace_with(&Config::default(), "");

@@ -5,10 +5,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hookq::queue::pg::{PgStore, QueueName, Target, holder, store};
+use hookq::queue::pg::{PgStore, QueueName, Target, holder};
 
-use crate::cluster::cluster;
-use crate::support::queue::{Config, EVENTUALLY, Running, Ws};
+use crate::postgres::cluster::cluster;
+use crate::support::HANG;
+use crate::support::queue::{Config, Running, Ws};
 
 /// A workspace after `hookq init` whose queue is `q` in `url`'s database, with `hooks`.
 pub(crate) fn host(url: &str, hooks: &str) -> Ws {
@@ -36,10 +37,7 @@ pub(crate) fn open(url: &str) -> PgStore {
 }
 
 pub(crate) fn pending_count(s: &mut PgStore) -> usize {
-    let q = s.queue().clone();
-    store::pending(s.client(), &q, 0, 100_000, None)
-        .unwrap()
-        .len()
+    s.pending(0, 100_000, None).unwrap().len()
 }
 
 /// `(event, task, ns)` of every line of `times`.
@@ -59,8 +57,7 @@ fn events(times: &Path) -> Vec<(String, String, u128)> {
 /// `times`) and was cleared with an `ok` history row.
 fn every_task_ran_and_was_cleared(s: &mut PgStore, times: &Path, prefix: &str, tasks: usize) {
     let ev = events(times);
-    let q = s.queue().clone();
-    let history = store::history(s.client(), &q, None, None, 100_000).unwrap();
+    let history = s.history(None, None, 100_000).unwrap();
     for n in 0..tasks {
         let task = format!("{prefix}{n}");
         assert!(
@@ -68,7 +65,9 @@ fn every_task_ran_and_was_cleared(s: &mut PgStore, times: &Path, prefix: &str, t
             "{task} never ran to its end: {ev:?}"
         );
         assert!(
-            history.iter().any(|h| h.task == task && h.outcome == "ok"),
+            history
+                .iter()
+                .any(|h| h.task == task.as_str() && h.outcome == "ok"),
             "{task} was not cleared as run"
         );
     }
@@ -80,7 +79,7 @@ fn hub(ws: &Ws) -> Running {
 
 /// Waits until `f` holds, failing with the hubs' stderr.
 pub(crate) fn until(what: &str, hubs: &[&Running], mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + EVENTUALLY;
+    let deadline = Instant::now() + HANG;
     while !f() {
         if Instant::now() > deadline {
             let errs: Vec<String> = hubs.iter().map(|h| h.stderr_so_far()).collect();
@@ -121,7 +120,9 @@ impl Rng {
 /// per queue), and every point runs exactly once.
 #[test]
 fn two_hubs_and_passes_on_one_queue_never_overlap_and_lose_nothing() {
-    if crate::without_postgres("two_hubs_and_passes_on_one_queue_never_overlap_and_lose_nothing") {
+    if crate::postgres::without_postgres(
+        "two_hubs_and_passes_on_one_queue_never_overlap_and_lose_nothing",
+    ) {
         return;
     }
     let db = cluster().database();
@@ -190,7 +191,7 @@ fn holding(s: &mut PgStore, hubs: &[Running; 2]) -> Option<usize> {
 /// hub again; 50 rounds take a few seconds.
 #[test]
 fn killing_the_holding_hub_mid_hook_loses_no_point() {
-    if crate::without_postgres("killing_the_holding_hub_mid_hook_loses_no_point") {
+    if crate::postgres::without_postgres("killing_the_holding_hub_mid_hook_loses_no_point") {
         return;
     }
     let db = cluster().database();
@@ -238,8 +239,9 @@ fn killing_the_holding_hub_mid_hook_loses_no_point() {
 /// queue is finished, and every point ran to its end and was cleared with an `ok` outcome.
 #[test]
 fn ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue() {
-    if crate::without_postgres("ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue")
-    {
+    if crate::postgres::without_postgres(
+        "ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue",
+    ) {
         return;
     }
     let db = cluster().database();
@@ -293,10 +295,11 @@ fn ending_the_holders_connection_mid_drain_the_hubs_finish_the_queue() {
 /// one `error:` line, a `hint:`, the database's exit code, and never the password.
 #[test]
 fn an_unusable_database_is_refused_in_one_line_with_a_hint() {
-    if crate::without_postgres("an_unusable_database_is_refused_in_one_line_with_a_hint") {
+    if crate::postgres::without_postgres("an_unusable_database_is_refused_in_one_line_with_a_hint")
+    {
         return;
     }
-    use crate::cluster::PASSWORD;
+    use crate::postgres::cluster::PASSWORD;
     let c = cluster();
     let ws = Ws::init();
     let good_db = c.database();
@@ -388,10 +391,12 @@ fn an_unusable_database_is_refused_in_one_line_with_a_hint() {
 /// nothing; once the server is back the same command succeeds.
 #[test]
 fn a_server_restart_mid_drain_and_a_server_down_during_task_move() {
-    if crate::without_postgres("a_server_restart_mid_drain_and_a_server_down_during_task_move") {
+    if crate::postgres::without_postgres(
+        "a_server_restart_mid_drain_and_a_server_down_during_task_move",
+    ) {
         return;
     }
-    let c = crate::cluster::own_cluster();
+    let c = crate::postgres::cluster::own_cluster();
     let db = c.database();
     let url = c.url(&db, "");
     let dir = tempfile::tempdir().unwrap();
@@ -443,12 +448,11 @@ fn a_server_restart_mid_drain_and_a_server_down_during_task_move() {
         "{}",
         out.describe()
     );
-    assert!(!out.stderr().contains(crate::cluster::PASSWORD));
+    assert!(!out.stderr().contains(crate::postgres::cluster::PASSWORD));
     c.start_again();
     let mut s = open(&url);
-    let q = s.queue().clone();
     assert_eq!(pending_count(&mut s), 0, "nothing half-written");
-    let r0 = store::task(s.client(), &q, "r0").unwrap().unwrap();
+    let r0 = s.task("r0").unwrap().unwrap();
     assert_eq!(r0.phase, "failed.x", "nothing half-written");
     let out = hosts[0]
         .hookq(&["task", "move", "r0", "review.rework_pending"])

@@ -5,20 +5,20 @@
 use std::time::{Duration, Instant};
 
 use hookq::Workspace;
+use hookq::queue::model::{Cleared, NewHistory, Outcome};
 use hookq::queue::pg::{record, store};
-use hookq::queue::store::{Cleared, NewHistory, Outcome};
 use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
 use hookq::ui::live::Live;
 use hookq::ui::live::watch::{PG_GAP, PG_POLL};
 
-use crate::cli::{open, pg_workspace_with};
-use crate::cluster::cluster;
-use crate::live_client::Server;
+use crate::postgres::cli::{open, pg_workspace_with};
+use crate::postgres::cluster::cluster;
+use crate::postgres::live_client::Server;
 use crate::support::queue::{Config, Ws};
 
 #[test]
 fn the_view_mark_moves_with_every_change_a_page_shows() {
-    if crate::without_postgres("the_view_mark_moves_with_every_change_a_page_shows") {
+    if crate::postgres::without_postgres("the_view_mark_moves_with_every_change_a_page_shows") {
         return;
     }
     let db = cluster().database();
@@ -43,24 +43,20 @@ fn the_view_mark_moves_with_every_change_a_page_shows() {
     let mut lock = runner.lock(Wait::No).unwrap().unwrap();
     moved("the runner lock taken", &mut seen, mark());
 
-    let entry = store::pending(lock.client(), &q, 0, 10, None)
-        .unwrap()
-        .remove(0);
-    let change = store::change_mark(lock.client(), &q).unwrap();
+    let entry = runner.pending(0, 10, None).unwrap().remove(0);
+    let change = runner.change_mark().unwrap();
     assert_eq!(
         store::mark_started(&mut lock, &entry).unwrap(),
         Mark::Started
     );
     assert_eq!(
-        store::change_mark(lock.client(), &q).unwrap(),
+        runner.change_mark().unwrap(),
         change,
         "the hubs' mark does not see a start"
     );
     moved("a start", &mut seen, mark());
 
-    let entry = store::pending_entry(lock.client(), &q, entry.id)
-        .unwrap()
-        .unwrap();
+    let entry = runner.pending_occurrence(entry.id).unwrap().unwrap();
     store::clear_all(
         &mut lock,
         &[Cleared {
@@ -83,8 +79,8 @@ fn the_view_mark_moves_with_every_change_a_page_shows() {
         })
         .unwrap();
     moved("a second point", &mut seen, mark());
-    let dropped = store::pending(lock.client(), &q, 0, 10, None).unwrap()[0].id;
-    store::drop_entry(lock.client(), &q, dropped).unwrap();
+    let dropped = runner.pending(0, 10, None).unwrap()[0].id;
+    runner.drop_occurrence(dropped).unwrap();
     moved("a drop", &mut seen, mark());
 
     {
@@ -110,7 +106,7 @@ fn the_view_mark_moves_with_every_change_a_page_shows() {
 
 #[test]
 fn an_open_page_hears_of_a_move_a_start_and_an_end() {
-    if crate::without_postgres("an_open_page_hears_of_a_move_a_start_and_an_end") {
+    if crate::postgres::without_postgres("an_open_page_hears_of_a_move_a_start_and_an_end") {
         return;
     }
     let scratch = tempfile::tempdir().unwrap();
@@ -147,7 +143,7 @@ fn an_open_page_hears_of_a_move_a_start_and_an_end() {
 
 #[test]
 fn fifty_pages_cost_the_database_what_one_does() {
-    if crate::without_postgres("fifty_pages_cost_the_database_what_one_does") {
+    if crate::postgres::without_postgres("fifty_pages_cost_the_database_what_one_does") {
         return;
     }
     let (ws, _db, _url) = pg_workspace_with(&Config::default(), "");
@@ -182,7 +178,7 @@ fn reads_with_pages(ws: &Ws, server: &Server, live: &Live, pages: usize, tag: &s
 
 #[test]
 fn a_burst_of_notified_commits_costs_a_read_a_gap_at_most() {
-    if crate::without_postgres("a_burst_of_notified_commits_costs_a_read_a_gap_at_most") {
+    if crate::postgres::without_postgres("a_burst_of_notified_commits_costs_a_read_a_gap_at_most") {
         return;
     }
     let (ws, _db, url) = pg_workspace_with(&Config::default(), "");

@@ -3,7 +3,7 @@
 
 use hookq::queue::pg::PgStore;
 
-use crate::cli::{no_password, open, pg_config, pg_workspace_with};
+use crate::postgres::cli::{no_password, open, pg_config, pg_workspace_with};
 use crate::support::logs::{self, HOOKS, QUEUE, log_names};
 use crate::support::queue::{Config, Ws};
 
@@ -29,6 +29,9 @@ fn age(s: &mut PgStore, task: &str, point: &str, ms: i64) {
 
 #[test]
 fn pruned_tasks_lose_exactly_their_logs() {
+    if crate::postgres::without_postgres("pruned_tasks_lose_exactly_their_logs") {
+        return;
+    }
     let (ws, url) = workspace(HOOKS);
     let s = std::cell::RefCell::new(open(&url, "q"));
     logs::pruned_tasks_lose_their_logs(&ws, &|task, point, ms| {
@@ -39,11 +42,17 @@ fn pruned_tasks_lose_exactly_their_logs() {
 
 #[test]
 fn a_file_past_its_cap_keeps_whole_newest_runs() {
+    if crate::postgres::without_postgres("a_file_past_its_cap_keeps_whole_newest_runs") {
+        return;
+    }
     logs::a_file_past_its_cap_keeps_whole_newest_runs(&workspace(HOOKS).0);
 }
 
 #[test]
 fn a_running_hooks_log_is_never_cut() {
+    if crate::postgres::without_postgres("a_running_hooks_log_is_never_cut") {
+        return;
+    }
     let (ws, url) = workspace(HOOKS);
     logs::a_running_hooks_log_is_never_cut(&ws, &|hooks| {
         ws.write_config_text(pg_config(&Config::hooks(hooks), &url, "q", QUEUE).as_bytes());
@@ -55,6 +64,9 @@ fn a_running_hooks_log_is_never_cut() {
 /// again; a task this host still has a recent row of keeps its logs here.
 #[test]
 fn each_host_prunes_the_logs_it_wrote() {
+    if crate::postgres::without_postgres("each_host_prunes_the_logs_it_wrote") {
+        return;
+    }
     let (ws, url) = workspace(HOOKS);
     let mut s = open(&url, "q");
     let q = s.queue().as_str().to_owned();

@@ -12,10 +12,11 @@ use hookq::queue::pg::{PgRunnerLock, QueueName, Target, holder};
 use hookq::queue::{RunnerLock, Wait};
 use rustix::process::{Pid, Signal};
 
-use crate::cluster::cluster;
-use crate::fault::{host, open, pending_count, until};
-use crate::relay::Relay;
-use crate::support::queue::{EVENTUALLY, Running, Ws};
+use crate::postgres::cluster::cluster;
+use crate::postgres::fault::{host, open, pending_count, until};
+use crate::postgres::relay::Relay;
+use crate::support::HANG;
+use crate::support::queue::{Running, Ws};
 
 /// The lease the hubs of these tests keep: short, so that a takeover takes seconds.
 const LEASE_MS: &str = "3000";
@@ -160,7 +161,9 @@ impl Drop for Frozen {
 /// docs allow to overlap), says it lost the lock, and starts nothing more.
 #[test]
 fn a_frozen_holder_is_taken_over_and_starts_nothing_once_resumed() {
-    if crate::without_postgres("a_frozen_holder_is_taken_over_and_starts_nothing_once_resumed") {
+    if crate::postgres::without_postgres(
+        "a_frozen_holder_is_taken_over_and_starts_nothing_once_resumed",
+    ) {
         return;
     }
     let db = cluster().database();
@@ -206,7 +209,8 @@ fn a_frozen_holder_is_taken_over_and_starts_nothing_once_resumed() {
     until("the queue is finished", &[&hub_a, &hub_b], || {
         pending_count(&mut s) == 0 && started(&times, "B", "f2").is_some()
     });
-    // Past two more leases, the resumed hub still started nothing.
+    // Past two more leases, the resumed hub still started nothing: a stale lease runs out in
+    // time, so the time is the thing under test.
     std::thread::sleep(Duration::from_millis(2 * LEASE_MS.parse::<u64>().unwrap()));
     let late: Vec<Event> = events(&times)
         .into_iter()
@@ -229,7 +233,9 @@ fn a_frozen_holder_is_taken_over_and_starts_nothing_once_resumed() {
 /// answer), says so, and starts nothing, then or once the relay is gone.
 #[test]
 fn a_holder_cut_off_silently_is_taken_over_and_starts_nothing() {
-    if crate::without_postgres("a_holder_cut_off_silently_is_taken_over_and_starts_nothing") {
+    if crate::postgres::without_postgres(
+        "a_holder_cut_off_silently_is_taken_over_and_starts_nothing",
+    ) {
         return;
     }
     let c = cluster();
@@ -287,7 +293,7 @@ fn a_holder_cut_off_silently_is_taken_over_and_starts_nothing() {
 /// one `error:` line naming the permission denied (exit 5), rather than connect again for ever.
 #[test]
 fn a_permission_error_stops_the_hub_with_one_error() {
-    if crate::without_postgres("a_permission_error_stops_the_hub_with_one_error") {
+    if crate::postgres::without_postgres("a_permission_error_stops_the_hub_with_one_error") {
         return;
     }
     let c = cluster();
@@ -302,7 +308,7 @@ fn a_permission_error_stops_the_hub_with_one_error() {
         c.port
     );
     let ws = host(&url, "");
-    let out = ws.spawn(&["hub"]).wait_within(EVENTUALLY).expect_code(5);
+    let out = ws.spawn(&["hub"]).wait_within(HANG).expect_code(5);
     assert_eq!(out.errors().len(), 1, "{}", out.describe());
     assert!(
         out.stderr().contains("permission denied"),
@@ -317,7 +323,7 @@ fn a_permission_error_stops_the_hub_with_one_error() {
 /// first wait plus N more.
 #[test]
 fn run_wait_bounds_both_locks_together() {
-    if crate::without_postgres("run_wait_bounds_both_locks_together") {
+    if crate::postgres::without_postgres("run_wait_bounds_both_locks_together") {
         return;
     }
     let c = cluster();
@@ -334,13 +340,14 @@ fn run_wait_bounds_both_locks_together() {
         .unwrap()
         .unwrap();
     let release = std::thread::spawn(move || {
+        // The queue's lock held for 4.5 s of the 5 s wait: the time is the thing under test.
         std::thread::sleep(Duration::from_millis(4500));
         queue_lock.release().unwrap();
     });
     let t = Instant::now();
     let out = ws
         .spawn(&["run", "--wait", "5"])
-        .wait_within(EVENTUALLY)
+        .wait_within(HANG)
         .expect_code(6);
     let took = t.elapsed();
     println!("run --wait 5 gave up after {took:?}");
@@ -357,7 +364,7 @@ fn run_wait_bounds_both_locks_together() {
 /// keep a runner from waiting for ever; the client's side has the same keepalives.
 #[test]
 fn the_runners_session_has_keepalives_and_timeouts() {
-    if crate::without_postgres("the_runners_session_has_keepalives_and_timeouts") {
+    if crate::postgres::without_postgres("the_runners_session_has_keepalives_and_timeouts") {
         return;
     }
     let c = cluster();
@@ -397,7 +404,7 @@ fn the_runners_session_has_keepalives_and_timeouts() {
 /// variable, with the usage exit code, before anything runs.
 #[test]
 fn a_bad_lease_setting_is_refused() {
-    if crate::without_postgres("a_bad_lease_setting_is_refused") {
+    if crate::postgres::without_postgres("a_bad_lease_setting_is_refused") {
         return;
     }
     let c = cluster();
@@ -407,7 +414,7 @@ fn a_bad_lease_setting_is_refused() {
         for cmd in [&["run"][..], &["hub"][..]] {
             let out = ws
                 .spawn_env(cmd, &[("HOOKQ_LEASE_MS", bad)])
-                .wait_within(EVENTUALLY)
+                .wait_within(HANG)
                 .expect_code(2);
             assert_eq!(out.errors().len(), 1, "{}", out.describe());
             assert!(

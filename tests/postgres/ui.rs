@@ -10,13 +10,13 @@ mod server;
 use hookq::queue::pg::lock::host_name;
 use server::{Served, attrs};
 
-use crate::cli::pg_workspace_with;
-use crate::cluster::{PASSWORD, cluster};
+use crate::postgres::cli::pg_workspace_with;
+use crate::postgres::cluster::{PASSWORD, cluster};
 use crate::support::queue::Config;
 
 #[test]
 fn the_view_shows_a_postgres_queue() {
-    if crate::without_postgres("the_view_shows_a_postgres_queue") {
+    if crate::postgres::without_postgres("the_view_shows_a_postgres_queue") {
         return;
     }
     let cfg = Config::hooks(
@@ -126,7 +126,7 @@ fn the_view_shows_a_postgres_queue() {
 /// it waits, and it answers once the table is free.
 #[test]
 fn a_stuck_read_stalls_only_its_own_page() {
-    if crate::without_postgres("a_stuck_read_stalls_only_its_own_page") {
+    if crate::postgres::without_postgres("a_stuck_read_stalls_only_its_own_page") {
         return;
     }
     let (ws, db, _url) = pg_workspace_with(&Config::hooks("after_fail = ['true']"), "");

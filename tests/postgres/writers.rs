@@ -3,28 +3,17 @@
 //! schema upgrades in place with its pending points.
 
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hookq::exec::Stop;
 use hookq::queue::hub::{self, HubOptions};
 use hookq::queue::pg::postgres::fallible_iterator::FallibleIterator;
-use hookq::queue::pg::{self, PgQueue, PgStore, Target, record, store};
+use hookq::queue::pg::{self, PgQueue, PgStore, Target, record};
 use hookq::queue::{Drainer, MoveFacts, Wait};
 
 use super::cluster::cluster;
 use super::{fresh, hooked_workspace, open, ph, plan, ran, task};
-
-/// A generous bound that only catches a hang.
-const HANG: Duration = Duration::from_secs(60);
-
-/// Waits until `done` holds, failing the test after [`HANG`].
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let until = Instant::now() + HANG;
-    while !done() {
-        assert!(Instant::now() < until, "never: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use crate::support::{HANG, eventually};
 
 /// Whether the connection named `app` waits for a lock, as the server sees it.
 fn waits_for_a_lock(db: &str, app: &str) -> bool {
@@ -43,7 +32,8 @@ fn waits_for_a_lock(db: &str, app: &str) -> bool {
 /// the first to commit and then gets the higher id.
 #[test]
 fn a_recording_waits_only_for_transactions_on_its_own_task() {
-    if crate::without_postgres("a_recording_waits_only_for_transactions_on_its_own_task") {
+    if crate::postgres::without_postgres("a_recording_waits_only_for_transactions_on_its_own_task")
+    {
         return;
     }
     let (db, mut a) = fresh("turns");
@@ -120,7 +110,9 @@ fn a_recording_waits_only_for_transactions_on_its_own_task() {
 /// whose id is below those already run is never skipped.
 #[test]
 fn a_point_committed_after_points_with_higher_ids_is_run_by_the_hub() {
-    if crate::without_postgres("a_point_committed_after_points_with_higher_ids_is_run_by_the_hub") {
+    if crate::postgres::without_postgres(
+        "a_point_committed_after_points_with_higher_ids_is_run_by_the_hub",
+    ) {
         return;
     }
     let (dir, ws) = hooked_workspace(r#"after_fail = ['echo "$ARC_TASK $ARC_STATE" >> ran']"#);
@@ -185,25 +177,24 @@ fn a_point_committed_after_points_with_higher_ids_is_run_by_the_hub() {
         eventually("the later points run", || ran(&dir).len() == 2);
         assert_eq!(ran(&dir), ["t1 failed.one", "t2 failed.two"]);
 
-        // The early one commits last, and nobody notifies. (The hub is given a moment to
-        // finish its passes first: a commit while a pass still runs is found by any mark, and
-        // this test is about the one that is not.)
+        // The early one commits last, and nobody notifies. (The hub finishes its passes
+        // first, which it has once it let go of the workspace's runner lock: a commit while a
+        // pass still runs is found by any mark, and this test is about the one that is not.)
         eventually("the later points are cleared", || {
             let mut c = open(&db, "late");
-            let cq = c.queue().clone();
-            store::history(c.client(), &cq, None, None, 10)
-                .unwrap()
-                .len()
-                == 2
+            c.history(None, None, 10).unwrap().len() == 2
         });
-        std::thread::sleep(Duration::from_secs(1));
+        eventually("the hub to end its pass", || {
+            let f = std::fs::File::open(ws.lock_path()).unwrap();
+            fs2::FileExt::try_lock_exclusive(&f).is_ok()
+        });
         late.commit().unwrap();
         eventually("the point committed last runs", || ran(&dir).len() == 3);
         assert_eq!(ran(&dir)[2], "early failed.late");
         stop.request();
         let mut s = hub.join().unwrap();
         assert!(super::pending(&mut s).is_empty());
-        let h = store::history(s.client(), &q, None, Some(early), 10).unwrap();
+        let h = s.history(None, Some(early), 10).unwrap();
         assert_eq!(h.len(), 1, "{h:?}");
         assert_eq!(h[0].outcome, "ok");
     });
@@ -215,8 +206,9 @@ fn a_point_committed_after_points_with_higher_ids_is_run_by_the_hub() {
 /// each old point once.
 #[test]
 fn a_database_of_the_counter_schema_upgrades_with_its_pending_points() {
-    if crate::without_postgres("a_database_of_the_counter_schema_upgrades_with_its_pending_points")
-    {
+    if crate::postgres::without_postgres(
+        "a_database_of_the_counter_schema_upgrades_with_its_pending_points",
+    ) {
         return;
     }
     let db = cluster().database();
@@ -284,13 +276,7 @@ after_rework = ['echo "rework $ARC_TASK" >> ran']"#,
             ),
         ]
     );
-    let q = s.queue().clone();
-    assert_eq!(
-        store::history(s.client(), &q, None, None, 10)
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(s.history(None, None, 10).unwrap().len(), 1);
     let mut other = open(&db, "other");
     assert_eq!(super::pending(&mut other).len(), 1);
     // New ids come after every id either queue gave.
@@ -319,7 +305,7 @@ after_rework = ['echo "rework $ARC_TASK" >> ran']"#,
     );
     let mut s = pq.release().unwrap();
     assert!(super::pending(&mut s).is_empty());
-    let h = store::history(s.client(), &q, None, None, 10).unwrap();
+    let h = s.history(None, None, 10).unwrap();
     assert_eq!(h.len(), 4, "{h:#?}");
 }
 
@@ -328,13 +314,15 @@ after_rework = ['echo "rework $ARC_TASK" >> ran']"#,
 /// every queue asked for since the one before; `flush` waits until all were covered.
 #[test]
 fn a_notifier_wakes_hubs_from_its_own_thread_and_folds_a_burst() {
-    if crate::without_postgres("a_notifier_wakes_hubs_from_its_own_thread_and_folds_a_burst") {
+    if crate::postgres::without_postgres(
+        "a_notifier_wakes_hubs_from_its_own_thread_and_folds_a_burst",
+    ) {
         return;
     }
     let (db, mut listener) = fresh("notifier");
     listener
         .client()
-        .batch_execute(&format!("LISTEN {}", pg::CHANNEL))
+        .batch_execute("LISTEN \"hookq:notifier\"; LISTEN \"hookq:other\"")
         .unwrap();
     let received = |l: &mut PgStore| -> Vec<String> {
         let mut got = Vec::new();
@@ -398,7 +386,7 @@ fn a_notifier_wakes_hubs_from_its_own_thread_and_folds_a_burst() {
 /// nothing.
 #[test]
 fn a_recorder_moves_tasks_on_its_prepared_statement() {
-    if crate::without_postgres("a_recorder_moves_tasks_on_its_prepared_statement") {
+    if crate::postgres::without_postgres("a_recorder_moves_tasks_on_its_prepared_statement") {
         return;
     }
     let (db, mut s) = fresh("recorder");
@@ -452,8 +440,9 @@ fn a_recorder_moves_tasks_on_its_prepared_statement() {
 /// schema's function, and a Recorder's statement.
 #[test]
 fn a_move_waiting_on_a_rolled_back_move_leaves_the_phase_that_stayed() {
-    if crate::without_postgres("a_move_waiting_on_a_rolled_back_move_leaves_the_phase_that_stayed")
-    {
+    if crate::postgres::without_postgres(
+        "a_move_waiting_on_a_rolled_back_move_leaves_the_phase_that_stayed",
+    ) {
         return;
     }
     let (db, mut a) = fresh("rollback");
@@ -510,6 +499,9 @@ fn a_move_waiting_on_a_rolled_back_move_leaves_the_phase_that_stayed() {
 /// task that had one; a move that records nothing keeps the sha it had.
 #[test]
 fn a_host_move_into_done_merged_reads_the_target_head() {
+    if crate::postgres::without_postgres("a_host_move_into_done_merged_reads_the_target_head") {
+        return;
+    }
     let repo = tempfile::tempdir().unwrap();
     crate::support::git::make_repo(repo.path(), 1);
     let sha = crate::support::git::git(repo.path(), &["rev-parse", "main"])
@@ -533,8 +525,11 @@ fn a_host_move_into_done_merged_reads_the_target_head() {
     };
     let merged = ph("done.merged");
     let kept = |s: &mut PgStore, t: &str| {
-        let q = s.queue().clone();
-        store::task(s.client(), &q, t).unwrap().unwrap().merged_sha
+        s.task(t)
+            .unwrap()
+            .unwrap()
+            .merged_sha
+            .map(|s| s.to_string())
     };
     let moved = s
         .write(|tx, q| record::move_task(tx, q, &task("t1"), &merged, &head("main")))

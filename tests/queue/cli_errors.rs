@@ -425,7 +425,7 @@ fn unknown_names_exit_not_found() {
             "no task nosuch in",
         ),
         (&["task", "show", "nosuch"], "no task nosuch in"),
-        (&["queue", "drop", "999"], "no pending entry 999 in"),
+        (&["queue", "drop", "999"], "no pending occurrence 999 in"),
         (&["queue", "retry", "999"], "no history row 999 in"),
         (
             &["queue", "show", "999"],

@@ -223,7 +223,11 @@ fn an_unreachable_remote_fails_the_first_line_only() {
     let warnings = out.warnings();
     assert_eq!(warnings.len(), 1, "{}", out.describe());
     assert!(warnings[0].contains("after_merge-01"), "{}", warnings[0]);
-    let outcomes: Vec<String> = ws.history().into_iter().map(|h| h.outcome).collect();
+    let outcomes: Vec<String> = ws
+        .history()
+        .into_iter()
+        .map(|h| h.outcome.to_string())
+        .collect();
     assert_eq!(outcomes, ["failed", "ok", "ok"]);
     assert!(!ws.worktree("t1").exists());
     assert!(!local_has(&ws, "work/t1"));

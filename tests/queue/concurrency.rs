@@ -45,14 +45,12 @@ fn cron_passes(root: &Path, n: usize) -> Vec<Child> {
 fn terminate(child: &mut Child) -> std::process::ExitStatus {
     let pid = rustix::process::Pid::from_child(child);
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        assert!(Instant::now() < deadline, "hub did not exit after SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut status = None;
+    crate::support::eventually("the hub to exit after SIGTERM", || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    status.unwrap()
 }
 
 fn workspace(root: &Path, hooks: &str) -> Workspace {

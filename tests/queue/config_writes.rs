@@ -10,9 +10,6 @@ use std::time::{Duration, Instant};
 use crate::cli_hub::{start_hub_with, stop_cleanly};
 use common::{Config, Ws};
 
-/// Generous: only there to catch a process that does not end.
-const LIMIT: Duration = Duration::from_secs(60);
-
 /// The config the writer leaves: t1's `after_fail` appends its task to `ran.out`.
 fn full_config() -> String {
     Config::hooks(r#"after_fail = ['echo "$ARC_TASK" >> ran.out']"#).text()
@@ -20,68 +17,24 @@ fn full_config() -> String {
 
 /// Waits for the writer to finish, which it does 2 s after it started.
 fn finished(mut writer: Child) {
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        if let Some(status) = writer.try_wait().unwrap() {
-            assert!(status.success(), "the writer failed: {status}");
-            return;
-        }
-        assert!(Instant::now() < deadline, "the writer never finished");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut status = None;
+    crate::support::eventually("the writer to finish", || {
+        status = writer.try_wait().unwrap();
+        status.is_some()
+    });
+    let status = status.unwrap();
+    assert!(status.success(), "the writer failed: {status}");
 }
 
 /// The outcomes in history, oldest first.
 fn outcomes(ws: &Ws) -> Vec<String> {
-    let mut rows: Vec<String> = ws.history().into_iter().map(|h| h.outcome).collect();
+    let mut rows: Vec<String> = ws
+        .history()
+        .into_iter()
+        .map(|h| h.outcome.to_string())
+        .collect();
     rows.reverse();
     rows
-}
-
-#[test]
-fn a_pass_during_a_slow_rewrite_never_clears_the_point_unrun() {
-    let text = full_config();
-    let hooks = text.find("[hooks]\n").unwrap() + "[hooks]\n".len();
-    let inside = text.find("after_fail = [").unwrap() + "after_fail = [".len();
-    // Cut to nothing and after `[hooks]`, the file parses as a valid config that gives
-    // after_fail no commands; cut inside the list, it does not parse.
-    for (cut, parses) in [(0, true), (hooks, true), (inside, false)] {
-        let ws = Ws::init();
-        ws.write_config_text(text.as_bytes());
-        ws.hookq(&["task", "add", "t1", "--plan", "p"]).ok();
-        ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
-            .ok();
-        let mut writer = ws.slow_config_writer(&text, cut);
-        let out = ws.hookq_within(&["run"], &[], LIMIT);
-        // What the pass did is checked when it read the first part alone, as it did unless the
-        // machine held it up for the writer's whole pause.
-        if writer.try_wait().unwrap().is_none() {
-            if parses {
-                assert_eq!(out.code(), Some(0), "cut {cut}: {}", out.describe());
-                assert!(
-                    out.stderr().starts_with("note: left 1 point(s) pending: "),
-                    "cut {cut}: {}",
-                    out.describe()
-                );
-            } else {
-                assert_eq!(out.code(), Some(3), "cut {cut}: {}", out.describe());
-                assert_eq!(out.errors().len(), 1, "cut {cut}: {}", out.describe());
-            }
-            let pending = ws.pending();
-            assert_eq!(pending.len(), 1, "cut {cut}");
-            assert_eq!(pending[0].passes, 0, "cut {cut}: nothing started it");
-            assert!(ws.history().is_empty(), "cut {cut}: {:?}", outcomes(&ws));
-            assert!(!ws.root().join("ran.out").exists());
-        } else {
-            eprintln!("cut {cut}: the pass ended after the writer; only the end is checked");
-        }
-        finished(writer);
-        // The config is whole now, and written just now: a point it gives commands runs.
-        ws.hookq(&["run"]).ok();
-        assert_eq!(ws.lines("ran.out"), ["t1"], "cut {cut}: the hook ran once");
-        assert!(ws.pending().is_empty(), "cut {cut}");
-        assert_eq!(outcomes(&ws), ["ok"], "cut {cut}: nothing cleared as empty");
-    }
 }
 
 #[test]

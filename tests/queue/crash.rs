@@ -394,7 +394,7 @@ fn killed_runners(name: &str, jobs: usize) {
         kills_done += 1;
     }
     // Let orphaned hook commands of killed passes finish, then drain to the end.
-    std::thread::sleep(Duration::from_millis(100));
+    no_process_in(dir.path());
     let status = hookq()
         .arg("-C")
         .arg(dir.path())
@@ -402,7 +402,7 @@ fn killed_runners(name: &str, jobs: usize) {
         .status()
         .unwrap();
     assert!(status.success());
-    std::thread::sleep(Duration::from_millis(100));
+    no_process_in(dir.path());
 
     let store = Store::open(&dir.path().join(".radian/arc/arc.db")).unwrap();
     assert_eq!(store.integrity_check().unwrap(), "ok");
@@ -496,4 +496,20 @@ fn killed_runners(name: &str, jobs: usize) {
             "interrupted_points": passes.values().filter(|p| **p > 1).count(),
         }),
     );
+}
+
+/// Waits until no process works in `dir` (a hook command of a killed pass runs in the
+/// workspace it was recorded in, and may outlive its runner a moment): then what the commands
+/// wrote is all written.
+fn no_process_in(dir: &Path) {
+    let dir = dir.canonicalize().unwrap();
+    crate::support::eventually("the orphaned hook commands to end", || {
+        std::fs::read_dir("/proc").unwrap().flatten().all(|e| {
+            let is_pid = e
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok());
+            !is_pid || std::fs::read_link(e.path().join("cwd")).ok().as_deref() != Some(&*dir)
+        })
+    });
 }

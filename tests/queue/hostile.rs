@@ -121,16 +121,11 @@ fn pid_alive(pid: i32) -> bool {
 }
 
 fn wait_gone(pid: i32) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while pid_alive(pid)
-        && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "process {pid} outlived its timeout"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    crate::support::eventually(&format!("process {pid} to end after its timeout"), || {
+        !pid_alive(pid)
+            || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|s| s.contains(") Z "))
+    });
 }
 
 #[test]
@@ -190,16 +185,14 @@ fn daemonizes_and_keeps_the_log_open() {
         c.duration()
     );
     assert!(c.output().starts_with(b"detached\n"));
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let pid = loop {
-        if let Ok(s) = std::fs::read_to_string(&p)
-            && let Ok(pid) = s.trim().parse::<i32>()
-        {
-            break pid;
-        }
-        assert!(std::time::Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let mut pid = None;
+    crate::support::eventually("the daemon's pid", || {
+        pid = std::fs::read_to_string(&p)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok());
+        pid.is_some()
+    });
+    let pid = pid.unwrap();
     // The daemon left hookq's process group on purpose; hookq leaves it alone. Clean up.
     let _ = rustix::process::kill_process(
         rustix::process::Pid::from_raw(pid).unwrap(),

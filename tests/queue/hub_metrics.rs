@@ -1,15 +1,11 @@
 //! `hookq hub --metrics ADDR`: the hub's own Prometheus metrics, fetched over HTTP while it
 //! runs points other processes record.
 
+use crate::support::HANG;
 use crate::support::queue as common;
-
-use std::time::Duration;
 
 use common::{Running, Ws};
 use rustix::process::Signal;
-
-/// Generous: only there to catch a hub that does not stop.
-const STOP: Duration = Duration::from_secs(60);
 
 /// Starts `hookq hub --metrics 127.0.0.1:0` and reads the URL it prints.
 fn start_hub_with_metrics(ws: &Ws) -> (Running, String) {
@@ -124,7 +120,11 @@ after_awaiting_human = ['echo "$ARC_TASK" >> awaiting.out', 'exit 3']"#,
     assert_eq!(value(&text, "hookq_hub_pass_failures_total"), Some(0.0));
     assert_eq!(value(&text, "hookq_hub_points_parked_total"), Some(0.0));
     // The history agrees.
-    let outcomes: Vec<String> = ws.history().into_iter().map(|h| h.outcome).collect();
+    let outcomes: Vec<String> = ws
+        .history()
+        .into_iter()
+        .map(|h| h.outcome.to_string())
+        .collect();
     assert_eq!(outcomes.iter().filter(|o| *o == "ok").count(), 3);
     assert_eq!(outcomes.iter().filter(|o| *o == "failed").count(), 1);
 
@@ -136,7 +136,7 @@ after_awaiting_human = ['echo "$ARC_TASK" >> awaiting.out', 'exit 3']"#,
     });
 
     hub.signal(Signal::TERM);
-    let out = hub.wait_within(STOP);
+    let out = hub.wait_within(HANG);
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     // The server went with it.
     assert!(ureq::get(&url).call().is_err());

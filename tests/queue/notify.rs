@@ -10,10 +10,9 @@ use std::process::{Command, Output};
 use std::sync::mpsc;
 use std::time::Duration;
 
-const QUEUE_DOC: &str = include_str!("../../docs/queue.md");
+use crate::support::HANG;
 
-/// Generous: only there to turn a hang into a failure.
-const HANG: Duration = Duration::from_secs(120);
+const QUEUE_DOC: &str = include_str!("../../docs/queue.md");
 
 /// A directory name with a space and form metacharacters, so a value pasted into a URL or form
 /// unescaped would show up as a wrong or extra field.

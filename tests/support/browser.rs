@@ -23,14 +23,12 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use super::HANG;
+
 use super::skipped;
 
 /// The key under which WebDriver passes an element reference.
 pub const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
-
-/// How long a browser may take for what should be quick (starting, loading a local page) before
-/// the test calls it a hang. Only there to turn a hang into a failure.
-pub const PATIENCE: Duration = Duration::from_secs(90);
 
 /// The programs a browser test needs, found on `PATH`.
 pub struct Programs {
@@ -156,7 +154,7 @@ impl Browser {
             .unwrap();
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(PATIENCE))
+            .timeout_global(Some(HANG))
             .build()
             .into();
         let mut tries = 0;
@@ -234,7 +232,7 @@ impl Browser {
         browser.command(
             "POST",
             "/timeouts",
-            json!({ "pageLoad": PATIENCE.as_millis() as u64, "script": PATIENCE.as_millis() as u64, "implicit": 0 }),
+            json!({ "pageLoad": HANG.as_millis() as u64, "script": HANG.as_millis() as u64, "implicit": 0 }),
         );
         Ok(browser)
     }
@@ -697,7 +695,7 @@ fn free_port() -> u16 {
 
 /// Waits until the driver at `url` says it is ready; `Err` when it exits or takes too long.
 fn wait_ready(agent: &ureq::Agent, url: &str, child: &mut Child) -> Result<(), String> {
-    let deadline = Instant::now() + PATIENCE;
+    let deadline = Instant::now() + HANG;
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             return Err(format!("it exited: {status}"));
@@ -709,7 +707,7 @@ fn wait_ready(agent: &ureq::Agent, url: &str, child: &mut Child) -> Result<(), S
             return Ok(());
         }
         if Instant::now() > deadline {
-            return Err(format!("not ready after {PATIENCE:?}"));
+            return Err(format!("not ready after {HANG:?}"));
         }
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -1,9 +1,9 @@
 //! What the integration-test binaries share: the binary under test, a scratch workspace with a
 //! home of its own (`workspace`), running a command with a bounded wait (`run`), real git
 //! repositories (`git`), a pseudo-terminal (`pty`), the JSON Schema checker (`schema`), the one
-//! WebDriver client for headless Chromium (`browser`), the rule for a test this machine lacks
-//! the programs for ([`skipped`]); and
-//! on top of them each model's own workspace (`queue`, `agent`, `lifecycle`), which runs the real
+//! WebDriver client for headless Chromium (`browser`), the one `hookq ui` launcher (`ui`), the
+//! one bounded wait ([`eventually`]) and hang bound ([`HANG`]), the rule for a test this machine
+//! lacks the programs for ([`skipped`]); and on top of them each model's own workspace (`queue`, `agent`, `lifecycle`), which runs the real
 //! `hookq` binary with a pinned environment and reads what that model leaves behind.
 
 pub mod agent;
@@ -16,17 +16,31 @@ pub mod pty;
 pub mod queue;
 pub mod run;
 pub mod schema;
+pub mod ui;
 pub mod workspace;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The binary under test.
 pub const HOOKQ: &str = env!("CARGO_BIN_EXE_hookq");
 
-/// How long any one `hookq` invocation may take before the test calls it a hang. Only there to
-/// turn a hang into a failure: nothing is asserted about how fast things are.
+/// How long anything a test waits for may take before the test calls it a hang: one `hookq`
+/// invocation, a process to end, a condition [`eventually`] polls for, a browser's page. Only
+/// there to turn a hang into a failure: nothing is asserted about how fast things are.
 pub const HANG: Duration = Duration::from_secs(180);
+
+/// Polls `f` every few milliseconds until it holds; fails the test, naming `what`, once
+/// [`HANG`] has passed. The one way a test waits for something it can observe (a line, a
+/// file, a row) rather than sleeping.
+#[track_caller]
+pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + HANG;
+    while !f() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
 
 /// `fixtures/` in the repository.
 pub fn fixtures() -> PathBuf {

@@ -8,16 +8,13 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, params};
 
 pub use super::run::{Out, Running};
 use super::workspace::Scratch;
 pub use super::{HANG, HOOKQ, fixtures};
-
-/// How long to wait for something another process does (a hub running a hook).
-pub const EVENTUALLY: Duration = Duration::from_secs(90);
 
 /// A `config.toml` the tests write; `Default` gives a config with short-ish limits and no hooks.
 #[derive(Debug, Clone)]
@@ -421,63 +418,68 @@ impl Ws {
         conn
     }
 
-    /// Pending points in run order, counting the starts a runner logged but did not fold into
-    /// the table yet (`arc.db-starts`), as `hookq queue` does.
-    pub fn pending(&self) -> Vec<Pending> {
-        let starts =
-            hookq::testing::starts::read(&hookq::testing::starts::path_for(&self.db_path()))
-                .unwrap();
-        let db = self.db();
-        let mut st = db
-            .prepare(
-                "SELECT h.id, h.task, h.point, s.state, h.passes, h.last_started_ms \
-                 FROM pending_hooks h \
-                 LEFT JOIN pending_hook_states s ON s.hook_id = h.id ORDER BY h.id",
-            )
-            .unwrap();
-        st.query_map([], |r| {
-            let (id, mut passes, mut last) = (r.get(0)?, r.get(4)?, r.get(5)?);
-            hookq::testing::starts::apply(&starts, id, &mut passes, &mut last);
-            Ok(Pending {
-                id,
-                task: r.get(1)?,
-                point: r.get(2)?,
-                state: r.get(3)?,
-                passes,
-            })
-        })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+    /// The workspace's queue through the library, as `hookq queue` opens it: the database its
+    /// config names (SQLite's `arc.db` unless it names PostgreSQL's), or the one this
+    /// workspace's `HOOKQ_DATABASE_URL` names.
+    pub fn queue(&self) -> hookq::queue::Queue {
+        let database_url = self
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "HOOKQ_DATABASE_URL")
+            .map(|(_, v)| v.to_string_lossy().into_owned());
+        let opts = hookq::queue::Options {
+            database_url,
+            ..hookq::queue::Options::default()
+        };
+        hookq::queue::Queue::open_with(&hookq::Workspace::at(self.root()), opts)
+            .unwrap_or_else(|e| panic!("open the queue of {}: {e}", self.root().display()))
     }
 
-    /// History, oldest first.
-    pub fn history(&self) -> Vec<History> {
-        let db = self.db();
-        let mut st = db
-            .prepare(
-                "SELECT id, occurrence, task, point, state, passes, command_index, outcome, exit_code, \
-                 signal, log_path FROM hook_history ORDER BY id",
-            )
-            .unwrap();
-        st.query_map([], |r| {
-            Ok(History {
-                id: r.get(0)?,
-                occurrence: r.get(1)?,
-                task: r.get(2)?,
-                point: r.get(3)?,
-                state: r.get(4)?,
-                passes: r.get(5)?,
-                command_index: r.get(6)?,
-                outcome: r.get(7)?,
-                exit_code: r.get(8)?,
-                signal: r.get(9)?,
-                log_path: r.get(10)?,
+    /// Pending points in run order, as `hookq queue` reads them (the starts a runner logged but
+    /// did not fold into the table yet counted), on either database.
+    pub fn pending(&self) -> Vec<Pending> {
+        let filter = hookq::queue::model::PendingFilter {
+            limit: 1_000_000,
+            ..Default::default()
+        };
+        self.queue()
+            .pending(&filter)
+            .unwrap()
+            .into_iter()
+            .map(|r| Pending {
+                id: r.id,
+                task: r.task.to_string(),
+                point: r.point.to_string(),
+                state: r.state.map(|s| s.to_string()),
+                passes: r.passes,
             })
-        })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+            .collect()
+    }
+
+    /// History, oldest first, as `hookq queue history` reads it, on either database.
+    pub fn history(&self) -> Vec<History> {
+        let filter = hookq::queue::model::HistoryFilter {
+            limit: 1_000_000,
+            ..Default::default()
+        };
+        let mut rows = self.queue().history(&filter).unwrap();
+        rows.reverse();
+        rows.into_iter()
+            .map(|r| History {
+                id: r.id,
+                occurrence: r.occurrence,
+                task: r.task.to_string(),
+                point: r.point.to_string(),
+                state: r.state.to_string(),
+                passes: r.passes,
+                command_index: r.command_index,
+                outcome: r.outcome.to_string(),
+                exit_code: r.exit_code,
+                signal: r.signal,
+                log_path: r.log_path,
+            })
+            .collect()
     }
 
     /// A task's `<state>.<phase>`, `None` when there is no such task.
@@ -524,14 +526,10 @@ impl Ws {
         s
     }
 
-    /// Polls until `f` holds; fails the test after `EVENTUALLY`.
+    /// Polls until `f` holds; fails the test after [`HANG`] ([`super::eventually`]).
     #[track_caller]
-    pub fn eventually(&self, what: &str, mut f: impl FnMut() -> bool) {
-        let deadline = Instant::now() + EVENTUALLY;
-        while !f() {
-            assert!(Instant::now() < deadline, "gave up waiting for {what}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    pub fn eventually(&self, what: &str, f: impl FnMut() -> bool) {
+        super::eventually(what, f);
     }
 }
 

@@ -74,7 +74,10 @@ fn with_actions_each_one_works_and_says_what_it_did() {
     let to = done.location.unwrap();
     assert!(to.starts_with("../pending?flash="), "{to}");
     let page = ui.get(&to[3..]).main();
-    assert!(page.contains("queue resumed (paused since"), "{page}");
+    assert!(
+        page.contains("queue resumed: ") && page.contains(" (paused since "),
+        "{page}"
+    );
 
     // Drop the pending point of t2, from the pending page.
     let pending = ui.get("pending").main();

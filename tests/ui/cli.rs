@@ -35,11 +35,9 @@ fn open_hands_the_address_to_the_opener() {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     ws.set_env("PATH", path_with(&bin));
     let ui = Served::start(&ws, &["--open"]);
-    let deadline = std::time::Instant::now() + crate::support::HANG;
-    while !opened.is_file() || std::fs::read_to_string(&opened).unwrap().is_empty() {
-        assert!(std::time::Instant::now() < deadline, "the opener never ran");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    crate::support::eventually("the opener to run", || {
+        opened.is_file() && !std::fs::read_to_string(&opened).unwrap().is_empty()
+    });
     assert_eq!(std::fs::read_to_string(&opened).unwrap().trim_end(), ui.url);
     ui.stop();
 }

@@ -314,14 +314,9 @@ fn a_page_names_the_generation_it_was_read_at() {
     }
     ws.hookq(&["task", "move", "t2", "failed.error", "--no-run"])
         .ok();
-    let deadline = std::time::Instant::now() + crate::support::queue::HANG;
-    while generation("pending") <= before {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the page never named a later generation"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    crate::support::eventually("the page to name a later generation", || {
+        generation("pending") > before
+    });
     ui.stop();
 }
 
@@ -340,4 +335,22 @@ fn a_pruned_log_reads_as_pruned() {
     );
     assert!(!body.contains(r#"<pre id="log""#), "{body}");
     assert_eq!(ui.get("task/t1/log/after_merge-01.log").status, 404);
+}
+
+/// `/api/pending` serves what `hookq queue --json` prints, as docs/ui.md says: the same page of
+/// points, the runner lock's holder and the pause, in one shape.
+#[test]
+fn api_pending_is_what_queue_json_prints() {
+    let ws = moved();
+    ws.hookq(&["queue", "pause"]).ok();
+    let cli: serde_json::Value = serde_json::from_str(
+        &ws.hookq(&["queue", "--json", "--limit", "100"])
+            .ok()
+            .stdout(),
+    )
+    .unwrap();
+    assert_eq!(cli["paused"], true, "{cli}");
+    assert_eq!(cli["pending"][0]["task"], "t2", "{cli}");
+    let ui = Served::start(&ws, &[]);
+    assert_eq!(ui.get("api/pending").json(), cli);
 }

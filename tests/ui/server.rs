@@ -1,7 +1,5 @@
 //! `hookq ui` started in the background on a scratch workspace, and plain HTTP requests to it.
 
-use std::time::{Duration, Instant};
-
 use crate::support::queue::{HANG, Out, Running, Ws};
 
 /// A running `hookq ui`.
@@ -54,34 +52,16 @@ impl Page {
 }
 
 impl Served {
-    /// Starts `hookq ui ARGS` in `ws` and waits for the line saying where it serves.
+    /// Starts `hookq ui ARGS` in `ws`; returns once it serves ([`crate::support::ui::launch`]).
     pub fn start(ws: &Ws, args: &[&str]) -> Served {
         Self::start_env(ws, args, &[])
     }
 
     /// [`Served::start`] with extra environment variables.
     pub fn start_env(ws: &Ws, args: &[&str], env: &[(&str, &str)]) -> Served {
-        let mut all = vec!["ui"];
-        all.extend_from_slice(args);
-        let mut run = ws.spawn_env(&all, env);
-        let deadline = Instant::now() + HANG;
-        let (url, stdout) = loop {
-            let out = run.stdout_so_far();
-            if let Some(line) = out.lines().find(|l| l.starts_with("hookq ui: serving ")) {
-                let url = line.rsplit_once(" at ").unwrap().1.to_owned();
-                // The token line, when there is one, is printed before serving begins.
-                std::thread::sleep(Duration::from_millis(20));
-                break (url, run.stdout_so_far());
-            }
-            assert!(
-                !run.exited(),
-                "hookq ui ended before serving: {}{}",
-                out,
-                run.stderr_so_far()
-            );
-            assert!(Instant::now() < deadline, "hookq ui did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let crate::support::ui::Launched { running: run, url } =
+            crate::support::ui::launch(ws, args, env);
+        let stdout = run.stdout_so_far();
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)

@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
@@ -16,7 +16,7 @@ use hookq::Workspace;
 use hookq::ui::live::{Live, routes};
 use serde_json::{Value, json};
 
-use crate::client::EVENTUALLY;
+use crate::support::HANG;
 use crate::support::browser::Browser;
 use crate::support::queue::Ws;
 
@@ -66,9 +66,7 @@ fn text(browser: &Browser, id: &str) -> String {
 /// Polls the text of `#id` until `wanted` holds; fails the test, naming `what`, after a bound
 /// that only catches a hang.
 fn eventually(browser: &Browser, id: &str, what: &str, wanted: impl Fn(&str) -> bool) -> String {
-    browser.wait_for(what, EVENTUALLY, |b| {
-        Some(text(b, id)).filter(|t| wanted(t))
-    })
+    browser.wait_for(what, HANG, |b| Some(text(b, id)).filter(|t| wanted(t)))
 }
 
 /// Runs `script` in the page and returns what it returns.
@@ -143,19 +141,25 @@ fn a_page_is_kept_current_and_a_log_tailed_in_a_real_browser() {
         "the page was reloaded, not its main swapped"
     );
 
-    // A field being filled in is not swapped away; the change shows once it loses focus.
+    // A field being filled in is not swapped away; the change shows once it loses focus. The
+    // page says when it heard the change and held the swap back: each hold arms a retry a
+    // second later (`setTimeout(.., 1000)`), which the test counts.
     run(
         &browser,
-        "var f = document.getElementById('task'); f.focus(); f.value = 'typ'; return 1",
+        "var f = document.getElementById('task'); f.focus(); f.value = 'typ'; \
+         var st = window.setTimeout; window.__held = 0; \
+         window.setTimeout = function (fn, ms) { if (ms === 1000) { window.__held++; } \
+         return st.apply(window, arguments); }; return 1",
     );
     let before = live.generation();
     ws.task_add("t2", "p", "todo.proposed").ok();
-    let deadline = Instant::now() + EVENTUALLY;
-    while live.generation() == before {
-        assert!(Instant::now() < deadline, "the watcher saw no change");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(1500));
+    crate::support::eventually("the watcher to see the change", || {
+        live.generation() != before
+    });
+    // Held back twice: heard, and still held back on the retry.
+    browser.wait_for("the page to hold the swap back twice", HANG, |b| {
+        (b.execute("return window.__held", vec![]).as_i64() >= Some(2)).then_some(())
+    });
     assert_eq!(text(&browser, "pending"), "pending 1");
     assert_eq!(
         run(&browser, "return document.getElementById('task').value"),

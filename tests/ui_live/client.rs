@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use hookq::ui::live::{Live, routes};
 
-/// How long to wait for something the server should send: only there to catch a hang.
-pub const EVENTUALLY: Duration = Duration::from_secs(60);
+use crate::support::HANG;
+
 /// How long a stream must stay silent to count as settled.
 const SILENCE: Duration = Duration::from_millis(500);
 
@@ -97,7 +97,7 @@ impl Server {
                 }
             }
         });
-        let (status, headers) = status_rx.recv_timeout(EVENTUALLY).unwrap();
+        let (status, headers) = status_rx.recv_timeout(HANG).unwrap();
         assert_eq!(status, 200, "GET {path}");
         let header = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v);
         assert_eq!(
@@ -120,7 +120,7 @@ impl Server {
 
     fn request_with(&self, path: &str, headers: &str) -> TcpStream {
         let mut stream = TcpStream::connect(self.addr).unwrap();
-        stream.set_read_timeout(Some(EVENTUALLY * 2)).unwrap();
+        stream.set_read_timeout(Some(HANG * 2)).unwrap();
         // HTTP/1.0: the body ends when the connection closes, with no chunks to take apart.
         write!(
             stream,
@@ -178,12 +178,12 @@ pub struct Events {
 }
 
 impl Events {
-    /// The next event, or `None` once the stream ended; fails the test after [`EVENTUALLY`].
+    /// The next event, or `None` once the stream ended; fails the test after [`HANG`].
     pub fn next(&self) -> Option<Event> {
-        match self.rx.recv_timeout(EVENTUALLY) {
+        match self.rx.recv_timeout(HANG) {
             Ok(e) => Some(e),
             Err(RecvTimeoutError::Disconnected) => None,
-            Err(RecvTimeoutError::Timeout) => panic!("no event within {EVENTUALLY:?}"),
+            Err(RecvTimeoutError::Timeout) => panic!("no event within {HANG:?}"),
         }
     }
 
@@ -196,7 +196,7 @@ impl Events {
 
     /// Waits for a `change` to a generation after `seen`; returns it.
     pub fn change_after(&self, seen: u64, what: &str) -> u64 {
-        let deadline = Instant::now() + EVENTUALLY;
+        let deadline = Instant::now() + HANG;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let e = match self.rx.recv_timeout(left) {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use hookq::Workspace;
 use hookq::ui::live::{Live, watch::SQLITE_POLL};
 
-use crate::client::Server;
+use crate::live::client::Server;
 use crate::support::queue::Ws;
 
 /// `PRAGMA data_version` on a connection of the test's own: it moves when another commits.
@@ -123,6 +123,8 @@ fn stopping_the_view_ends_its_streams() {
     late.ended();
     // The watcher's thread is gone: the database is no longer read.
     let reads = live.reads();
+    // Three poll intervals in which a watcher still running would read: nothing outside the
+    // watcher says when it would have, so the window is the check.
     std::thread::sleep(SQLITE_POLL * 3);
     assert_eq!(live.reads(), reads);
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use hookq::Workspace;
 use hookq::ui::live::{LIVE_JS, Live};
 
-use crate::client::Server;
+use crate::live::client::Server;
 use crate::support::queue::Ws;
 
 #[test]

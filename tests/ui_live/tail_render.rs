@@ -8,7 +8,7 @@ use hookq::Workspace;
 use hookq::ui::{UiConfig, router};
 use serde_json::Value;
 
-use crate::client::EVENTUALLY;
+use crate::support::HANG;
 use crate::support::browser::Browser;
 use crate::support::queue::Ws;
 
@@ -101,7 +101,7 @@ printf 'cut \033['
     );
 
     std::fs::write(&go, "").unwrap();
-    browser.wait_for("the run's footer", EVENTUALLY, |b| {
+    browser.wait_for("the run's footer", HANG, |b| {
         let t = b.text_of("#log").unwrap_or_default();
         (t.contains("\n--- hookq exit 0 after ") && t.ends_with(" ms\n")).then_some(())
     });

@@ -85,14 +85,14 @@ pub fn measure_takeover(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> Vec<R
     takeover::failed_rows(&takeover::measure_failed(&server, dir, sizes))
 }
 
-/// Only P6 and P7, many writers on one queue, on a server started in `dir`. (The bench's
+/// Only P6 and P7 (with P6b, P6c), many writers on one queue, on a server started in `dir`. (The bench's
 /// `--writers`; the smoke test runs them with the rest.)
 #[allow(dead_code)]
 pub fn measure_writers(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> Vec<Row> {
     step("P: a durable PostgreSQL of the bench's own");
     let server = Server::start(dir);
     step("P6, P7: many writers on one queue");
-    writers::rows(&writers::measure(&server, sizes))
+    writers::rows(&writers::measure(&server, dir, sizes))
 }
 
 /// Every P figure.
@@ -111,7 +111,7 @@ pub struct PgFigures {
     pub failed: takeover::Failed,
     /// P5a, P5b.
     pub scale: scale::PgScale,
-    /// P6, P7.
+    /// P6, P6b, P6c, P7.
     pub writers: writers::Writers,
 }
 
@@ -133,7 +133,7 @@ pub fn measure(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> PgFigures {
     // Before P5: its million-row tables are vacuumed by the server's autovacuum for minutes
     // after it, which would take CPU from the eight writers' rounds.
     step("P6, P7: many writers on one queue");
-    let writers = writers::measure(&server, sizes);
+    let writers = writers::measure(&server, dir, sizes);
     step("P5: PostgreSQL at scale");
     let scale = scale::measure(&server, sizes);
     PgFigures {

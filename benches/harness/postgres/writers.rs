@@ -1,9 +1,12 @@
 //! Figures P6 and P7: many writers on one queue. P6, eight connections recording points at once
-//! (each its own tasks) against eight connections of bare one-row updates; P7, what a recording
-//! waits while another connection holds a recording transaction of another task open.
+//! (each its own tasks) against eight connections of bare one-row updates; P6c, the same writers
+//! while idle `hookq hub` processes of other queues listen, against the writers alone; P7, what a
+//! recording waits while another connection holds a recording transaction of another task open.
 
+use std::path::Path;
+use std::process::Child;
 use std::sync::Barrier;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hookq::queue::MoveFacts;
 use hookq::queue::pg::record::move_task;
@@ -19,6 +22,8 @@ use super::{Server, fixture};
 pub const CONNECTIONS: usize = 8;
 /// Tasks each P6 connection cycles through.
 const TASKS_EACH: usize = 16;
+/// Idle hubs of other queues listening while P6c's writers record (at full sizes).
+pub const IDLE_HUBS: usize = 60;
 
 /// What P6 and P7 measured.
 pub struct Writers {
@@ -30,6 +35,12 @@ pub struct Writers {
     pub recording_ms: f64,
     /// The same, the hubs woken by `notify_hubs` on each writer's own connection (P6b).
     pub notify_each_ms: f64,
+    /// P6's writers while `idle_hubs` idle hubs of other queues listen (P6c).
+    pub beside_hubs_ms: f64,
+    /// The same writers alone, each round just before one of P6c's (its floor).
+    pub p6c_alone_ms: f64,
+    /// Hubs running during P6c.
+    pub idle_hubs: usize,
     /// Transitions per connection per round, and rounds.
     pub per_connection: usize,
     pub rounds: usize,
@@ -41,8 +52,8 @@ pub struct Writers {
     pub p7_n: usize,
 }
 
-/// Measures P6 and P7 on one database of `server`.
-pub fn measure(server: &Server, sizes: &Sizes) -> Writers {
+/// Measures P6 and P7 on one database of `server`, P6c's hubs' workspaces in `dir`.
+pub fn measure(server: &Server, dir: &Path, sizes: &Sizes) -> Writers {
     let url = server.database();
     let per_connection = (sizes.transitions / 2).max(4);
     let rounds = if sizes.mode == Mode::Full { 5 } else { 1 };
@@ -71,6 +82,25 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Writers {
         bare.push(round(&url, per_connection, Writer::Bare));
         recording.push(round(&url, per_connection, Writer::Notifier));
         notify_each.push(round(&url, per_connection, Writer::NotifyEach));
+    }
+
+    // P6c: the same writers while idle hubs of other queues listen, each a `hookq hub` process
+    // with its two connections, as a fleet's hubs of many queues sharing a server are.
+    let idle_hubs = if sizes.mode == Mode::Full {
+        IDLE_HUBS
+    } else {
+        2
+    };
+    // Each round with hubs beside one without, the hubs started anew for it: the machine's load
+    // drifts over the minute this takes.
+    let (mut p6c_alone, mut beside_hubs) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        p6c_alone.push(round(&url, per_connection, Writer::Notifier));
+        let mut hubs = start_idle_hubs(&url, dir, idle_hubs);
+        beside_hubs.push(round(&url, per_connection, Writer::Notifier));
+        for hub in &mut hubs {
+            super::hub::stop(hub);
+        }
     }
 
     // P7: one connection's recordings, alone and beside another's open recording transaction.
@@ -116,11 +146,54 @@ pub fn measure(server: &Server, sizes: &Sizes) -> Writers {
         bare_ms: median(&bare),
         recording_ms: median(&recording),
         notify_each_ms: median(&notify_each),
+        beside_hubs_ms: median(&beside_hubs),
+        p6c_alone_ms: median(&p6c_alone),
+        idle_hubs,
         per_connection,
         rounds,
         alone_ms: median(&alone),
         beside_open_ms: median(&beside),
         p7_n,
+    }
+}
+
+/// Starts `n` `hookq hub` processes on `url`, each of a queue of its own (`idle-<i>`, no hooks),
+/// and waits until every one listens: it holds its queue's runner lock, and its lock's
+/// connection ran a statement a second after the lock was taken: the check of the hub's first
+/// poll (or its lease's renewal), which comes after its first wait began with its `LISTEN`; the
+/// only check before it, its first pass's on the empty queue, follows the lock within
+/// milliseconds.
+fn start_idle_hubs(url: &str, dir: &Path, n: usize) -> Vec<Child> {
+    let hubs: Vec<Child> = (0..n)
+        .map(|i| {
+            let name = format!("p6c-hub-{i}");
+            let ws = super::super::fixture::workspace(dir, &name, &[]);
+            std::fs::write(ws.config_path(), format!("[queue]\nname = \"idle-{i}\"\n"))
+                .expect("write config.toml");
+            super::hub::start_hub(&ws, url, dir, &name)
+        })
+        .collect();
+    let mut watch = fixture::client(url);
+    let until = Instant::now() + Duration::from_secs(120);
+    loop {
+        let listening: i64 = watch
+            .query_one(
+                "SELECT count(*) FROM hookq_runners r JOIN pg_stat_activity a
+                     ON a.pid = r.backend_pid
+                 WHERE r.queue LIKE 'idle-%'
+                   AND a.query_start >= to_timestamp(r.since_ms / 1000.0) + interval '1 s'",
+                &[],
+            )
+            .expect("read pg_stat_activity")
+            .get(0);
+        if listening as usize >= n {
+            return hubs;
+        }
+        assert!(
+            Instant::now() < until,
+            "{listening} of {n} idle hubs listening after 120 s (see p6c-hub-*.stderr in the bench dir)"
+        );
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -229,6 +302,21 @@ pub fn rows(w: &Writers) -> Vec<Row> {
         .note(format!(
             "as P6, each writer waking the hubs itself with notify_hubs (one round trip after its commit, folded with the other writers'): {:.0} transitions/s",
             per_s(w.notify_each_ms)
+        )),
+        Row::new(
+            "P6c",
+            format!("  PostgreSQL: P6's writers while {} idle hubs of other queues listen", w.idle_hubs),
+            w.beside_hubs_ms,
+            "ms",
+        )
+        .throughput_vs("the same writers alone", w.p6c_alone_ms)
+        .target(Target::ratio_at_least(0.8))
+        .note(format!(
+            "as P6, while {} `hookq hub` processes, each of another queue of the same database, wait on LISTEN (each queue notified on its own channel, so no commit of the writers' queue wakes them): {:.0} transitions/s against {:.0} alone, medians of {} rounds, each beside one alone just before it, the hubs started anew for each",
+            w.idle_hubs,
+            per_s(w.beside_hubs_ms),
+            per_s(w.p6c_alone_ms),
+            w.rounds
         )),
         Row::new(
             "P7",

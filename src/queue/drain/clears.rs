@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use crate::queue::backend::QueueStore;
 use crate::queue::error::Error;
-use crate::queue::store::Cleared;
+use crate::queue::model::Cleared;
 
 /// How many finished points make a batch of clears.
 pub const CLEAR_BATCH: usize = 64;

@@ -2,7 +2,8 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use crate::queue::store::PendingRow;
+use crate::queue::ids::TaskId;
+use crate::queue::model::PendingRow;
 
 /// The index of the first point in `window`, from `from` on, that may start now: in recorded
 /// order, a point whose task has a point running (`busy`) waits, and so does every later point
@@ -12,8 +13,8 @@ use crate::queue::store::PendingRow;
 pub(super) fn next(
     window: &VecDeque<PendingRow>,
     from: usize,
-    busy: &HashSet<String>,
-    blocked: &mut HashSet<String>,
+    busy: &HashSet<TaskId>,
+    blocked: &mut HashSet<TaskId>,
 ) -> Option<usize> {
     let mut i = from;
     while i < window.len() {
@@ -30,6 +31,8 @@ pub(super) fn next(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::model::Attempt;
+    use crate::queue::phase::Point;
 
     /// A window of points of `tasks`, in order, with ids from 1.
     fn window(tasks: &[&str]) -> VecDeque<PendingRow> {
@@ -38,21 +41,21 @@ mod tests {
             .zip(1..)
             .map(|(task, id)| PendingRow {
                 id,
-                task: (*task).to_owned(),
+                task: task.parse().unwrap(),
                 plan: Some("p".into()),
-                point: "after_fail".into(),
+                point: Point::AfterFail,
                 state: Some("failed.x".into()),
                 recorded_ms: 0,
                 passes: 0,
                 last_started_ms: None,
-                attempt: Some(1),
+                attempt: Some(Attempt::FIRST),
                 merged_sha: None,
             })
             .collect()
     }
 
-    fn set(tasks: &[&str]) -> HashSet<String> {
-        tasks.iter().map(|t| (*t).to_owned()).collect()
+    fn set(tasks: &[&str]) -> HashSet<TaskId> {
+        tasks.iter().map(|t| t.parse().unwrap()).collect()
     }
 
     /// Takes every point that may start, one after another, as the pass does with a pool of
@@ -69,7 +72,7 @@ mod tests {
             at = i;
             let entry = window.remove(i).unwrap();
             busy.insert(entry.task.clone());
-            taken.push(entry.task);
+            taken.push(entry.task.to_string());
         }
         taken
     }

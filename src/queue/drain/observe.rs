@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::queue::error::Error;
 use crate::queue::phase::Point;
-use crate::queue::store::Outcome;
+use crate::queue::model::Outcome;
 
 use super::PassReport;
 

@@ -15,7 +15,7 @@ use crate::queue::error::Error;
 use crate::queue::ids::TaskId;
 use crate::queue::lock::{RunnerLock, Wait};
 use crate::queue::logs;
-use crate::queue::store::{Cleared, NewHistory, Outcome, PendingRow, now_ms};
+use crate::queue::model::{Cleared, NewHistory, Outcome, PendingRow, now_ms};
 use crate::queue::workspace::Workspace;
 
 use super::clears::{CLEAR_AFTER, Clears};
@@ -310,9 +310,9 @@ impl<'a> Drainer<'a> {
         let in_flight = if pool.is_some() { 2 * self.jobs } else { 1 };
         let mut window: VecDeque<PendingRow> = VecDeque::new();
         let mut fetched_to = 0;
-        let mut busy: HashSet<String> = HashSet::new();
+        let mut busy: HashSet<TaskId> = HashSet::new();
         // Tasks with a point held for a settled config: none of their points runs this pass.
-        let mut held: HashSet<String> = HashSet::new();
+        let mut held: HashSet<TaskId> = HashSet::new();
         let mut running = 0usize;
         let mut failure: Option<Error> = None;
         loop {
@@ -332,7 +332,7 @@ impl<'a> Drainer<'a> {
                     }
                     // Start what may start, in recorded order: a task with a point running (or
                     // waiting behind one) keeps its later points waiting too.
-                    let mut blocked: HashSet<String> = HashSet::new();
+                    let mut blocked: HashSet<TaskId> = HashSet::new();
                     let mut i = 0;
                     while running < in_flight && !self.stop.graceful() && !report.paused {
                         let Some(at) = next(&window, i, &busy, &mut blocked) else {
@@ -439,9 +439,8 @@ impl<'a> Drainer<'a> {
 
     /// The first log of `entry`, if `cfg` gives its point commands.
     fn first_log(&self, entry: &PendingRow, cfg: &Config) -> Option<std::path::PathBuf> {
-        let point = entry.point().ok()?;
-        let task = entry.task_id().ok()?;
-        (!cfg.hooks(point).is_empty()).then(|| self.ws.hook_log_path(&task, point, 1))
+        (!cfg.hooks(entry.point).is_empty())
+            .then(|| self.ws.hook_log_path(&entry.task, entry.point, 1))
     }
 
     /// Queues a clear, committing the batch if it is due.
@@ -505,8 +504,8 @@ impl<'a> Drainer<'a> {
         entry: PendingRow,
         report: &mut PassReport,
     ) -> Result<Prepared, Error> {
-        let point = entry.point().map_err(|e| store.located(e))?;
-        let task = entry.task_id().map_err(|e| store.located(e))?;
+        let point = entry.point;
+        let task = entry.task.clone();
         // The config as it is at the moment this point runs.
         let cfg = self.config()?;
         // No path of hookq's records a point for a missing task, and a task with a pending
@@ -532,7 +531,7 @@ impl<'a> Drainer<'a> {
         }
         if too_often {
             let why = format!("{} passes started it without finishing", entry.passes);
-            let hint = " (hookq queue retry re-queues it)";
+            let hint = " (hookq queue retry queues it again)";
             return self.park(store, entry, report, &why, hint);
         }
         if entry.passes > 0 {
@@ -546,10 +545,10 @@ impl<'a> Drainer<'a> {
             &HookVars {
                 task: task.as_str(),
                 plan: &plan,
-                attempt,
+                attempt: attempt.get(),
                 worktree: &worktree,
                 target_branch: cfg.target_branch(),
-                merged_sha: entry.merged_sha.as_deref(),
+                merged_sha: entry.merged_sha.as_ref().map(|s| s.as_str()),
                 state: &state,
                 point,
             },
@@ -613,7 +612,7 @@ pub(super) enum Prepared {
     Settled,
     /// Left pending for a later pass, with every later point of this task: the config may be
     /// half-written.
-    Held(String),
+    Held(TaskId),
 }
 
 /// Around each job of a serial pass: its start is marked on the store, and while its commands

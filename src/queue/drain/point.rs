@@ -10,7 +10,7 @@ use crate::queue::ids::TaskId;
 use crate::queue::lock::RunnerLock;
 use crate::queue::logs;
 use crate::queue::phase::Point;
-use crate::queue::store::{NewHistory, Outcome, PendingRow, now_ms};
+use crate::queue::model::{NewHistory, Outcome, PendingRow, now_ms};
 use crate::queue::workspace::Workspace;
 
 use crate::queue::error::Error;

@@ -8,7 +8,7 @@ use crate::queue::backend::{Mark, MarkStarts, QueueStore};
 use crate::queue::config::ConfigSource;
 use crate::queue::error::Error;
 use crate::queue::lock::RunnerLock;
-use crate::queue::store::PendingRow;
+use crate::queue::model::PendingRow;
 use crate::queue::workspace::Workspace;
 
 use super::pass::current;
@@ -90,8 +90,8 @@ fn panicked(entry: PendingRow, payload: &(dyn std::any::Any + Send)) -> Done {
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "(no message)".to_owned());
     let error = Error::WorkerPanicked {
-        point: entry.point.clone(),
-        task: entry.task.clone(),
+        point: entry.point.to_string(),
+        task: entry.task.to_string(),
         id: entry.id,
         message,
     };

@@ -9,7 +9,8 @@ use crate::queue::lock::Wait;
 use crate::queue::phase::Phase;
 use crate::queue::phase::Point;
 use crate::queue::record::{self, MoveFacts};
-use crate::queue::store::{Outcome, Store};
+use crate::queue::model::{Outcome};
+use crate::queue::store::{Store};
 use crate::queue::store::StoreOptions;
 use crate::queue::workspace::Workspace;
 
@@ -131,7 +132,7 @@ fn a_point_missing_its_task_or_its_state_is_parked_with_a_warning() {
         .history(None, None, 10)
         .unwrap()
         .into_iter()
-        .map(|h| (h.task, h.outcome))
+        .map(|h| (h.task.to_string(), h.outcome.to_string()))
         .collect();
     assert_eq!(
         outcomes,
@@ -169,7 +170,7 @@ fn a_stop_asked_for_between_points_leaves_the_next_one_unstarted() {
         let left = store.pending(0, 10, None).unwrap();
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].passes, 0, "no pass started it");
-        let task = TaskId::new(left[0].task.clone()).unwrap();
+        let task = left[0].task.clone();
         if folders_exist {
             // Its log, opened ahead while the first point ran, is not left behind empty.
             let log = ws.hook_log_path(&task, Point::AfterFail, 1);
@@ -206,7 +207,7 @@ fn an_error_starting_a_job_lets_the_running_ones_finish_and_be_cleared() {
         .history(None, None, 10)
         .unwrap()
         .into_iter()
-        .map(|h| (h.task, h.outcome))
+        .map(|h| (h.task.to_string(), h.outcome.to_string()))
         .collect();
     assert_eq!(cleared.len(), 2, "{cleared:?}");
     assert!(cleared.contains(&("a".into(), "ok".into())));
@@ -260,7 +261,7 @@ fn a_point_dropped_while_it_waits_for_a_worker_does_not_run() {
     let c = store.pending(0, 10, None).unwrap()[2].id;
     let report = drain_while_c_waits(&ws, &mut store, &Stop::new(), || {
         let mut other = Store::open(&ws.db_path()).unwrap();
-        assert_eq!(other.drop_entry(c).unwrap().task, "c");
+        assert_eq!(other.drop_occurrence(c).unwrap().task, "c");
     });
     assert_eq!((report.cleared, report.commands), (2, 2));
     assert_eq!(ran(&ws, "c"), None, "c ran after it was dropped");
@@ -269,7 +270,7 @@ fn a_point_dropped_while_it_waits_for_a_worker_does_not_run() {
         .unwrap()
         .into_iter()
         .filter(|h| h.task == "c")
-        .map(|h| h.outcome)
+        .map(|h| h.outcome.to_string())
         .collect();
     assert_eq!(c_rows, ["dropped"]);
     assert!(store.pending(0, 10, None).unwrap().is_empty());
@@ -381,7 +382,7 @@ after_fail = ['touch "$ARC_TASK.started"; if [ "$ARC_TASK" = a ]; then until [ -
         .history(None, None, 10)
         .unwrap()
         .into_iter()
-        .map(|h| (h.task, h.outcome))
+        .map(|h| (h.task.to_string(), h.outcome.to_string()))
         .collect();
     outcomes.sort();
     assert_eq!(
@@ -399,7 +400,7 @@ fn finished_points_are_cleared_when_a_later_one_cannot_run() {
     walk(&mut store, &["c", "d"], true, &["review.awaiting_human"]);
     // The workspace recorded a and b first; record their points again after c and d's.
     for id in [1, 2] {
-        store.drop_entry(id).unwrap();
+        store.drop_occurrence(id).unwrap();
     }
     walk(&mut store, &["a", "b"], false, &["todo.ready", "failed.x"]);
     std::fs::create_dir_all(ws.state_dir().join("runs")).unwrap();
@@ -414,7 +415,7 @@ fn finished_points_are_cleared_when_a_later_one_cannot_run() {
         .pending(0, 10, None)
         .unwrap()
         .into_iter()
-        .map(|p| p.task)
+        .map(|p| p.task.to_string())
         .collect();
     assert_eq!(left, ["a", "b"]);
     let empty = store
@@ -432,7 +433,7 @@ fn outcomes(store: &Store) -> Vec<(String, String)> {
         .history(None, None, 100)
         .unwrap()
         .into_iter()
-        .map(|h| (h.task, h.outcome))
+        .map(|h| (h.task.to_string(), h.outcome.to_string()))
         .collect();
     rows.reverse();
     rows
@@ -493,7 +494,7 @@ fn a_held_point_holds_back_its_tasks_later_points_and_no_other_task() {
             .pending(0, 10, None)
             .unwrap()
             .into_iter()
-            .map(|p| (p.task, p.point, p.passes))
+            .map(|p| (p.task.to_string(), p.point.to_string(), p.passes))
             .collect();
         assert_eq!(
             left,
@@ -548,7 +549,7 @@ struct PanickingMarker(crate::queue::store::StartMarker);
 impl crate::queue::MarkStarts for PanickingMarker {
     fn mark_started(
         &mut self,
-        entry: &crate::queue::store::PendingRow,
+        entry: &crate::queue::model::PendingRow,
     ) -> Result<crate::queue::Mark, Error> {
         assert!(entry.task != "b", "injected panic marking b");
         crate::queue::MarkStarts::mark_started(&mut self.0, entry)
@@ -562,12 +563,12 @@ impl crate::queue::QueueStore for PanicsOnB {
         &mut self,
         after: i64,
         limit: usize,
-    ) -> Result<Vec<crate::queue::store::PendingRow>, Error> {
+    ) -> Result<Vec<crate::queue::model::PendingRow>, Error> {
         self.0.next_batch(after, limit)
     }
     fn mark_started(
         &mut self,
-        entry: &crate::queue::store::PendingRow,
+        entry: &crate::queue::model::PendingRow,
         lock: &RunnerLock,
     ) -> Result<crate::queue::Mark, Error> {
         crate::queue::QueueStore::mark_started(&mut self.0, entry, lock)
@@ -581,10 +582,10 @@ impl crate::queue::QueueStore for PanicsOnB {
     fn fold_starts(&mut self, lock: &RunnerLock) -> Result<usize, Error> {
         crate::queue::QueueStore::fold_starts(&mut self.0, lock)
     }
-    fn clear_all(&mut self, points: &[crate::queue::store::Cleared]) -> Result<(), Error> {
+    fn clear_all(&mut self, points: &[crate::queue::model::Cleared]) -> Result<(), Error> {
         crate::queue::QueueStore::clear_all(&mut self.0, points)
     }
-    fn try_clear_all(&mut self, points: &[crate::queue::store::Cleared]) -> Result<bool, Error> {
+    fn try_clear_all(&mut self, points: &[crate::queue::model::Cleared]) -> Result<bool, Error> {
         crate::queue::QueueStore::try_clear_all(&mut self.0, points)
     }
     fn prune_history(

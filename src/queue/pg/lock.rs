@@ -26,7 +26,7 @@ use crate::queue::pg::connect::{
 use crate::queue::pg::error::PgError;
 use crate::queue::pg::name::QueueName;
 use crate::queue::pg::target::Target;
-use crate::queue::store::now_ms;
+use crate::queue::model::now_ms;
 
 /// The first key of every advisory lock hookq takes (`"hkq"` in ASCII, shifted): the second is
 /// the queue's number, or 0 for migrations.

@@ -9,6 +9,7 @@
 
 pub mod choose;
 pub mod connect;
+pub mod driver;
 pub mod error;
 pub(crate) mod hub;
 pub mod lock;
@@ -19,6 +20,7 @@ pub mod record;
 pub mod schema;
 pub mod store;
 pub mod target;
+mod values;
 
 /// The `postgres` crate whose [`Transaction`](postgres::Transaction) and
 /// [`Client`](postgres::Client) the queue's calls take, so that a host uses the very version
@@ -27,12 +29,13 @@ pub use postgres;
 
 pub use choose::{ChosenBy, DATABASE_ENV, PgChoice, choose};
 pub use connect::connect;
+pub use driver::PostgresDriver;
 pub use error::{ConnectFailure, PgError};
 pub use lock::{Lease, PgHolder, PgRunnerLock, Takeover, holder};
-pub use name::QueueName;
+pub use name::{CHANNEL_PREFIX, MAX_CHANNEL, QueueName};
 pub use notify::Notifier;
 pub use queue::PgQueue;
-pub use record::{CHANNEL, Recorder, notify_hubs};
+pub use record::{LEGACY_CHANNEL, Recorder, notify_hubs};
 pub use store::PgStore;
 pub use target::{RootCerts, SslMode, Target, has_password, mask};
 

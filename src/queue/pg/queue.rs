@@ -18,10 +18,11 @@ use crate::queue::lock::RunnerLock;
 use crate::queue::pg::error::PgError;
 use crate::queue::pg::lock::{LeaseClock, PgRunnerLock, lease_live};
 use crate::queue::pg::name::QueueName;
-use crate::queue::pg::record::CHANNEL;
+use crate::queue::pg::notify::{self, Listening};
 use crate::queue::pg::store::{self, PgStore};
 use crate::queue::row_error::RowError;
-use crate::queue::store::{Cleared, PendingRow, StoreError};
+use crate::queue::model::{Cleared, PendingRow};
+use crate::queue::store::{StoreError};
 
 /// How often [`QueueStore::wait_for_change`] reads the queue's mark when no notification came,
 /// by default ([`PgQueue::poll_interval`]): the longest a commit waits for a hub when nobody
@@ -204,8 +205,8 @@ impl PgQueue {
 
     /// Whether a notification for this queue is buffered or arrives within `timeout`.
     fn notified(&mut self, timeout: Duration) -> Result<bool, PgError> {
-        let queue = self.store.queue().as_str().to_owned();
-        let ours = |n: &postgres::Notification| n.channel() == CHANNEL && n.payload() == queue;
+        let listening = Listening::new(self.store.queue());
+        let ours = |n: &postgres::Notification| listening.wakes(n);
         let mut notes = self.store.client().notifications();
         let mut woken = false;
         {
@@ -275,8 +276,9 @@ impl QueueStore for PgQueue {
                 .client()
                 .query(&next, &[&queue.as_str(), &after, &limit])
         });
-        read.map(|rows| store::pending_rows(&rows))
-            .map_err(|e| self.placed(e.into()))
+        read.map_err(PgError::from)
+            .and_then(|rows| store::pending_rows(&rows))
+            .map_err(|e| self.placed(e))
     }
 
     fn mark_started(&mut self, entry: &PendingRow, _lock: &RunnerLock) -> Result<Mark, Error> {
@@ -340,7 +342,8 @@ impl QueueStore for PgQueue {
     /// that the runner lock is still held (an error when it is not).
     fn wait_for_change(&mut self, seen: ChangeMark, timeout: Duration) -> Result<bool, Error> {
         if !self.listening {
-            let listen = self.store.client().batch_execute(&format!("LISTEN {CHANNEL}"));
+            let listen = notify::listen(self.store.queue());
+            let listen = self.store.client().batch_execute(&listen);
             listen.map_err(|e| self.placed(e.into()))?;
             self.listening = true;
             // A commit before the LISTEN took effect sent its notification to no one.

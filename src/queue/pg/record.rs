@@ -30,15 +30,22 @@ use crate::queue::pg::name::QueueName;
 use crate::queue::phase::{Phase, Point};
 use crate::queue::record::{MoveFacts, Occurrence, Transition};
 use crate::queue::row_error::RowError;
-use crate::queue::store::now_ms;
+use crate::queue::model::now_ms;
 
-/// The channel [`notify_hubs`] notifies, with the queue's name as the payload.
-pub const CHANNEL: &str = "hookq";
+/// The one channel every queue's commits were notified on before each queue had its own
+/// ([`QueueName::channel`]), with the queue's name as the payload. hookq notifies it no more;
+/// its hubs and views still listen on it, beside their queue's own, so that hosts of an older
+/// hookq keep waking them while a fleet upgrades: until hookq 0.3, which drops it (this constant,
+/// and its `LISTEN` and its match in `notify::listen` and `notify::Listening::wakes`, which the
+/// hubs and the live view's watcher share).
+pub const LEGACY_CHANNEL: &str = "hookq";
 
 /// Tells the hubs of `queue` that a transaction recording its points committed, so that they
-/// drain within milliseconds rather than at their next poll. Call it on any connection after
-/// the commit (never inside the recording transaction: there it would serialize the commit with
-/// every other notifying commit of the cluster). `PgStore::write` calls it itself.
+/// drain within milliseconds rather than at their next poll: a notification on the queue's own
+/// channel ([`QueueName::channel`]), which wakes no other queue's hubs. Call it on any
+/// connection after the commit (never inside the recording transaction: there it would
+/// serialize the commit with every other notifying commit of the cluster). `PgStore::write`
+/// calls it itself.
 ///
 /// It costs one round trip, a transaction of its own committed without waiting for the disk (a
 /// lost notification costs only the wait for the next poll). Calls for one queue from many
@@ -283,14 +290,7 @@ fn move_by(
     to: &Phase,
     facts: &MoveFacts,
 ) -> Result<Transition, PgError> {
-    if let Some(sha) = &facts.merged_sha {
-        crate::queue::record::validate_sha(sha).map_err(|e| RowError::Invalid(e.to_string()))?;
-    }
-    if facts.attempt == Some(0) {
-        return Err(RowError::Invalid(
-            "invalid attempt 0: attempts count from 1".into(),
-        ).into());
-    }
+    crate::queue::record::check_facts(facts)?;
     let now = now_ms();
     let attempt = facts.attempt.map(i64::from);
     let point = to.point().map(Point::as_str);
@@ -397,7 +397,7 @@ pub fn cancel_plan(
 
 /// Re-queues the point of history row `history_id` of `queue` as a new occurrence (same task,
 /// point and recorded state), as `hookq queue retry` does.
-pub fn requeue(
+pub fn retry(
     tx: &mut Transaction<'_>,
     queue: &QueueName,
     history_id: i64,
@@ -411,7 +411,7 @@ pub fn requeue(
     let (task, point, state): (String, String, String) = (row.get(0), row.get(1), row.get(2));
     if state.is_empty() {
         return Err(RowError::Invalid(format!(
-            "history row {history_id} has no recorded state (its point was parked for that); it cannot be re-queued"
+            "history row {history_id} has no recorded state (its point was parked for that); it cannot be retried"
         )).into());
     }
     let bad = |e: &dyn std::fmt::Display| RowError::BadRow(format!("history row {history_id}: {e}"));

@@ -16,11 +16,9 @@ use crate::queue::pg::name::QueueName;
 use crate::queue::pg::notify::Notifier;
 use crate::queue::pg::schema;
 use crate::queue::pg::target::Target;
+use crate::queue::ids::TaskId;
 use crate::queue::row_error::RowError;
-use crate::queue::store::{
-    Cleared, HistoryFilter, HistoryRow, NewHistory, Outcome, OutcomeCount, PendingFilter,
-    PendingRow, Paused, Stats, TaskRow, now_ms,
-};
+use crate::queue::model::{Cleared, HistoryFilter, HistoryRow, NewHistory, Outcome, OutcomeCount, PendingFilter, PendingRow, Paused, Stats, TaskRow, now_ms};
 
 /// A connection to one queue in a PostgreSQL database.
 pub struct PgStore {
@@ -138,6 +136,103 @@ impl PgStore {
     }
 }
 
+/// The queue's reads and hand changes, on the store's own connection: what
+/// [`PostgresDriver`](crate::queue::pg::PostgresDriver) does for [`Queue`](crate::queue::Queue),
+/// for a host that holds a store.
+impl PgStore {
+    /// Task `id`, when the queue has it.
+    pub fn task(&mut self, id: &str) -> Result<Option<TaskRow>, PgError> {
+        task(&mut self.client, &self.queue, id)
+    }
+
+    /// The queue's tasks, of one plan or all, by id.
+    pub fn tasks(&mut self, plan: Option<&str>) -> Result<Vec<TaskRow>, PgError> {
+        tasks(&mut self.client, &self.queue, plan)
+    }
+
+    /// Pending points in the order they run, after occurrence `after`, at most `limit`,
+    /// optionally of one task.
+    pub fn pending(
+        &mut self,
+        after: i64,
+        limit: usize,
+        task: Option<&str>,
+    ) -> Result<Vec<PendingRow>, PgError> {
+        pending(&mut self.client, &self.queue, after, limit, task)
+    }
+
+    /// Pending points as `filter` narrows them, in the order they run.
+    pub fn pending_where(&mut self, filter: &PendingFilter) -> Result<Vec<PendingRow>, PgError> {
+        pending_where(&mut self.client, &self.queue, filter)
+    }
+
+    /// Pending occurrence `id`, when it is pending.
+    pub fn pending_occurrence(&mut self, id: i64) -> Result<Option<PendingRow>, PgError> {
+        pending_occurrence(&mut self.client, &self.queue, id)
+    }
+
+    /// History, newest first, optionally of one task or one occurrence.
+    pub fn history(
+        &mut self,
+        task: Option<&str>,
+        occurrence: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<HistoryRow>, PgError> {
+        history(&mut self.client, &self.queue, task, occurrence, limit)
+    }
+
+    /// History as `filter` narrows it, newest first.
+    pub fn history_where(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryRow>, PgError> {
+        history_where(&mut self.client, &self.queue, filter)
+    }
+
+    /// History row `id`.
+    pub fn history_row(&mut self, id: i64) -> Result<Option<HistoryRow>, PgError> {
+        history_row(&mut self.client, &self.queue, id)
+    }
+
+    /// History rows finished since `since_ms`, counted by outcome per `bucket_ms`.
+    pub fn outcomes(&mut self, since_ms: i64, bucket_ms: i64) -> Result<Vec<OutcomeCount>, PgError> {
+        outcomes(&mut self.client, &self.queue, since_ms, bucket_ms)
+    }
+
+    /// The `limit` longest command runs finished since `since_ms`, longest first.
+    pub fn slowest(&mut self, since_ms: i64, limit: usize) -> Result<Vec<HistoryRow>, PgError> {
+        slowest(&mut self.client, &self.queue, since_ms, limit)
+    }
+
+    /// The queue's counts.
+    pub fn stats(&mut self) -> Result<Stats, PgError> {
+        stats(&mut self.client, &self.queue)
+    }
+
+    /// When the queue was paused (unix ms), or `None` while it runs.
+    pub fn paused(&mut self) -> Result<Option<i64>, PgError> {
+        paused(&mut self.client, &self.queue)
+    }
+
+    /// Pauses the queue ([`pause`] in a transaction of the store's own).
+    pub fn pause(&mut self) -> Result<Paused, PgError> {
+        self.write(pause)
+    }
+
+    /// Resumes the queue, waking its hubs; `None` when it was not paused.
+    pub fn resume(&mut self) -> Result<Option<Paused>, PgError> {
+        self.write(resume)
+    }
+
+    /// Removes pending occurrence `id` without running it, keeping it in history as dropped.
+    pub fn drop_occurrence(&mut self, id: i64) -> Result<PendingRow, PgError> {
+        drop_occurrence(&mut self.client, &self.queue, id)
+    }
+
+    /// A mark that differs from one read earlier when a point may have been committed since
+    /// ([`change_mark`]'s rules).
+    pub fn change_mark(&mut self) -> Result<i64, PgError> {
+        change_mark(&mut self.client, &self.queue)
+    }
+}
+
 fn application_name() -> String {
     format!("hookq pid {} on {}", std::process::id(), host_name())
 }
@@ -167,7 +262,7 @@ const CHANGE_MARK: &str = "SELECT GREATEST(
 /// so their commits can change the mark, which costs a pass that finds nothing.) A pause or a
 /// resume changes it too, so that a hub that waits on a paused queue drains once it is resumed.
 /// Three index probes and a read of the lock table: nothing that grows with the queue.
-pub fn change_mark(client: &mut impl GenericClient, queue: &QueueName) -> Result<i64, PgError> {
+pub(crate) fn change_mark(client: &mut impl GenericClient, queue: &QueueName) -> Result<i64, PgError> {
     use std::hash::{Hash, Hasher};
     let row = client.query_one(CHANGE_MARK, &[&queue.as_str()])?;
     let mut h = std::hash::DefaultHasher::new();
@@ -217,34 +312,44 @@ pub fn view_mark(store: &mut PgStore) -> Result<i64, PgError> {
 Ok(h.finish() as i64)
 }
 
+/// Column `i` of `r`, parsed into its type: a stored value the type refuses is the row's
+/// error ([`RowError::BadRow`]), never a panic.
+fn cell<'a, T: postgres::types::FromSql<'a>>(r: &'a Row, i: usize) -> Result<T, PgError> {
+    r.try_get(i).map_err(|e| {
+        let why = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
+        RowError::BadRow(why).into()
+    })
+}
+
 const TASK_COLUMNS: &str = "id, plan, phase, attempt, merged_sha, created_ms, updated_ms";
 
-fn task_row(r: &Row) -> TaskRow {
-    TaskRow {
-        id: r.get(0),
-        plan: r.get(1),
-        phase: r.get(2),
-        attempt: r.get(3),
-        merged_sha: r.get(4),
-        created_ms: r.get(5),
-        updated_ms: r.get(6),
-    }
+fn task_row(r: &Row) -> Result<TaskRow, PgError> {
+    Ok(TaskRow {
+        id: cell(r, 0)?,
+        plan: cell(r, 1)?,
+        phase: cell(r, 2)?,
+        attempt: cell(r, 3)?,
+        merged_sha: cell(r, 4)?,
+        created_ms: cell(r, 5)?,
+        updated_ms: cell(r, 6)?,
+    })
 }
 
 /// One task of `queue`.
-pub fn task(
+pub(crate) fn task(
     client: &mut impl GenericClient,
     queue: &QueueName,
     id: &str,
 ) -> Result<Option<TaskRow>, PgError> {
     let sql = format!("SELECT {TASK_COLUMNS} FROM hookq_tasks WHERE queue = $1 AND id = $2");
-    Ok(client
+    client
         .query_opt(&sql, &[&queue.as_str(), &id])?
-        .map(|r| task_row(&r)))
+        .map(|r| task_row(&r))
+        .transpose()
 }
 
 /// Tasks of `queue`, optionally of one plan, by id (byte order).
-pub fn tasks(
+pub(crate) fn tasks(
     client: &mut impl GenericClient,
     queue: &QueueName,
     plan: Option<&str>,
@@ -263,7 +368,7 @@ pub fn tasks(
             &[&queue.as_str()],
         )?,
     };
-    Ok(rows.iter().map(task_row).collect())
+    rows.iter().map(task_row).collect::<Result<_, _>>()
 }
 
 const PENDING_SELECT: &str = r#"
@@ -273,19 +378,19 @@ const PENDING_SELECT: &str = r#"
     LEFT JOIN hookq_tasks t ON t.queue = h.queue AND t.id = h.task
     LEFT JOIN hookq_pending_hook_states s ON s.queue = h.queue AND s.hook_id = h.id"#;
 
-fn pending_row(r: &Row) -> PendingRow {
-    PendingRow {
-        id: r.get(0),
-        task: r.get(1),
-        plan: r.get(2),
-        point: r.get(3),
-        state: r.get(4),
-        recorded_ms: r.get(5),
-        passes: r.get(6),
-        last_started_ms: r.get(7),
-        attempt: r.get(8),
-        merged_sha: r.get(9),
-    }
+fn pending_row(r: &Row) -> Result<PendingRow, PgError> {
+    Ok(PendingRow {
+        id: cell(r, 0)?,
+        task: cell(r, 1)?,
+        plan: cell(r, 2)?,
+        point: cell(r, 3)?,
+        state: cell(r, 4)?,
+        recorded_ms: cell(r, 5)?,
+        passes: cell(r, 6)?,
+        last_started_ms: cell(r, 7)?,
+        attempt: cell(r, 8)?,
+        merged_sha: cell(r, 9)?,
+    })
 }
 
 /// The drain's next batch, as [`pending`] reads it without a task: prepared once per connection
@@ -298,13 +403,13 @@ pub(crate) const NEXT_BATCH: &str = "SELECT h.id, h.task, t.plan, h.point, s.sta
     WHERE h.queue = $1 AND h.id > $2 ORDER BY h.id LIMIT $3";
 
 /// Rows of [`NEXT_BATCH`] or [`pending`] as points.
-pub(crate) fn pending_rows(rows: &[Row]) -> Vec<PendingRow> {
+pub(crate) fn pending_rows(rows: &[Row]) -> Result<Vec<PendingRow>, PgError> {
     rows.iter().map(pending_row).collect()
 }
 
 /// Pending points of `queue` in the order they run, from occurrence `after` (exclusive), at
 /// most `limit`, optionally of one task: the drain's next batch.
-pub fn pending(
+pub(crate) fn pending(
     client: &mut impl GenericClient,
     queue: &QueueName,
     after: i64,
@@ -334,17 +439,17 @@ pub fn pending(
             ],
         )?,
     };
-    Ok(rows.iter().map(pending_row).collect())
+    rows.iter().map(pending_row).collect::<Result<_, _>>()
 }
 
 /// Pending points of `queue` as `filter` narrows them, in the order they run.
-pub fn pending_where(
+pub(crate) fn pending_where(
     client: &mut impl GenericClient,
     queue: &QueueName,
     filter: &PendingFilter,
 ) -> Result<Vec<PendingRow>, PgError> {
     let Some(point) = &filter.point else {
-        return pending(client, queue, filter.after, filter.limit, filter.task.as_deref());
+        return pending(client, queue, filter.after, filter.limit, filter.task.as_ref().map(|t| t.as_str()));
     };
     let limit = i64::try_from(filter.limit).unwrap_or(i64::MAX);
     let q = queue.as_str();
@@ -357,21 +462,22 @@ pub fn pending_where(
         sql.push_str(" AND h.task = $5");
     }
     sql.push_str(" ORDER BY h.id LIMIT $3");
-    Ok(client.query(&sql, &params)?.iter().map(pending_row).collect())
+    client.query(&sql, &params)?.iter().map(pending_row).collect::<Result<_, _>>()
 }
 
 /// One pending point of `queue`.
-pub fn pending_entry(
+pub(crate) fn pending_occurrence(
     client: &mut impl GenericClient,
     queue: &QueueName,
     id: i64,
 ) -> Result<Option<PendingRow>, PgError> {
-    Ok(client
+    client
         .query_opt(
             &format!("{PENDING_SELECT} WHERE h.queue = $1 AND h.id = $2"),
             &[&queue.as_str(), &id],
         )?
-        .map(|r| pending_row(&r)))
+        .map(|r| pending_row(&r))
+        .transpose()
 }
 
 const HISTORY_SELECT: &str = r#"
@@ -379,30 +485,30 @@ const HISTORY_SELECT: &str = r#"
            outcome, exit_code, signal, started_ms, duration_ms, log_path, finished_ms, host
     FROM hookq_hook_history"#;
 
-fn history_row(r: &Row) -> HistoryRow {
-    HistoryRow {
-        id: r.get(0),
-        occurrence: r.get(1),
-        task: r.get(2),
-        point: r.get(3),
-        state: r.get(4),
-        recorded_ms: r.get(5),
-        passes: r.get(6),
-        command_index: r.get(7),
-        command: r.get(8),
-        outcome: r.get(9),
-        exit_code: r.get(10),
-        signal: r.get(11),
-        started_ms: r.get(12),
-        duration_ms: r.get(13),
-        log_path: r.get(14),
-        finished_ms: r.get(15),
-        host: r.get(16),
-    }
+fn history_of_row(r: &Row) -> Result<HistoryRow, PgError> {
+    Ok(HistoryRow {
+        id: cell(r, 0)?,
+        occurrence: cell(r, 1)?,
+        task: cell(r, 2)?,
+        point: cell(r, 3)?,
+        state: cell(r, 4)?,
+        recorded_ms: cell(r, 5)?,
+        passes: cell(r, 6)?,
+        command_index: cell(r, 7)?,
+        command: cell(r, 8)?,
+        outcome: cell(r, 9)?,
+        exit_code: cell(r, 10)?,
+        signal: cell(r, 11)?,
+        started_ms: cell(r, 12)?,
+        duration_ms: cell(r, 13)?,
+        log_path: cell(r, 14)?,
+        finished_ms: cell(r, 15)?,
+        host: cell(r, 16)?,
+    })
 }
 
 /// History of `queue`, newest first, optionally of one task or one occurrence.
-pub fn history(
+pub(crate) fn history(
     client: &mut impl GenericClient,
     queue: &QueueName,
     task: Option<&str>,
@@ -410,7 +516,7 @@ pub fn history(
     limit: usize,
 ) -> Result<Vec<HistoryRow>, PgError> {
     let filter = HistoryFilter {
-        task: task.map(str::to_owned),
+        task: task.map(TaskId::new).transpose().map_err(|e| RowError::Invalid(e.to_string()))?,
         occurrence,
         limit,
         ..HistoryFilter::default()
@@ -419,7 +525,7 @@ pub fn history(
 }
 
 /// History of `queue` as `filter` narrows it, newest first.
-pub fn history_where(
+pub(crate) fn history_where(
     client: &mut impl GenericClient,
     queue: &QueueName,
     filter: &HistoryFilter,
@@ -429,11 +535,11 @@ pub fn history_where(
     let mut sql = format!("{HISTORY_SELECT} WHERE queue = $1");
     let q = queue.as_str();
     let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&q, &limit];
-    let texts = [
-        ("task", &filter.task),
-        ("point", &filter.point),
-        ("outcome", &filter.outcome),
-        ("host", &filter.host),
+    let texts: [(&str, Option<&str>); 4] = [
+        ("task", filter.task.as_ref().map(|t| t.as_str())),
+        ("point", filter.point.map(|p| p.as_str())),
+        ("outcome", filter.outcome.map(|o| o.as_str())),
+        ("host", filter.host.as_deref()),
     ];
     for (column, value) in &texts {
         if let Some(value) = value {
@@ -450,37 +556,38 @@ pub fn history_where(
         sql.push_str(&format!(" AND id < ${}", params.len()));
     }
     sql.push_str(" ORDER BY id DESC LIMIT $2");
-    Ok(client
+    client
         .query(&sql, &params)?
         .iter()
-        .map(history_row)
-        .collect())
+        .map(history_of_row)
+        .collect::<Result<_, _>>()
 }
 
 /// One history row of `queue`.
-pub fn history_entry(
+pub(crate) fn history_row(
     client: &mut impl GenericClient,
     queue: &QueueName,
     id: i64,
 ) -> Result<Option<HistoryRow>, PgError> {
-    Ok(client
+    client
         .query_opt(
             &format!("{HISTORY_SELECT} WHERE queue = $1 AND id = $2"),
             &[&queue.as_str(), &id],
         )?
-        .map(|r| history_row(&r)))
+        .map(|r| history_of_row(&r))
+        .transpose()
 }
 
 /// History rows of `queue` that finished since `since_ms`, counted by outcome per interval of
 /// `bucket_ms` from `since_ms` on, oldest first.
-pub fn outcomes(
+pub(crate) fn outcomes(
     client: &mut impl GenericClient,
     queue: &QueueName,
     since_ms: i64,
     bucket_ms: i64,
 ) -> Result<Vec<OutcomeCount>, PgError> {
     let bucket_ms = bucket_ms.max(1);
-    Ok(client
+    client
         .query(
             "SELECT $2 + (finished_ms - $2) / $3 * $3 AS start, outcome, COUNT(*)
              FROM hookq_hook_history WHERE queue = $1 AND finished_ms >= $2
@@ -488,23 +595,25 @@ pub fn outcomes(
             &[&queue.as_str(), &since_ms, &bucket_ms],
         )?
         .iter()
-        .map(|r| OutcomeCount {
-            start_ms: r.get(0),
-            outcome: r.get(1),
-            count: r.get(2),
+        .map(|r| {
+            Ok(OutcomeCount {
+                start_ms: cell(r, 0)?,
+                outcome: cell(r, 1)?,
+                count: cell(r, 2)?,
+            })
         })
-        .collect())
+        .collect::<Result<_, PgError>>()
 }
 
 /// The `limit` longest command runs of `queue` that finished since `since_ms`, longest first.
-pub fn slowest(
+pub(crate) fn slowest(
     client: &mut impl GenericClient,
     queue: &QueueName,
     since_ms: i64,
     limit: usize,
 ) -> Result<Vec<HistoryRow>, PgError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    Ok(client
+    client
         .query(
             &format!(
                 "{HISTORY_SELECT} WHERE queue = $1 AND finished_ms >= $2 AND duration_ms IS NOT NULL
@@ -513,13 +622,13 @@ pub fn slowest(
             &[&queue.as_str(), &since_ms, &limit],
         )?
         .iter()
-        .map(history_row)
-        .collect())
+        .map(history_of_row)
+        .collect::<Result<_, _>>()
 }
 
 /// Counts for `queue stats`, in one snapshot. They count rows, so they cost more as the queue
 /// and its history grow.
-pub fn stats(client: &mut Client, queue: &QueueName) -> Result<Stats, PgError> {
+pub(crate) fn stats(client: &mut Client, queue: &QueueName) -> Result<Stats, PgError> {
     let mut tx = client
         .build_transaction()
         .isolation_level(postgres::IsolationLevel::RepeatableRead)
@@ -706,7 +815,7 @@ pub fn park(lock: &mut PgRunnerLock, entries: &[PendingRow]) -> Result<(), PgErr
 }
 
 /// Drops a pending point of `queue` to history as `dropped` (`hookq queue drop`).
-pub fn drop_entry(client: &mut Client, queue: &QueueName, id: i64) -> Result<PendingRow, PgError> {
+pub(crate) fn drop_occurrence(client: &mut Client, queue: &QueueName, id: i64) -> Result<PendingRow, PgError> {
     let mut tx = client.transaction()?;
     // Locked, so that a pass clearing it meanwhile and this drop do not both write history.
     let locked = tx
@@ -716,11 +825,11 @@ pub fn drop_entry(client: &mut Client, queue: &QueueName, id: i64) -> Result<Pen
         )?
         .is_some();
     let entry = if locked {
-        pending_entry(&mut tx, queue, id)?
+        pending_occurrence(&mut tx, queue, id)?
     } else {
         None
     };
-    let entry = entry.ok_or(RowError::NoEntry(id))?;
+    let entry = entry.ok_or(RowError::NoOccurrence(id))?;
     let dropped = Cleared {
         entry,
         rows: vec![NewHistory::bare(Outcome::Dropped)],
@@ -936,8 +1045,8 @@ struct HistoryColumns<'a> {
 impl<'a> HistoryColumns<'a> {
     fn push(&mut self, entry: &'a PendingRow, h: &'a NewHistory) {
         self.occurrence.push(entry.id);
-        self.task.push(&entry.task);
-        self.point.push(&entry.point);
+        self.task.push(entry.task.as_str());
+        self.point.push(entry.point.as_str());
         self.state.push(entry.state.as_deref().unwrap_or(""));
         self.recorded_ms.push(entry.recorded_ms);
         self.passes.push(entry.passes);

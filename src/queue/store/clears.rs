@@ -13,7 +13,8 @@ use crate::queue::row_error::RowError;
 use crate::queue::starts::{Start, StartLog};
 
 use super::open::{connect, set_pragma};
-use super::{Cleared, NewHistory, Outcome, PendingRow, Store, StoreError, StoreOptions, now_ms};
+use super::{Store, StoreError, StoreOptions};
+use crate::queue::model::{Cleared, NewHistory, Outcome, PendingRow, now_ms};
 
 impl Store {
     /// Records that this pass starts `entry` now, in the start log (see [`crate::queue::starts`]):
@@ -110,8 +111,8 @@ impl Store {
     }
 
     /// Drops a pending point to history as `dropped`.
-    pub fn drop_entry(&mut self, id: i64) -> Result<PendingRow, StoreError> {
-        let entry = self.pending_entry(id)?.ok_or(RowError::NoEntry(id))?;
+    pub fn drop_occurrence(&mut self, id: i64) -> Result<PendingRow, StoreError> {
+        let entry = self.pending_occurrence(id)?.ok_or(RowError::NoOccurrence(id))?;
         self.write(|tx| {
             // Re-check inside the write lock: a pass may have cleared it since the read.
             let still: bool = tx.query_row(
@@ -120,7 +121,7 @@ impl Store {
                 |r| r.get(0),
             )?;
             if !still {
-                return Err(RowError::NoEntry(id).into());
+                return Err(RowError::NoOccurrence(id).into());
             }
             clear_in(tx, &entry, &[NewHistory::bare(Outcome::Dropped)])
         })?;

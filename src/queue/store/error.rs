@@ -82,6 +82,11 @@ pub enum StoreError {
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
+        // A stored value the model's types refuse (a task id, a point, an outcome written by
+        // hand): said as the row's fault, with what was refused.
+        if let rusqlite::Error::FromSqlConversionFailure(_, _, why) = &e {
+            return StoreError::Row(RowError::BadRow(why.to_string()));
+        }
         classify(&e).unwrap_or(StoreError::Sqlite(e))
     }
 }

@@ -5,6 +5,7 @@
 //! implements.
 
 mod clears;
+mod driver;
 pub(crate) mod counters;
 mod error;
 mod open;
@@ -15,14 +16,9 @@ mod rows;
 mod tests;
 
 pub use clears::StartMarker;
+pub use driver::SqliteDriver;
 pub(crate) use counters::{
     COUNT_EVERY, IdMarks, count_pending, count_up_to, id_mark_columns, set_counted_mark,
 };
 pub use error::StoreError;
-pub use pause::Paused;
 pub use open::{DEFAULT_BUSY_TIMEOUT, PAGE_SIZE, Store, StoreOptions, Synchronous, schema_version};
-pub use rows::{
-    Cleared, HistoryFilter, HistoryRow, NewHistory, Outcome, OutcomeCount, PendingFilter, PendingRow,
-    Stats,
-    TaskRow, now_ms,
-};

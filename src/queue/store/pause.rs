@@ -5,18 +5,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
-use serde::Serialize;
 
-use super::{Store, StoreError, now_ms};
+use super::{Store, StoreError};
+use crate::queue::model::{Paused, now_ms};
 
-/// What [`Store::pause`] or [`Store::resume`] found and did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Paused {
-    /// When the queue was paused (unix ms): by this call, or by an earlier one.
-    pub since_ms: i64,
-    /// Whether this call changed anything: `false` when the queue already was as asked.
-    pub changed: bool,
-}
 
 impl Store {
     /// When the queue was paused (unix ms), or `None` while it runs.

@@ -2,13 +2,15 @@
 
 use rusqlite::{OptionalExtension, params};
 
+use crate::queue::ids::TaskId;
+use crate::queue::row_error::RowError;
 use crate::queue::starts::{self, Start};
 
 use super::clears::start_log_error;
 use super::counters::pending_by_point;
-use super::{
-    HistoryFilter, HistoryRow, OutcomeCount, PendingFilter, PendingRow, Stats, Store, StoreError,
-    TaskRow,
+use super::{Store, StoreError};
+use crate::queue::model::{
+    HistoryFilter, HistoryRow, OutcomeCount, PendingFilter, PendingRow, Stats, TaskRow,
 };
 
 impl Store {
@@ -79,7 +81,7 @@ impl Store {
     /// as in [`Store::pending`].
     pub fn pending_where(&self, filter: &PendingFilter) -> Result<Vec<PendingRow>, StoreError> {
         let Some(point) = &filter.point else {
-            return self.pending(filter.after, filter.limit, filter.task.as_deref());
+            return self.pending(filter.after, filter.limit, filter.task.as_ref().map(|t| t.as_str()));
         };
         let starts = self.unfolded_starts()?;
         let sql = format!(
@@ -101,7 +103,7 @@ impl Store {
     }
 
     /// One pending point, its unfolded starts counted as in [`Store::pending`].
-    pub fn pending_entry(&self, id: i64) -> Result<Option<PendingRow>, StoreError> {
+    pub fn pending_occurrence(&self, id: i64) -> Result<Option<PendingRow>, StoreError> {
         let starts = self.unfolded_starts()?;
         let sql = format!("{} WHERE h.id = ?1", PendingRow::SELECT);
         let mut row = self
@@ -129,7 +131,10 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<HistoryRow>, StoreError> {
         self.history_where(&HistoryFilter {
-            task: task.map(str::to_owned),
+            task: task
+                .map(TaskId::new)
+                .transpose()
+                .map_err(|e| RowError::Invalid(e.to_string()))?,
             occurrence,
             limit,
             ..HistoryFilter::default()
@@ -151,13 +156,13 @@ impl Store {
             conditions.push(format!("{test} ?{}", args.len()));
         };
         if let Some(task) = &filter.task {
-            and("task =", task.clone().into());
+            and("task =", task.as_str().to_owned().into());
         }
         if let Some(point) = &filter.point {
-            and("point =", point.clone().into());
+            and("point =", point.as_str().to_owned().into());
         }
         if let Some(outcome) = &filter.outcome {
-            and("outcome =", outcome.clone().into());
+            and("outcome =", outcome.as_str().to_owned().into());
         }
         if let Some(occurrence) = filter.occurrence {
             and("occurrence =", occurrence.into());
@@ -219,7 +224,7 @@ impl Store {
     }
 
     /// One history row.
-    pub fn history_entry(&self, id: i64) -> Result<Option<HistoryRow>, StoreError> {
+    pub fn history_row(&self, id: i64) -> Result<Option<HistoryRow>, StoreError> {
         let sql = format!("{} WHERE id = ?1", HistoryRow::SELECT);
         Ok(self
             .conn

@@ -4,6 +4,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use super::*;
+use crate::queue::model::{Cleared, HistoryFilter, NewHistory, Outcome, PendingFilter, now_ms};
 use crate::queue::backend::Mark;
 use crate::queue::lock::RunnerLock;
 use crate::queue::row_error::RowError;
@@ -320,7 +321,7 @@ fn starts_are_counted_once_whether_folded_or_not() {
     assert_eq!(store.mark_started(&rows[0], &lock).unwrap(), Mark::Started);
     let reader = Store::open(&path).unwrap();
     assert_eq!(passes(&reader), [1, 0]);
-    assert_eq!(reader.pending_entry(rows[0].id).unwrap().unwrap().passes, 1);
+    assert_eq!(reader.pending_occurrence(rows[0].id).unwrap().unwrap().passes, 1);
     assert_eq!(reader.stats().unwrap().interrupted, 1);
     let raw = |s: &Store, id: i64| -> i64 {
         s.conn()
@@ -363,7 +364,7 @@ fn starts_are_counted_once_whether_folded_or_not() {
 
     // A point dropped since it was read is not started.
     let entry = store.pending(0, 10, None).unwrap().remove(0);
-    store.drop_entry(entry.id).unwrap();
+    store.drop_occurrence(entry.id).unwrap();
     assert_eq!(store.mark_started(&entry, &lock).unwrap(), Mark::Gone);
     assert_eq!(std::fs::metadata(&log).unwrap().len(), 0);
 }
@@ -446,8 +447,8 @@ fn listings_narrow_page_and_count_outcomes() {
     assert_eq!(pending.len(), 4);
     let of_b = store
         .pending_where(&PendingFilter {
-            task: Some("b".into()),
-            point: Some("after_fail".into()),
+            task: Some("b".parse().unwrap()),
+            point: Some("after_fail".parse().unwrap()),
             limit: 10,
             ..PendingFilter::default()
         })
@@ -456,7 +457,7 @@ fn listings_narrow_page_and_count_outcomes() {
     assert_eq!(of_b[0].task, "b");
     let none = store
         .pending_where(&PendingFilter {
-            point: Some("after_merge".into()),
+            point: Some("after_merge".parse().unwrap()),
             limit: 10,
             ..PendingFilter::default()
         })
@@ -464,7 +465,7 @@ fn listings_narrow_page_and_count_outcomes() {
     assert!(none.is_empty());
     let page2 = store
         .pending_where(&PendingFilter {
-            point: Some("after_fail".into()),
+            point: Some("after_fail".parse().unwrap()),
             after: pending[1].id,
             limit: 10,
             ..PendingFilter::default()
@@ -504,7 +505,7 @@ fn listings_narrow_page_and_count_outcomes() {
 
     let failed = store
         .history_where(&HistoryFilter {
-            outcome: Some("failed".into()),
+            outcome: Some("failed".parse().unwrap()),
             limit: 10,
             ..HistoryFilter::default()
         })

@@ -161,7 +161,8 @@ mod pg {
 
     use crate::queue::error::Error;
     use crate::queue::pg::connect::guard_session;
-    use crate::queue::pg::{CHANNEL, PgChoice, PgError, PgStore, QueueName, Target};
+    use crate::queue::pg::notify::{self, Listening};
+    use crate::queue::pg::{PgChoice, PgError, PgStore, QueueName, Target};
 
     use super::super::Shared;
     use super::{PG_GAP as GAP, PG_POLL, RETRY};
@@ -208,7 +209,8 @@ mod pg {
                 let mut store = PgStore::open(&self.target, self.queue.clone())?;
                 // A server that stops answering fails a read instead of hanging the watcher.
                 guard_session(store.client(), &self.target)?;
-                store.client().batch_execute(&format!("LISTEN {CHANNEL}"))?;
+                // The queue's own channel, and the one older hosts notify every queue on.
+                store.client().batch_execute(&notify::listen(&self.queue))?;
                 self.store = Some(store);
             }
             Ok(self.store.as_mut().expect("connected above"))
@@ -225,8 +227,8 @@ mod pg {
         /// Whether a notification for this queue is buffered or comes within `timeout`. Takes
         /// every buffered one, so that a burst answered by one read is not answered again.
         fn notified(&mut self, timeout: Duration) -> Result<bool, PgError> {
-            let queue = self.queue.as_str().to_owned();
-            let ours = |n: &postgres::Notification| n.channel() == CHANNEL && n.payload() == queue;
+            let listening = Listening::new(&self.queue);
+            let ours = |n: &postgres::Notification| listening.wakes(n);
             let store = self.connect()?;
             let mut notes = store.client().notifications();
             let mut woken = false;

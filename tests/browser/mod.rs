@@ -6,11 +6,6 @@
 //! (`actions`), and a reader clicking through many pages (`navigation`). Screenshots go to
 //! `target/ui-screens/`. Without Chromium a test says `SKIPPED` and passes, but under CI.
 
-// Each binary uses a different part of the shared helpers.
-#[allow(dead_code)]
-#[path = "../support/mod.rs"]
-mod support;
-
 mod actions;
 mod hostile;
 mod navigation;

@@ -5,7 +5,7 @@
 
 #[cfg(feature = "ui")]
 mod browser;
-// The browser tests' scenarios, shared with the `browser` binary; each binary uses a different
+// The browser tests' scenarios, shared with the `ui` binary's browser tests; each binary uses a different
 // part of them.
 #[cfg(feature = "ui")]
 #[allow(dead_code)]
@@ -16,40 +16,36 @@ mod scenarios;
 #[path = "../browser/server.rs"]
 mod server;
 
-mod cli;
+mod channels;
+pub(crate) mod cli;
 mod cluster;
 mod fault;
-mod handle;
 #[cfg(feature = "ui")]
 mod live;
-// The live view's test client, shared with the `ui_live` binary.
+// The live view's test client, shared with the `ui` binary's live tests.
 #[cfg(feature = "ui")]
 #[allow(dead_code)]
 #[path = "../ui_live/client.rs"]
 mod live_client;
 mod logs;
 mod metrics;
-mod parity;
 mod pause;
+mod prune;
 mod relay;
 mod takeover;
 mod ui;
 mod writers;
-// Each binary uses a different part of the shared helpers.
-#[allow(dead_code)]
-#[path = "../support/mod.rs"]
-mod support;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use crate::support;
 use cluster::{PASSWORD, cluster};
 use hookq::failure::{Failure, code};
 use hookq::queue::RowError;
+use hookq::queue::model::{Cleared, NewHistory, Outcome};
 use hookq::queue::pg::{
     self, ConnectFailure, PgError, PgQueue, PgRunnerLock, PgStore, QueueName, Target, record, store,
 };
-use hookq::queue::store::{Cleared, NewHistory, Outcome};
 use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
 use postgres::fallible_iterator::FallibleIterator;
 
@@ -94,17 +90,18 @@ fn open(db: &str, name: &str) -> PgStore {
 
 /// `(id, task, point, state)` of every pending point, in order.
 fn pending(s: &mut PgStore) -> Vec<(i64, String, String, Option<String>)> {
-    let q = s.queue().clone();
-    store::pending(s.client(), &q, 0, 1_000_000, None)
+    s.pending(0, 1_000_000, None)
         .unwrap()
         .into_iter()
-        .map(|r| (r.id, r.task, r.point, r.state))
+        .map(|r| (r.id, r.task.to_string(), r.point.to_string(), r.state))
         .collect()
 }
 
 #[test]
 fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
-    if crate::without_postgres("recording_follows_the_rules_and_a_rollback_leaves_nothing") {
+    if crate::postgres::without_postgres(
+        "recording_follows_the_rules_and_a_rollback_leaves_nothing",
+    ) {
         return;
     }
     let (_db, mut s) = fresh("q");
@@ -152,10 +149,10 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
         tx.rollback().unwrap();
     }
     assert_eq!(pending(&mut s), rows);
-    assert!(store::task(s.client(), &q, "t9").unwrap().is_none());
-    let t1 = store::task(s.client(), &q, "t1").unwrap().unwrap();
+    assert!(s.task("t9").unwrap().is_none());
+    let t1 = s.task("t1").unwrap().unwrap();
     assert_eq!(
-        (t1.phase.as_str(), t1.attempt),
+        (t1.phase.as_str(), t1.attempt.get()),
         ("review.rework_pending", 1)
     );
 
@@ -167,8 +164,11 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
     };
     s.write(|tx, q| record::move_task(tx, q, &task("t1"), &ph("done.merged"), &facts))
         .unwrap();
-    let t1 = store::task(s.client(), &q, "t1").unwrap().unwrap();
-    assert_eq!((t1.merged_sha.as_deref(), t1.attempt), (Some("abc123"), 2));
+    let t1 = s.task("t1").unwrap().unwrap();
+    assert_eq!(
+        (t1.merged_sha.as_deref(), t1.attempt.get()),
+        (Some("abc123"), 2)
+    );
     let bad = MoveFacts {
         merged_sha: Some("not a sha".into()),
         attempt: None,
@@ -234,10 +234,7 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
         ("d", "done.merged"),
         ("e", "todo.ready"),
     ] {
-        assert_eq!(
-            store::task(s.client(), &q, t).unwrap().unwrap().phase,
-            phase
-        );
+        assert_eq!(s.task(t).unwrap().unwrap().phase, phase);
     }
     // The phase each cancelled task left is kept beside its phase, as a move keeps it.
     let left: Vec<(String, Option<String>)> = s
@@ -273,16 +270,16 @@ fn recording_follows_the_rules_and_a_rollback_leaves_nothing() {
 /// sends fewer notifications than calls, never none after the last commit.
 #[test]
 fn hubs_are_notified_after_the_commit_never_inside_it() {
-    if crate::without_postgres("hubs_are_notified_after_the_commit_never_inside_it") {
+    if crate::postgres::without_postgres("hubs_are_notified_after_the_commit_never_inside_it") {
         return;
     }
     let (db, mut s) = fresh("notified");
     let mut listener = open(&db, "notified");
+    let q = s.queue().clone();
     listener
         .client()
-        .batch_execute(&format!("LISTEN {}", pg::CHANNEL))
+        .batch_execute(&format!("LISTEN \"{}\"", q.channel()))
         .unwrap();
-    let q = s.queue().clone();
     let next = |l: &mut PgStore| {
         l.client()
             .notifications()
@@ -309,7 +306,7 @@ fn hubs_are_notified_after_the_commit_never_inside_it() {
     // The host's one call after its commit.
     pg::notify_hubs(s.client(), &q).unwrap();
     let n = next(&mut listener).expect("notify_hubs notifies");
-    assert_eq!((n.channel(), n.payload()), (pg::CHANNEL, "notified"));
+    assert_eq!((n.channel(), n.payload()), ("hookq:notified", "notified"));
     assert!(next(&mut listener).is_none(), "one notification per call");
     // hookq's own transactions notify once they committed.
     s.write(|tx, q| {
@@ -318,7 +315,7 @@ fn hubs_are_notified_after_the_commit_never_inside_it() {
     })
     .unwrap();
     let n = next(&mut listener).expect("a commit of write notifies");
-    assert_eq!((n.channel(), n.payload()), (pg::CHANNEL, "notified"));
+    assert_eq!((n.channel(), n.payload()), ("hookq:notified", "notified"));
     assert!(
         next(&mut listener).is_none(),
         "one notification per transaction"
@@ -352,7 +349,7 @@ fn hubs_are_notified_after_the_commit_never_inside_it() {
 
 #[test]
 fn queues_in_one_database_never_see_each_other() {
-    if crate::without_postgres("queues_in_one_database_never_see_each_other") {
+    if crate::postgres::without_postgres("queues_in_one_database_never_see_each_other") {
         return;
     }
     let (db, mut a) = fresh("repo-a");
@@ -387,28 +384,20 @@ fn queues_in_one_database_never_see_each_other() {
     // A plan cancel in one leaves the other's tasks of the same plan alone.
     a.write(|tx, q| record::cancel_plan(tx, q, &plan("p")))
         .unwrap();
-    let qb = b.queue().clone();
-    let tasks_b = store::tasks(b.client(), &qb, Some("p")).unwrap();
+    let tasks_b = b.tasks(Some("p")).unwrap();
     assert_eq!(
         tasks_b.iter().map(|t| t.phase.as_str()).collect::<Vec<_>>(),
         ["review.awaiting_human", "todo.ready"]
     );
     assert_eq!(pending(&mut b), pb);
-    let qa = a.queue().clone();
-    assert_eq!(store::stats(a.client(), &qa).unwrap().pending, 2);
-    assert_eq!(store::stats(b.client(), &qb).unwrap().pending, 1);
+    assert_eq!(a.stats().unwrap().pending, 2);
+    assert_eq!(b.stats().unwrap().pending, 1);
     // One runner per queue: holding a's lock does not keep b's.
     let _la = a.lock(Wait::No).unwrap().expect("a's lock");
     let mut lb = b.lock(Wait::No).unwrap().expect("b's lock is its own");
     // Clearing in b never touches a's points, nor does a clear of b's id in a.
-    assert!(
-        store::pending_entry(a.client(), &qa, b_point)
-            .unwrap()
-            .is_none()
-    );
-    let entry = store::pending_entry(lb.client(), &qb, b_point)
-        .unwrap()
-        .unwrap();
+    assert!(a.pending_occurrence(b_point).unwrap().is_none());
+    let entry = b.pending_occurrence(b_point).unwrap().unwrap();
     store::clear_all(
         &mut lb,
         &[Cleared {
@@ -419,17 +408,8 @@ fn queues_in_one_database_never_see_each_other() {
     .unwrap();
     assert!(pending(&mut b).is_empty());
     assert_eq!(pending(&mut a).len(), 2);
-    assert!(
-        store::history(a.client(), &qa, None, None, 10)
-            .unwrap()
-            .is_empty()
-    );
-    assert_eq!(
-        store::history(b.client(), &qb, None, None, 10)
-            .unwrap()
-            .len(),
-        1
-    );
+    assert!(a.history(None, None, 10).unwrap().is_empty());
+    assert_eq!(b.history(None, None, 10).unwrap().len(), 1);
 }
 
 /// Waits up to ten seconds for `queue`'s lock.
@@ -441,7 +421,9 @@ fn lock_soon(s: &PgStore) -> PgRunnerLock {
 
 #[test]
 fn the_runner_lock_is_one_per_queue_and_goes_with_its_connection() {
-    if crate::without_postgres("the_runner_lock_is_one_per_queue_and_goes_with_its_connection") {
+    if crate::postgres::without_postgres(
+        "the_runner_lock_is_one_per_queue_and_goes_with_its_connection",
+    ) {
         return;
     }
     let (db, mut s) = fresh("locked");
@@ -508,9 +490,7 @@ fn the_runner_lock_is_one_per_queue_and_goes_with_its_connection() {
     // holder's writes fail instead of clearing anything.
     s.write(|tx, q| record::add_task(tx, q, &task("t"), &plan("p"), &ph("failed.x")))
         .unwrap();
-    let entry = store::pending(s.client(), &q, 0, 1, None)
-        .unwrap()
-        .remove(0);
+    let entry = s.pending(0, 1, None).unwrap().remove(0);
     cluster()
         .admin(&db)
         .execute("SELECT pg_terminate_backend($1)", &[&h2.backend_pid])
@@ -547,7 +527,7 @@ fn the_runner_lock_is_one_per_queue_and_goes_with_its_connection() {
 
 #[test]
 fn a_waiter_keeps_one_connection_and_gives_up_when_told() {
-    if crate::without_postgres("a_waiter_keeps_one_connection_and_gives_up_when_told") {
+    if crate::postgres::without_postgres("a_waiter_keeps_one_connection_and_gives_up_when_told") {
         return;
     }
     use std::sync::Arc;
@@ -597,12 +577,33 @@ fn a_waiter_keeps_one_connection_and_gives_up_when_told() {
         waiter.join().unwrap().is_none(),
         "the waiter took a held lock"
     );
-    // Waiting again, it takes the lock once the holder releases it.
+    // Waiting again, it takes the lock once the holder releases it: released once the server
+    // shows the new waiter's connection having tried for it.
+    let runners = |s: &mut PgStore| -> Vec<(i32, String)> {
+        s.client()
+            .query(
+                "SELECT pid, query FROM pg_stat_activity
+                 WHERE application_name LIKE $1 AND datname = current_database()",
+                &[&format!("hookq runner pid {} %", std::process::id())],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    };
+    support::eventually("the first waiter's connection to close", || {
+        runners(&mut s).len() == 1
+    });
+    let before: HashSet<i32> = runners(&mut s).into_iter().map(|(pid, _)| pid).collect();
     let again = {
         let s = open(&_db, "waiter");
         std::thread::spawn(move || s.lock_while(Wait::Forever, &|| true).unwrap())
     };
-    std::thread::sleep(Duration::from_millis(300));
+    support::eventually("the second waiter to try for the lock", || {
+        runners(&mut s)
+            .iter()
+            .any(|(pid, query)| !before.contains(pid) && query.contains("pg_try_advisory_lock"))
+    });
     holder.release().unwrap();
     assert!(
         again.join().unwrap().is_some(),
@@ -617,7 +618,9 @@ fn connect_error(text: &str) -> PgError {
 
 #[test]
 fn a_wrong_password_is_refused_in_one_line_without_the_password() {
-    if crate::without_postgres("a_wrong_password_is_refused_in_one_line_without_the_password") {
+    if crate::postgres::without_postgres(
+        "a_wrong_password_is_refused_in_one_line_without_the_password",
+    ) {
         return;
     }
     let c = cluster();
@@ -657,7 +660,8 @@ fn a_wrong_password_is_refused_in_one_line_without_the_password() {
 
 #[test]
 fn an_unknown_host_or_a_closed_port_is_refused_with_a_hint() {
-    if crate::without_postgres("an_unknown_host_or_a_closed_port_is_refused_with_a_hint") {
+    if crate::postgres::without_postgres("an_unknown_host_or_a_closed_port_is_refused_with_a_hint")
+    {
         return;
     }
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
@@ -688,7 +692,9 @@ fn an_unknown_host_or_a_closed_port_is_refused_with_a_hint() {
 
 #[test]
 fn a_database_without_the_schema_or_with_a_newer_one_is_refused() {
-    if crate::without_postgres("a_database_without_the_schema_or_with_a_newer_one_is_refused") {
+    if crate::postgres::without_postgres(
+        "a_database_without_the_schema_or_with_a_newer_one_is_refused",
+    ) {
         return;
     }
     let c = cluster();
@@ -742,7 +748,7 @@ fn a_database_without_the_schema_or_with_a_newer_one_is_refused() {
 
 #[test]
 fn opening_one_new_database_from_many_connections_at_once_migrates_it_once() {
-    if crate::without_postgres(
+    if crate::postgres::without_postgres(
         "opening_one_new_database_from_many_connections_at_once_migrates_it_once",
     ) {
         return;
@@ -777,7 +783,7 @@ fn opening_one_new_database_from_many_connections_at_once_migrates_it_once() {
 /// in the order they committed; every one runs, and none is left pending.
 #[test]
 fn eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains() {
-    if crate::without_postgres(
+    if crate::postgres::without_postgres(
         "eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains",
     ) {
         return;
@@ -838,7 +844,7 @@ fn eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains() {
             std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
                     "--exact",
-                    "writer_process",
+                    "postgres::writer_process",
                     "--nocapture",
                     "--test-threads=1",
                 ])
@@ -891,17 +897,22 @@ fn eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains() {
     }
     // The hub runs them all: a generous bound that only catches a hang.
     let until = Instant::now() + Duration::from_secs(600);
-    while store::stats(s.client(), &q).unwrap().pending > 0 {
+    while s.stats().unwrap().pending > 0 {
         assert!(Instant::now() < until, "points left pending");
         std::thread::sleep(Duration::from_millis(100));
     }
     stop.request();
     hub.join().unwrap();
     // Each point once in history, run with the state its writer moved its task into.
-    let history = store::history(s.client(), &q, None, None, total * 2).unwrap();
+    let history = s.history(None, None, total * 2).unwrap();
     let by_id: BTreeMap<i64, (String, String, String)> = history
         .into_iter()
-        .map(|h| (h.occurrence, (h.task, h.state, h.outcome)))
+        .map(|h| {
+            (
+                h.occurrence,
+                (h.task.to_string(), h.state, h.outcome.to_string()),
+            )
+        })
         .collect();
     assert_eq!(by_id.len(), total, "every point cleared once");
     for (id, t, to) in &recorded {
@@ -933,7 +944,7 @@ const WRITER_ENV: &str = "HOOKQ_TEST_PG_WRITER";
 /// without it (as every test run does), it does nothing.
 #[test]
 fn writer_process() {
-    if crate::without_postgres("writer_process") {
+    if crate::postgres::without_postgres("writer_process") {
         return;
     }
     let Ok(spec) = std::env::var(WRITER_ENV) else {
@@ -980,7 +991,7 @@ fn encrypted(s: &mut PgStore) -> bool {
 
 #[test]
 fn tls_require_and_verify_full_against_the_test_server() {
-    if crate::without_postgres("tls_require_and_verify_full_against_the_test_server") {
+    if crate::postgres::without_postgres("tls_require_and_verify_full_against_the_test_server") {
         return;
     }
     let c = cluster();
@@ -1039,11 +1050,10 @@ fn tls_require_and_verify_full_against_the_test_server() {
 
 #[test]
 fn the_drains_reads_and_writes() {
-    if crate::without_postgres("the_drains_reads_and_writes") {
+    if crate::postgres::without_postgres("the_drains_reads_and_writes") {
         return;
     }
     let (_db, mut s) = fresh("drained");
-    let q = s.queue().clone();
     s.write(|tx, q| {
         record::add_task(tx, q, &task("t1"), &plan("p"), &ph("failed.x"))?;
         record::add_task(tx, q, &task("t2"), &plan("p"), &ph("review.awaiting_human"))?;
@@ -1056,15 +1066,15 @@ fn the_drains_reads_and_writes() {
         )
     })
     .unwrap();
-    let seen = store::change_mark(s.client(), &q).unwrap();
+    let seen = s.change_mark().unwrap();
     // The next batch, in order, from a cursor; one task's points.
-    let first = store::pending(s.client(), &q, 0, 2, None).unwrap();
+    let first = s.pending(0, 2, None).unwrap();
     assert_eq!(first.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 2]);
     assert_eq!(first[0].plan.as_deref(), Some("p"));
-    assert_eq!(first[0].attempt, Some(1));
-    let rest = store::pending(s.client(), &q, 2, 10, None).unwrap();
+    assert_eq!(first[0].attempt.map(|a| a.get()), Some(1));
+    let rest = s.pending(2, 10, None).unwrap();
     assert_eq!(rest.iter().map(|r| r.id).collect::<Vec<_>>(), [3]);
-    let t1 = store::pending(s.client(), &q, 0, 10, Some("t1")).unwrap();
+    let t1 = s.pending(0, 10, Some("t1")).unwrap();
     assert_eq!(t1.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 3]);
 
     let mut lock = s.lock(Wait::No).unwrap().unwrap();
@@ -1077,10 +1087,10 @@ fn the_drains_reads_and_writes() {
         store::mark_started(&mut lock, &first[0]).unwrap(),
         Mark::Started
     );
-    let e1 = store::pending_entry(s.client(), &q, 1).unwrap().unwrap();
+    let e1 = s.pending_occurrence(1).unwrap().unwrap();
     assert_eq!(e1.passes, 2);
     assert!(e1.last_started_ms.is_some());
-    assert_eq!(store::stats(s.client(), &q).unwrap().interrupted, 1);
+    assert_eq!(s.stats().unwrap().interrupted, 1);
 
     // Cleared with a history row per command.
     let ran = |i: usize, outcome| NewHistory {
@@ -1101,7 +1111,7 @@ fn the_drains_reads_and_writes() {
         }],
     )
     .unwrap();
-    let h = store::history(s.client(), &q, Some("t1"), None, 10).unwrap();
+    let h = s.history(Some("t1"), None, 10).unwrap();
     assert_eq!(
         h.iter()
             .map(|r| (r.occurrence, r.command_index, r.outcome.as_str(), r.passes))
@@ -1110,45 +1120,32 @@ fn the_drains_reads_and_writes() {
     );
     assert_eq!(h[0].state, "failed.x");
     assert_eq!(h[0].exit_code, Some(3));
-    assert_eq!(
-        store::history_entry(s.client(), &q, h[1].id)
-            .unwrap()
-            .unwrap(),
-        h[1]
-    );
-    assert_eq!(
-        store::history(s.client(), &q, None, Some(1), 10)
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(s.history_row(h[1].id).unwrap().unwrap(), h[1]);
+    assert_eq!(s.history(None, Some(1), 10).unwrap().len(), 2);
 
     // Parked, dropped.
     store::park(&mut lock, &first[1..2]).unwrap();
-    let parked = store::history(s.client(), &q, Some("t2"), None, 10).unwrap();
+    let parked = s.history(Some("t2"), None, 10).unwrap();
     assert_eq!(parked[0].outcome, "abandoned");
-    let dropped = store::drop_entry(s.client(), &q, 3).unwrap();
+    let dropped = s.drop_occurrence(3).unwrap();
     assert_eq!(dropped.task, "t1");
-    let err = store::drop_entry(s.client(), &q, 3).unwrap_err();
-    assert!(matches!(err, PgError::Row(RowError::NoEntry(3))), "{err}");
+    let err = s.drop_occurrence(3).unwrap_err();
+    assert!(
+        matches!(err, PgError::Row(RowError::NoOccurrence(3))),
+        "{err}"
+    );
     assert_eq!(
         store::mark_started(&mut lock, &dropped).unwrap(),
         Mark::Gone
     );
     assert!(pending(&mut s).is_empty());
-    assert_eq!(
-        store::change_mark(s.client(), &q).unwrap(),
-        seen,
-        "clears record nothing"
-    );
+    assert_eq!(s.change_mark().unwrap(), seen, "clears record nothing");
 
     // Re-queued as a new occurrence, which changes what a hub compares.
-    let again = s
-        .write(|tx, q| record::requeue(tx, q, parked[0].id))
-        .unwrap();
+    let again = s.write(|tx, q| record::retry(tx, q, parked[0].id)).unwrap();
     assert_eq!(again.id, 4);
-    assert_ne!(store::change_mark(s.client(), &q).unwrap(), seen);
-    let stats = store::stats(s.client(), &q).unwrap();
+    assert_ne!(s.change_mark().unwrap(), seen);
+    let stats = s.stats().unwrap();
     assert_eq!((stats.pending, stats.tasks, stats.interrupted), (1, 2, 0));
     assert_eq!(
         stats.history_by_outcome,
@@ -1170,11 +1167,7 @@ fn the_drains_reads_and_writes() {
         store::prune_history(&mut lock, later, 3, &mut |_| {}).unwrap(),
         1
     );
-    assert!(
-        store::history(s.client(), &q, None, None, 10)
-            .unwrap()
-            .is_empty()
-    );
+    assert!(s.history(None, None, 10).unwrap().is_empty());
 }
 
 /// A workspace in a fresh temporary directory whose `config.toml` has this `[hooks]` body.
@@ -1197,7 +1190,7 @@ fn ran(dir: &tempfile::TempDir) -> Vec<String> {
 
 #[test]
 fn the_drainer_drains_a_postgres_queue_in_order_per_task() {
-    if crate::without_postgres("the_drainer_drains_a_postgres_queue_in_order_per_task") {
+    if crate::postgres::without_postgres("the_drainer_drains_a_postgres_queue_in_order_per_task") {
         return;
     }
     use hookq::exec::Stop;
@@ -1218,7 +1211,6 @@ after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
         record::move_task(tx, q, &task("t1"), &ph("failed.y"), &none)
     })
     .unwrap();
-    let q = s.queue().clone();
     let lock = s.lock(Wait::No).unwrap().unwrap();
     let mut other = open(&db, "hooked");
     assert!(
@@ -1270,7 +1262,7 @@ after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
     assert!(pending(pq.store()).is_empty(), "nothing stays pending");
 
     // A history row per command, each with its outcome, the point's state and one pass.
-    let mut h = store::history(pq.store().client(), &q, None, None, 100).unwrap();
+    let mut h = pq.store().history(None, None, 100).unwrap();
     h.sort_by_key(|r| (r.occurrence, r.command_index));
     assert_eq!(
         h.iter()
@@ -1331,6 +1323,9 @@ after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
         let woken = pq.wait_for_change(seen, Duration::from_secs(30)).unwrap();
         (pq, woken, started.elapsed())
     });
+    // Nothing the server shows says that the waiter blocks on its connection (it sends no
+    // query to wait), and a notification sent before it does is delivered to it all the same:
+    // the pause only makes the wake-up under test the one that happens.
     std::thread::sleep(Duration::from_millis(300));
     other
         .write(|tx, q| record::add_task(tx, q, &task("t3"), &plan("p"), &ph("failed.z")))
@@ -1346,7 +1341,9 @@ after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
 
 #[test]
 fn a_runner_whose_lock_connection_was_lost_runs_and_clears_nothing() {
-    if crate::without_postgres("a_runner_whose_lock_connection_was_lost_runs_and_clears_nothing") {
+    if crate::postgres::without_postgres(
+        "a_runner_whose_lock_connection_was_lost_runs_and_clears_nothing",
+    ) {
         return;
     }
     use hookq::exec::Stop;
