@@ -7,8 +7,8 @@ use clap::{Parser, Subcommand};
 
 use crate::cli::error::Error;
 use hookq::exec::Stop;
+use hookq::queue::Options;
 use hookq::queue::config::{Config, ConfigWarning};
-use hookq::queue::store::{Store, StoreOptions};
 use hookq::queue::workspace::Workspace;
 
 /// hookq: hook commands for a durable task queue, agent tools and worktree lifecycles.
@@ -82,21 +82,27 @@ impl Ctx {
         Workspace::discover(&self.start).map_err(|e| Error::Queue(e.into()))
     }
 
-    /// The workspace and its database, opened.
-    pub(super) fn open(&self) -> Result<(Workspace, Store), Error> {
-        let ws = self.workspace()?;
-        // The commands that reach here read and write the SQLite file only: on a workspace
-        // whose queue is elsewhere they would show, or change, a queue nobody uses.
-        #[cfg(feature = "postgres")]
-        if let Some(choice) = super::pg::choice(&ws)? {
-            return Err(Error::Usage(format!(
-                "the queue of this workspace is on PostgreSQL (queue {} on {}), and this command works on a workspace's SQLite file only, for now",
-                choice.queue, choice.target
-            )));
-        }
-        let db = ws.db_path();
-        let store = Store::open_with(&db, store_options()?).map_err(|e| Error::store(&db, e))?;
-        Ok((ws, store))
+    /// The queue's options as the environment sets them, read once here for every command:
+    /// a value out of range is a usage error naming its variable.
+    pub(super) fn options(&self) -> Result<Options, Error> {
+        Options::from_env().map_err(|e| match e {
+            hookq::queue::Error::Invalid(m) => Error::Usage(m),
+            e => Error::Queue(e),
+        })
+    }
+
+    /// The PostgreSQL queue `ws` asks for (`HOOKQ_DATABASE_URL`, or `[queue] database` in its
+    /// config), `None` for its SQLite file.
+    #[cfg(feature = "postgres")]
+    pub(super) fn choice(
+        &self,
+        ws: &Workspace,
+    ) -> Result<Option<hookq::queue::pg::PgChoice>, Error> {
+        let options = self.options()?;
+        Ok(hookq::queue::pg::choose(
+            ws,
+            options.database_url.as_deref(),
+        )?)
     }
 }
 
@@ -115,25 +121,6 @@ pub(super) fn warn_config_lines(warnings: &[ConfigWarning]) {
     for w in warnings {
         errln!("warning: {w}");
     }
-}
-
-/// Store options, with `HOOKQ_BUSY_TIMEOUT_MS` overriding how long a write waits for another
-/// writer.
-pub(super) fn store_options() -> Result<StoreOptions, Error> {
-    let mut opts = StoreOptions::default();
-    if let Some(v) = std::env::var_os("HOOKQ_BUSY_TIMEOUT_MS") {
-        let ms: u64 = v
-            .to_str()
-            .and_then(|s| s.parse().ok())
-            .filter(|ms| (1..=3_600_000).contains(ms))
-            .ok_or_else(|| {
-                Error::Usage(format!(
-                    "HOOKQ_BUSY_TIMEOUT_MS={v:?}: expected milliseconds from 1 to 3600000"
-                ))
-            })?;
-        opts.busy_timeout = std::time::Duration::from_millis(ms);
-    }
-    Ok(opts)
 }
 
 /// Runs the parsed command line.

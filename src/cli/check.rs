@@ -8,6 +8,9 @@ use hookq::queue::phase::Point;
 use hookq::queue::store::Store;
 use hookq::queue::workspace::Workspace;
 
+#[cfg(feature = "postgres")]
+use hookq::queue::pg::{self, PgChoice, PgError};
+
 use super::app::{Ctx, warn_config};
 use super::output;
 
@@ -37,7 +40,7 @@ struct Checked<'a> {
     /// The queue's PostgreSQL database, connected to; absent for the workspace's SQLite file.
     #[cfg(feature = "postgres")]
     #[serde(skip_serializing_if = "Option::is_none")]
-    database: Option<super::pg::Checked>,
+    database: Option<DatabaseChecked>,
 }
 
 pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
@@ -47,15 +50,15 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let cfg = Config::load(&path).map_err(Error::Checked)?;
     warn_config(&cfg);
     #[cfg(feature = "postgres")]
-    if let Some(w) = super::pg::exposed_password(&ws) {
+    if let Some(w) = exposed_password(&ws) {
         errln!("warning: {w}");
     }
     // The database is checked last and its failure reported after the rest: a server that
     // is down does not hide what the config says.
     #[cfg(feature = "postgres")]
-    let (database, failed) = match super::pg::choice(&ws)? {
+    let (database, failed) = match ctx.choice(&ws)? {
         Some(c) => {
-            let (checked, failed) = super::pg::check(&c);
+            let (checked, failed) = check_database(&c);
             (Some(checked), failed)
         }
         None => (None, None),
@@ -144,6 +147,111 @@ fn sqlite_paused(ws: &Workspace) -> Option<i64> {
                 path.display()
             );
             None
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+/// `source`, a failure of `queue`'s database.
+pub(super) fn placed(queue: &pg::QueueName, source: PgError) -> Error {
+    Error::Queue(hookq::queue::Error::Postgres {
+        queue: queue.to_string(),
+        source,
+    })
+}
+
+#[cfg(feature = "postgres")]
+/// The `warning:` line (without its prefix) for a workspace whose `config.toml` sets a
+/// database URL holding a password and may be read by its owner's group or by others; `None`
+/// when it holds no password or only its owner may read it.
+pub(super) fn exposed_password(ws: &Workspace) -> Option<String> {
+    let path = ws.config_path();
+    let url = pg::choose::configured_database(&path)?;
+    if !pg::has_password(&url) {
+        return None;
+    }
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).ok()?.permissions())
+            & 0o777;
+    (mode & 0o044 != 0).then(|| {
+        format!(
+            "{} holds the database password and is readable by others (mode {mode:04o}): chmod 600 it, or give the URL in {} instead",
+            path.display(),
+            pg::DATABASE_ENV
+        )
+    })
+}
+
+#[cfg(feature = "postgres")]
+/// What `hookq check` says of the queue's database.
+#[derive(Debug, serde::Serialize)]
+pub(super) struct DatabaseChecked {
+    /// The connection string, password masked.
+    pub(super) url: String,
+    /// Which setting chose it: `HOOKQ_DATABASE_URL` or `config.toml`.
+    pub(super) from: &'static str,
+    /// The queue's name.
+    pub(super) queue: String,
+    /// What `SHOW server_version` says; absent when the server could not be asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) server_version: Option<String>,
+    /// The hookq schema version applied, `None` before the first command that writes (or
+    /// when the server could not be asked).
+    pub(super) schema_version: Option<i64>,
+    /// The schema version this hookq writes.
+    pub(super) supported_schema_version: i64,
+    /// Why the server could not be asked (the `error:` line the command ends with).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) error: Option<String>,
+    /// When the queue was paused (unix ms); `check` shows it beside the SQLite queue's.
+    #[serde(skip)]
+    pub(super) paused_since_ms: Option<i64>,
+}
+
+#[cfg(feature = "postgres")]
+/// Connects to the queue's database and reads its versions, changing nothing. A failure is
+/// returned beside what could be said without the server, so that `check` still shows the
+/// config before it reports it.
+fn check_database(choice: &PgChoice) -> (DatabaseChecked, Option<Error>) {
+    let mut checked = DatabaseChecked {
+        url: choice.target.to_string(),
+        from: match choice.by {
+            pg::ChosenBy::Environment => pg::DATABASE_ENV,
+            pg::ChosenBy::Config => "config.toml",
+        },
+        queue: choice.queue.to_string(),
+        server_version: None,
+        schema_version: None,
+        supported_schema_version: pg::schema::schema_version(),
+        error: None,
+        paused_since_ms: None,
+    };
+    let asked = (|| {
+        let mut client = pg::connect(
+            &choice.target,
+            &format!("hookq check pid {}", std::process::id()),
+        )?;
+        let version: String = client.query_one("SHOW server_version", &[])?.get(0);
+        let schema = pg::schema::applied_version(&mut client)?;
+        // A schema older than this hookq's has no pause; a newer one is not read.
+        let paused = if schema == Some(pg::schema::schema_version()) {
+            pg::store::paused(&mut client, &choice.queue)?
+        } else {
+            None
+        };
+        Ok::<_, PgError>((version, schema, paused))
+    })();
+    match asked {
+        Ok((version, schema, paused)) => {
+            checked.server_version = Some(version);
+            checked.schema_version = schema;
+            checked.paused_since_ms = paused;
+            (checked, None)
+        }
+        Err(e) => {
+            let e = placed(&choice.queue, e);
+            checked.error = Some(e.to_string());
+            (checked, Some(e))
         }
     }
 }

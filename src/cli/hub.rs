@@ -7,8 +7,9 @@ use std::time::Duration;
 use crate::cli::error::Error;
 use hookq::exec::Stop;
 use hookq::metrics::{self, HubMetrics, MetricsServer};
+use hookq::queue::Options;
 use hookq::queue::drain::Drainer;
-use hookq::queue::hub::{self, HubOptions};
+use hookq::queue::hub::{self, HubEvent, HubOptions};
 use hookq::queue::workspace::Workspace;
 
 use super::app::{Ctx, stop_on_signals};
@@ -35,9 +36,6 @@ pub(super) struct Args {
     #[arg(long, value_name = "ADDR")]
     metrics: Option<SocketAddr>,
 }
-
-/// `--poll-ms` on SQLite when not given.
-const SQLITE_POLL: Duration = Duration::from_millis(50);
 
 /// The hub's metrics and their server, with `--metrics`: the server stops when it is dropped,
 /// as the hub ends.
@@ -78,55 +76,43 @@ fn drainer<'a>(
 
 pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let stop = stop_on_signals();
+    let ws = ctx.workspace()?;
+    let options = Options {
+        poll: args.poll_ms.map(Duration::from_millis),
+        ..ctx.options()?
+    };
     let served = serve_metrics(args.metrics)?;
     let counts = served.as_ref().map(|(counts, _)| counts);
-    let poll = args.poll_ms.map(Duration::from_millis);
-    let opts = HubOptions {
-        poll: poll.unwrap_or(SQLITE_POLL),
-        ..HubOptions::default()
-    };
-    #[cfg(feature = "postgres")]
-    {
-        let ws = ctx.workspace()?;
-        if let Some(choice) = super::pg::choice(&ws)? {
-            let mut drainer = drainer(&ws, stop, args.jobs, counts);
-            if let Ok(cfg) = drainer.config() {
-                super::app::warn_config(&cfg);
-            }
-            tracing::info!(
-                "hub draining queue {} on {} (pid {})",
-                choice.queue,
-                choice.target,
-                std::process::id()
-            );
-            // The wait for a notification is cut in slices of SQLite's poll, so that a stop
-            // is seen at once; the queue is read every `poll`.
-            let opts = HubOptions {
-                poll: SQLITE_POLL,
-                ..opts
-            };
-            let poll = poll.unwrap_or(hookq::queue::pg::queue::DEFAULT_POLL_INTERVAL);
-            let counts = counts.map(|c| &**c);
-            return super::pg::hub(&ws, &choice, &mut drainer, stop, opts, poll, counts);
-        }
-    }
-    let (ws, mut store) = ctx.open()?;
     let mut drainer = drainer(&ws, stop, args.jobs, counts);
     if let Ok(cfg) = drainer.config() {
         super::app::warn_config(&cfg);
     }
-    tracing::info!(
-        "hub draining {} (pid {})",
-        ws.root().display(),
-        std::process::id()
-    );
-    let mut on_error = |e| errln!("error: {e}");
-    Ok(hub::run(
+    let mut on_event = |event: HubEvent| {
+        if let Some(c) = counts {
+            c.observe(&event);
+        }
+        match event {
+            HubEvent::PassFailed(e) => errln!("error: {e}"),
+            HubEvent::CannotReachYet { database, error } => errln!(
+                "warning: hub cannot reach the queue's database {database} yet; trying again with backoff: {error}"
+            ),
+            HubEvent::Lost { database, error } => errln!(
+                "warning: hub lost the queue's database {database}; connecting again with backoff: {error}"
+            ),
+            HubEvent::Connected { database, .. } => {
+                tracing::info!("the hub is connected again to {database}")
+            }
+            HubEvent::TookOver { .. } => {
+                tracing::info!("the hub took the queue's runner lock over from another holder")
+            }
+        }
+    };
+    Ok(hub::run_queue(
         &ws,
-        &mut store,
+        &options,
         &mut drainer,
         stop,
-        opts,
-        &mut on_error,
+        HubOptions::default(),
+        &mut on_event,
     )?)
 }

@@ -9,7 +9,10 @@ use hookq::queue::config::initial_config;
 use hookq::queue::store::Store;
 use hookq::queue::workspace::Workspace;
 
-use super::app::{Ctx, store_options};
+#[cfg(feature = "postgres")]
+use hookq::queue::pg;
+
+use super::app::Ctx;
 
 /// Create the state dir, database and config.toml in DIR (default: the current directory).
 #[derive(Debug, clap::Args)]
@@ -75,8 +78,8 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     // Where the queue goes is settled, and a PostgreSQL queue set up, before anything is made
     // here: a URL that cannot be read or reached leaves no workspace behind.
     #[cfg(feature = "postgres")]
-    let database = match postgres_queue(&ws, &args)? {
-        Some(choice) => Some((super::pg::set_up(&choice)?, choice)),
+    let database = match postgres_queue(ctx, &ws, &args)? {
+        Some(choice) => Some((set_up(&choice)?, choice)),
         None => None,
     };
     let mut made = Made::default();
@@ -143,7 +146,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     }
     let db = ws.db_path();
     made.sqlite(&db);
-    Store::open_with(&db, store_options()?).map_err(|e| Error::store(&db, e))?;
+    Store::open_with(&db, ctx.options()?.store).map_err(|e| Error::store(&db, e))?;
     create_lock_file(&ws, &mut made)?;
     made.keep();
     outln!("hookq workspace: {}", ws.root().display());
@@ -173,13 +176,14 @@ fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
 /// the SQLite file. A config yet to be written names its queue after `--remote`.
 #[cfg(feature = "postgres")]
 fn postgres_queue(
+    ctx: &Ctx,
     ws: &Workspace,
     args: &Args,
 ) -> Result<Option<hookq::queue::pg::PgChoice>, Error> {
     use hookq::queue::pg;
     let choice = match &args.database {
         Some(url) => pg::choose(ws, Some(url))?,
-        None => super::pg::choice(ws)?,
+        None => ctx.choice(ws)?,
     };
     let Some(mut choice) = choice else {
         return Ok(None);
@@ -288,7 +292,7 @@ fn create_lock_file(ws: &Workspace, made: &mut Made) -> Result<(), Error> {
 #[cfg(feature = "postgres")]
 fn password_notes(ws: &Workspace, written: bool) {
     if !written {
-        if let Some(w) = super::pg::exposed_password(ws) {
+        if let Some(w) = super::check::exposed_password(ws) {
             errln!("warning: {w}");
         }
         return;
@@ -449,6 +453,28 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<bool> {
         return Ok(true);
     }
     Ok(false)
+}
+
+#[cfg(feature = "postgres")]
+/// Connects and opens the queue, creating or upgrading the schema.
+fn open_database(choice: &pg::PgChoice) -> Result<pg::PgStore, Error> {
+    let at = |e| super::check::placed(&choice.queue, e);
+    let mut store = pg::PgStore::open(&choice.target, choice.queue.clone()).map_err(at)?;
+    // A command someone waits for gets the timeouts a runner's connection has: a statement
+    // stuck on a server that stopped answering, or a row lock a host's transaction keeps, ends
+    // it with an error rather than hang it.
+    pg::connect::guard_session(store.client(), &choice.target).map_err(at)?;
+    Ok(store)
+}
+
+#[cfg(feature = "postgres")]
+/// `hookq init`'s part: connects, creates or upgrades the schema and the queue's row; the
+/// schema version the database is at now.
+fn set_up(choice: &pg::PgChoice) -> Result<i64, Error> {
+    let mut store = open_database(choice)?;
+    pg::schema::applied_version(store.client())
+        .map_err(|e| super::check::placed(&choice.queue, e))
+        .map(|v| v.unwrap_or_else(pg::schema::schema_version))
 }
 
 #[cfg(test)]

@@ -10,8 +10,6 @@ mod init;
 mod log;
 mod man;
 pub(crate) mod output;
-#[cfg(feature = "postgres")]
-mod pg;
 mod pick;
 mod plan;
 mod queue;

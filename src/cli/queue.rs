@@ -8,7 +8,7 @@ use hookq::queue::config::Config;
 use hookq::queue::ids::TaskId;
 use hookq::queue::model::{HistoryFilter, HistoryRow, PendingFilter, PendingRow, Stats, now_ms};
 use hookq::queue::workspace::Workspace;
-use hookq::queue::{Listing, Queue, QueueOptions, said};
+use hookq::queue::{Listing, Queue, said};
 
 use super::app::Ctx;
 use super::output::{self, or_dash};
@@ -91,14 +91,10 @@ enum Sub {
 }
 
 /// The workspace's queue: in the PostgreSQL database it asks for, else in its SQLite file
-/// (with the busy timeout `HOOKQ_BUSY_TIMEOUT_MS` sets).
+/// with the options the environment sets.
 pub(super) fn open(ctx: &Ctx) -> Result<(Workspace, Queue), Error> {
     let ws = ctx.workspace()?;
-    let opts = QueueOptions {
-        store: super::app::store_options()?,
-        ..QueueOptions::from_env()
-    };
-    let q = Queue::open_with(&ws, opts)?;
+    let q = Queue::open_with(&ws, ctx.options()?)?;
     Ok((ws, q))
 }
 

@@ -3,9 +3,8 @@
 use std::time::Duration;
 
 use crate::cli::error::Error;
-use hookq::queue::Error as QueueError;
-use hookq::queue::drain::Drainer;
-use hookq::queue::lock::{self, RunnerLock, Wait};
+use hookq::queue::lock::Wait;
+use hookq::queue::{PassOptions, Queue};
 
 use super::app::{Ctx, stop_on_signals};
 
@@ -23,36 +22,21 @@ pub(super) struct Args {
 }
 
 pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
-    let wait = match args.wait {
-        Some(s) => Wait::For(Duration::from_secs(s)),
-        None => Wait::Forever,
+    let pass = PassOptions {
+        jobs: usize::from(args.jobs),
+        wait: match args.wait {
+            Some(s) => Wait::For(Duration::from_secs(s)),
+            None => Wait::Forever,
+        },
+        on_warnings: Some(super::app::warn_config_lines),
     };
-    #[cfg(feature = "postgres")]
-    {
-        let ws = ctx.workspace()?;
-        if let Some(choice) = super::pg::choice(&ws)? {
-            return super::pg::run(&ws, &choice, usize::from(args.jobs), wait);
-        }
-    }
     let stop = stop_on_signals();
-    let (ws, mut store) = ctx.open()?;
-    let path = ws.lock_path();
-    let Some(lock) = RunnerLock::acquire(&path, wait, &|| !stop.graceful())? else {
-        if stop.graceful() {
-            return Err(QueueError::Stopped { path }.into());
-        }
-        let holder = lock::holder(&path);
-        return Err(QueueError::Locked { path, holder }.into());
-    };
-    let mut drainer = Drainer::new(ws.clone(), stop).jobs(usize::from(args.jobs));
-    if let Ok(cfg) = drainer.config() {
-        super::app::warn_config(&cfg);
-    }
-    let report = drainer.drain_and_release(&mut store, lock)?;
-    if let Some(line) = super::output::ran(&report) {
+    let ws = ctx.workspace()?;
+    let outcome = Queue::open_with(&ws, ctx.options()?)?.pass(pass, stop)?;
+    if let Some(line) = super::output::ran(&outcome.report) {
         outln!("{line}");
     }
-    super::output::held(&report);
-    super::output::paused(&report, || store.stats().ok().map(|s| s.pending));
+    super::output::held(&outcome.report);
+    super::output::paused(&outcome.report, || outcome.left);
     Ok(())
 }

@@ -44,6 +44,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     })?;
     let view = Ui::open(UiConfig {
         workspace: ws,
+        options: ctx.options()?,
         actions: args.actions,
         token: token.as_ref().map(|(t, _)| t.clone()),
     })

@@ -10,6 +10,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::queue::drain::{DrainEvent, PassReport};
+use crate::queue::hub::HubEvent;
 use crate::queue::phase::Point;
 use crate::queue::model::Outcome;
 
@@ -221,6 +222,19 @@ impl HubMetrics {
     /// Counts a reconnection after the database was lost.
     pub fn reconnected(&self) {
         self.reconnects.inc();
+    }
+
+    /// Counts what a hub tells its host ([`crate::queue::hub::run_queue`]): takeovers of the
+    /// runner lock and reconnections. A failed pass is counted by [`drain_event`](Self::drain_event).
+    pub fn observe(&self, event: &HubEvent) {
+        match event {
+            HubEvent::TookOver { ended_expired } => self.took_over(*ended_expired),
+            HubEvent::Connected { again: true, .. } => self.reconnected(),
+            HubEvent::PassFailed(_)
+            | HubEvent::CannotReachYet { .. }
+            | HubEvent::Lost { .. }
+            | HubEvent::Connected { again: false, .. } => {}
+        }
     }
 
     /// The metrics in the Prometheus text format ([`CONTENT_TYPE`](super::CONTENT_TYPE)).

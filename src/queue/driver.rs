@@ -17,12 +17,13 @@ use serde::Serialize;
 use crate::exec::Stop;
 use crate::queue::backend::ChangeMark;
 use crate::queue::error::Error;
-use crate::queue::handle::DrainIfFree;
 use crate::queue::ids::{PlanId, TaskId};
 use crate::queue::lock::Holder;
 use crate::queue::model::{
     HistoryFilter, HistoryRow, OutcomeCount, Paused, PendingFilter, PendingRow, Stats, TaskRow,
 };
+use crate::queue::options::Options;
+use crate::queue::pass::{Attempt, PassOptions};
 use crate::queue::phase::Phase;
 use crate::queue::record::{MoveFacts, Occurrence, Transition};
 use crate::queue::workspace::Workspace;
@@ -194,9 +195,16 @@ pub trait Driver: Send {
     /// updates come from.
     fn watcher(&self) -> Result<crate::queue::watch::Watcher, Error>;
 
-    /// One pass over what is pending if the runner lock is free right now, else nothing: the
-    /// lock's holder runs it.
-    fn drain_if_free(self: Box<Self>, ws: &Workspace, stop: &Stop) -> DrainIfFree;
+    /// One pass over what is pending ([`crate::queue::pass`]): the runner lock taken within
+    /// `pass.wait` (held with the lease `options` set, where the database leases it), the
+    /// drain, the lock released.
+    fn pass(
+        self: Box<Self>,
+        ws: &Workspace,
+        options: &Options,
+        pass: PassOptions,
+        stop: &Stop,
+    ) -> Attempt;
 
     /// The SQLite store, for a driver over one.
     fn sqlite_store(&mut self) -> Option<&mut crate::queue::store::Store> {

@@ -1,6 +1,7 @@
 //! A workspace's queue on whichever backend it names: [`Queue`], what `hookq queue`, `hookq
 //! task`, `hookq plan cancel` and the web view read and change, written once for SQLite and
-//! PostgreSQL. None of it takes the runner lock but [`Queue::drain_if_free`].
+//! PostgreSQL. None of it takes the runner lock but [`Queue::pass`] and
+//! [`Queue::drain_if_free`].
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -8,15 +9,17 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::exec::Stop;
-use crate::queue::backend::{ChangeMark, QueueStore};
+use crate::queue::backend::ChangeMark;
 use crate::queue::config::ConfigWarning;
-use crate::queue::drain::{Drainer, PassReport};
+use crate::queue::drain::PassReport;
 use crate::queue::driver::{Driver, LockState, Place};
 use crate::queue::error::Error;
 use crate::queue::ids::{PlanId, TaskId};
-use crate::queue::lock::RunnerLock;
+use crate::queue::lock::Wait;
 use crate::queue::logs::{self, LogFile};
 use crate::queue::merged::TargetHead;
+use crate::queue::options::Options;
+use crate::queue::pass::{Attempt, PassOptions, PassOutcome};
 use crate::queue::model::{
     HistoryFilter, HistoryRow, OutcomeCount, Page, Paused, PendingFilter, PendingRow, Stats,
     TaskRow,
@@ -24,33 +27,8 @@ use crate::queue::model::{
 use crate::queue::phase::{Phase, Point};
 use crate::queue::record::{MoveFacts, Occurrence, Transition};
 use crate::queue::shown::{Listing, TaskShown};
-use crate::queue::store::{SqliteDriver, Store, StoreOptions};
+use crate::queue::store::{SqliteDriver, Store};
 use crate::queue::workspace::Workspace;
-
-/// How [`Queue::open_with`] opens a queue.
-#[derive(Debug, Clone, Default)]
-pub struct QueueOptions {
-    /// The SQLite store's options (its busy timeout).
-    pub store: StoreOptions,
-    /// A PostgreSQL database URL that overrides the workspace's config, as
-    /// `HOOKQ_DATABASE_URL` does; `None` to go by the config alone.
-    pub database_url: Option<String>,
-}
-
-impl QueueOptions {
-    /// The options the environment sets: the database URL of `HOOKQ_DATABASE_URL` (with the
-    /// `postgres` feature), and the store's defaults.
-    pub fn from_env() -> Self {
-        #[cfg(feature = "postgres")]
-        let database_url = std::env::var(crate::queue::pg::DATABASE_ENV).ok();
-        #[cfg(not(feature = "postgres"))]
-        let database_url = None;
-        Self {
-            store: StoreOptions::default(),
-            database_url,
-        }
-    }
-}
 
 /// What [`Queue::drop_occurrence`] removed, and what to say of a run it cannot take back.
 #[derive(Debug, Clone, Serialize)]
@@ -97,6 +75,8 @@ pub struct Queue {
     ws: Workspace,
     driver: Box<dyn Driver>,
     place: String,
+    /// What it was opened with: a pass takes the runner lock with its lease.
+    options: Options,
 }
 
 impl std::fmt::Debug for Queue {
@@ -110,23 +90,29 @@ const SHARED_LOGS: &str = "each command's log is on the host that ran it (the pa
                            host's); `hookq queue log TASK` there prints them";
 
 impl Queue {
-    /// Opens `ws`'s queue with the options the environment sets ([`QueueOptions::from_env`]).
+    /// Opens `ws`'s queue with the options the environment sets ([`Options::from_env`]).
     pub fn open(ws: &Workspace) -> Result<Self, Error> {
-        Self::open_with(ws, QueueOptions::from_env())
+        Self::open_with(ws, Options::from_env()?)
     }
 
     /// Opens `ws`'s queue: on PostgreSQL when `opts.database_url` or its config names a
     /// database (connecting, and creating or upgrading the schema), else in its SQLite file.
     /// The one place the driver is chosen.
-    pub fn open_with(ws: &Workspace, opts: QueueOptions) -> Result<Self, Error> {
+    pub fn open_with(ws: &Workspace, opts: Options) -> Result<Self, Error> {
         #[cfg(feature = "postgres")]
         if let Some(choice) = crate::queue::pg::choose(ws, opts.database_url.as_deref())? {
             let driver = crate::queue::pg::PostgresDriver::open(&choice)?;
-            return Ok(Self::with_driver(ws, Box::new(driver)));
+            return Ok(Self {
+                options: opts,
+                ..Self::with_driver(ws, Box::new(driver))
+            });
         }
         let db = ws.db_path();
         let store = Store::open_with(&db, opts.store).map_err(|e| Error::store(&db, e))?;
-        Ok(Self::sqlite(ws, store))
+        Ok(Self {
+            options: opts,
+            ..Self::sqlite(ws, store)
+        })
     }
 
     /// The queue in `store`, `ws`'s SQLite file, already open.
@@ -140,7 +126,13 @@ impl Queue {
             ws: ws.clone(),
             place: driver.place().to_string(),
             driver,
+            options: Options::default(),
         }
+    }
+
+    /// The options it was opened with (the defaults for a queue made of a store already open).
+    pub fn options(&self) -> &Options {
+        &self.options
     }
 
     /// The workspace.
@@ -435,33 +427,40 @@ impl Queue {
         Ok(gone)
     }
 
+    /// One pass over the queue ([`crate::queue::pass`]): takes the runner lock within
+    /// `pass.wait` (on PostgreSQL the queue's, then the workspace's, one bound for both),
+    /// drains what is pending, releases. Not taking the lock within the wait is an error
+    /// naming its holder ([`Error::Locked`], or on PostgreSQL the queue's), or
+    /// [`Error::Stopped`] on a stop request.
+    pub fn pass(self, pass: PassOptions, stop: &Stop) -> Result<PassOutcome, Error> {
+        self.attempt(pass, stop).into_result()
+    }
+
     /// After an owner transition: drains what is pending if the runner lock (on PostgreSQL,
     /// the queue's, then the workspace's) is free right now, else leaves it to its holder.
     /// Hooks never make the transition fail: a failure here leaves the points pending.
     pub fn drain_if_free(self, stop: &Stop) -> DrainIfFree {
-        self.driver.drain_if_free(&self.ws, stop)
+        let pass = PassOptions {
+            wait: Wait::No,
+            ..PassOptions::default()
+        };
+        match self.attempt(pass, stop) {
+            Attempt::NotTaken(_) => DrainIfFree::Held,
+            Attempt::Ran(PassOutcome {
+                report,
+                left,
+                warnings,
+            }) => DrainIfFree::Ran {
+                report,
+                left,
+                warnings,
+            },
+            Attempt::Failed { error, warnings } => DrainIfFree::Failed { error, warnings },
+        }
     }
-}
 
-/// One pass over `store` under `lock`, released at its end.
-pub(crate) fn one_pass<S: QueueStore>(
-    ws: &Workspace,
-    stop: &Stop,
-    store: &mut S,
-    lock: RunnerLock,
-    left: impl FnOnce(&mut S) -> Option<i64>,
-) -> DrainIfFree {
-    let mut drainer = Drainer::new(ws.clone(), stop);
-    let warnings = drainer
-        .config()
-        .map(|c| c.warnings().to_vec())
-        .unwrap_or_default();
-    match drainer.drain_and_release(store, lock) {
-        Ok(report) => DrainIfFree::Ran {
-            left: if report.paused { left(store) } else { None },
-            report,
-            warnings,
-        },
-        Err(error) => DrainIfFree::Failed { error, warnings },
+    /// One pass on whichever database holds the queue, through its driver.
+    fn attempt(self, pass: PassOptions, stop: &Stop) -> Attempt {
+        self.driver.pass(&self.ws, &self.options, pass, stop)
     }
 }

@@ -1,4 +1,8 @@
 //! `hookq hub`: take the lock, drain, release, wait for the next commit.
+//!
+//! [`run_queue`] is the hub of a workspace's queue on whichever database holds it, one call
+//! for a host and for `hookq hub`, reporting what happens as [`HubEvent`]s. [`run`] is its
+//! loop over one store already open, whose runner lock the caller holds on PostgreSQL.
 
 use std::time::{Duration, Instant};
 
@@ -8,20 +12,25 @@ use crate::queue::config::{FileVersion, QUIET};
 use crate::queue::drain::Drainer;
 use crate::queue::error::Error;
 use crate::queue::lock::{RunnerLock, Wait};
+use crate::queue::options::Options;
+use crate::queue::store::Store;
 use crate::queue::workspace::Workspace;
-
-/// The hub of a queue on PostgreSQL, which rides out outages of its database.
-#[cfg(feature = "postgres")]
-pub use crate::queue::pg::hub::{HubEvent, PgHubOptions, run_postgres};
 
 /// Hub settings.
 #[derive(Debug, Clone, Copy)]
 pub struct HubOptions {
-    /// How often to look for a commit by another process ([`QueueStore::wait_for_change`]).
+    /// How often to look for a commit by another process ([`QueueStore::wait_for_change`]);
+    /// on PostgreSQL, the slice of the wait for a notification, so that a stop is seen at
+    /// once. [`run_queue`] takes it on SQLite from [`Options::poll`] when that is set.
     pub poll: Duration,
     /// Drain at least this often even when nothing seems to have changed (sooner when a pass
     /// left points for a settled config: see [`PassReport::held`](crate::queue::PassReport)).
     pub rescan: Duration,
+    /// On PostgreSQL, the first wait before connecting again after an outage; each next one
+    /// is twice as long.
+    pub backoff_first: Duration,
+    /// On PostgreSQL, the longest wait before connecting again.
+    pub backoff_max: Duration,
 }
 
 impl Default for HubOptions {
@@ -29,11 +38,111 @@ impl Default for HubOptions {
         Self {
             poll: Duration::from_millis(50),
             rescan: Duration::from_secs(60),
+            backoff_first: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(30),
         }
     }
 }
 
-/// Runs the hub until `stop` is requested. A pass that fails (an invalid config, a busy
+/// What a hub reports while it runs, for its host to show and its metrics to count
+/// ([`HubMetrics::observe`](crate::metrics::HubMetrics::observe)). On SQLite only a pass
+/// fails; the others are a PostgreSQL hub's, which outlives outages of its database.
+#[derive(Debug)]
+pub enum HubEvent {
+    /// A pass failed (an invalid config, a busy database or row); the hub goes on and drains
+    /// again when something changes.
+    PassFailed(Error),
+    /// The hub has not reached the database yet (its first connection failed) with an outage
+    /// that may pass: it waits for the database, connecting again with backoff. Said once,
+    /// until it is connected.
+    CannotReachYet {
+        /// The database, its password masked.
+        database: String,
+        /// Why.
+        error: Error,
+    },
+    /// The hub lost the database it had reached (a connection, or the runner lock with it):
+    /// it connects again with backoff, and points it had not cleared run again once it is
+    /// back. Said once per outage.
+    Lost {
+        /// The database, its password masked.
+        database: String,
+        /// Why.
+        error: Error,
+    },
+    /// Connected, holding the runner lock, after [`HubEvent::CannotReachYet`] or
+    /// [`HubEvent::Lost`].
+    Connected {
+        /// The database, its password masked.
+        database: String,
+        /// Whether it had been connected before the outage ([`HubEvent::Lost`]): a
+        /// reconnection.
+        again: bool,
+    },
+    /// The hub took the runner lock after waiting for another holder: it takes the queue over
+    /// from a hub that stopped, died or froze (or from its own session of before an outage,
+    /// which the server had not ended yet).
+    TookOver {
+        /// Whether the hub ended that holder's session itself, its lease having run out,
+        /// rather than the holder letting go.
+        ended_expired: bool,
+    },
+}
+
+/// Runs the hub of `ws`'s queue until `stop` is requested, on the database `options` and the
+/// workspace's config name (the SQLite file, or a PostgreSQL queue, whose runner lock it holds
+/// with `options.lease` for as long as it runs and whose outages it waits out). Each pass runs
+/// `drainer`; what happens meanwhile is told to `on_event`. It ends with an error only on a
+/// failure that waiting does not mend: the lock cannot be taken, the database cannot be read,
+/// or on PostgreSQL a refused password, a missing database, a schema from a newer hookq.
+pub fn run_queue(
+    ws: &Workspace,
+    options: &Options,
+    drainer: &mut Drainer<'_>,
+    stop: &Stop,
+    opts: HubOptions,
+    on_event: &mut dyn FnMut(HubEvent),
+) -> Result<(), Error> {
+    #[cfg(feature = "postgres")]
+    if let Some(choice) = crate::queue::pg::choose(ws, options.database_url.as_deref())? {
+        tracing::info!(
+            "hub draining queue {} on {} (pid {})",
+            choice.queue,
+            choice.target,
+            std::process::id()
+        );
+        let lease = crate::queue::pg::Lease {
+            duration: options.lease,
+        };
+        return crate::queue::pg::hub::run(
+            ws,
+            &choice.target,
+            &choice.queue,
+            drainer,
+            stop,
+            opts,
+            lease,
+            options.poll_for(true),
+            on_event,
+        );
+    }
+    let db = ws.db_path();
+    let mut store = Store::open_with(&db, options.store).map_err(|e| Error::store(&db, e))?;
+    tracing::info!(
+        "hub draining {} (pid {})",
+        ws.root().display(),
+        std::process::id()
+    );
+    let opts = HubOptions {
+        poll: options.poll.unwrap_or(opts.poll),
+        ..opts
+    };
+    run(ws, &mut store, drainer, stop, opts, &mut |e| {
+        on_event(HubEvent::PassFailed(e))
+    })
+}
+
+/// Runs the hub over `store` until `stop` is requested. A pass that fails (an invalid config, a busy
 /// database) is reported through `on_error` as one line and retried when something changes;
 /// only a failure to take the lock ([`Error::Lock`]) or to read the database ends the hub.
 pub fn run<S: QueueStore>(

@@ -48,6 +48,8 @@ pub mod lock;
 pub mod logs;
 pub mod merged;
 pub mod model;
+pub mod options;
+pub mod pass;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod phase;
@@ -66,10 +68,12 @@ pub use config::Config;
 pub use drain::{Drainer, PassReport};
 pub use error::Error;
 pub use driver::{Driver, LockHolder, LockState, Place};
-pub use handle::{DrainIfFree, Dropped, Queue, QueueOptions};
+pub use handle::{DrainIfFree, Dropped, Queue};
 pub use ids::{PlanId, TaskId};
 pub use lock::{RunnerLock, Wait};
 pub use merged::TargetHead;
+pub use options::Options;
+pub use pass::{Attempt, PassOptions, PassOutcome};
 #[cfg(feature = "postgres")]
 pub use pg::PgError;
 pub use phase::{Phase, Point};

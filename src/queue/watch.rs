@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::queue::error::Error;
-use crate::queue::handle::QueueOptions;
+use crate::queue::options::Options;
 use crate::queue::store::{Store, StoreOptions};
 use crate::queue::workspace::Workspace;
 
@@ -48,7 +48,7 @@ impl std::fmt::Debug for Watcher {
 impl Watcher {
     /// Opens the queue `ws` names, as [`Queue::open_with`](crate::queue::Queue::open_with)
     /// would with `opts`, and reads its first mark.
-    pub fn open(ws: &Workspace, opts: QueueOptions) -> Result<Watcher, Error> {
+    pub fn open(ws: &Workspace, opts: Options) -> Result<Watcher, Error> {
         let reads = Arc::new(AtomicU64::new(0));
         let source = Source::open(ws, opts, &reads)?;
         Ok(Watcher { source, reads })
@@ -111,7 +111,7 @@ impl Source {
     /// would with `opts`, and reads its first mark.
     fn open(
         ws: &Workspace,
-        opts: QueueOptions,
+        opts: Options,
         reads: &AtomicU64,
     ) -> Result<Source, Error> {
         #[cfg(feature = "postgres")]

@@ -1,4 +1,5 @@
-//! The view's router and the state every handler shares: the queue, the config, the tokens.
+//! The view's router and the state every handler shares: the queue's connections, the config,
+//! the tokens.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -10,7 +11,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{get, post};
 
-use crate::queue::Queue;
+use crate::queue::{Options, Queue};
 use crate::queue::workspace::Workspace;
 
 use super::auth;
@@ -27,6 +28,9 @@ const BODY_LIMIT: usize = 4 * 1024;
 pub struct UiConfig {
     /// The workspace whose queue it shows.
     pub workspace: Workspace,
+    /// How its queue is opened: the host's own options, or [`Options::from_env`] as `hookq ui`
+    /// builds them. The view opens its connections with these and reads no variable itself.
+    pub options: Options,
     /// Whether the pages offer retry, drop, pause and resume (`hookq ui --actions`).
     pub actions: bool,
     /// The token every request must present (`Authorization: Bearer`, or the cookie a visit
@@ -35,10 +39,12 @@ pub struct UiConfig {
 }
 
 impl UiConfig {
-    /// The view of `workspace`'s queue, read-only and with no token.
+    /// The view of `workspace`'s queue (the database its config names), read-only and with no
+    /// token.
     pub fn new(workspace: Workspace) -> Self {
         Self {
             workspace,
+            options: Options::default(),
             actions: false,
             token: None,
         }
@@ -91,7 +97,7 @@ impl App {
         self.0.postgres
     }
 
-    /// The queue, called on tokio's blocking pool.
+    /// The queue's connections, called on tokio's blocking pool.
     pub(crate) fn db(&self) -> &Shared {
         &self.0.db
     }
@@ -123,23 +129,24 @@ pub struct Ui {
 }
 
 impl Ui {
-    /// Opens `config`'s workspace queue (the database the workspace names, SQLite or
-    /// PostgreSQL) for the view.
+    /// Opens `config`'s workspace queue (the database the workspace or `config.options`
+    /// names, SQLite or PostgreSQL) for the view.
     pub fn open(config: UiConfig) -> Result<Ui, UiError> {
-        let db = Queue::open(&config.workspace)?;
+        let db = Queue::open_with(&config.workspace, config.options.clone())?;
         let place = db.place().to_owned();
         let postgres = db.is_postgres();
         let csrf = auth::random_token().map_err(|source| UiError::Io {
             path: "/dev/urandom".into(),
             source,
         })?;
-        let live = Live::start(config.workspace.clone()).map_err(|e| match e {
+        let live = Live::start_with(config.workspace.clone(), config.options.clone()).map_err(|e| match e {
             LiveError::Queue(e) => UiError::Queue(e),
             LiveError::Spawn(e) => UiError::Internal(e.to_string()),
         })?;
+        let db = Shared::new(config.workspace.clone(), config.options.clone(), db);
         let app = App(Arc::new(Inner {
             config,
-            db: Shared::new(db),
+            db,
             place,
             postgres,
             csrf,

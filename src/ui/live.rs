@@ -36,7 +36,7 @@ use axum::routing::get;
 use tokio::sync::watch as channel;
 
 use crate::queue::error::Error as QueueError;
-use crate::queue::handle::QueueOptions;
+use crate::queue::options::Options;
 use crate::queue::watch::{Pause, Watcher};
 use crate::queue::workspace::Workspace;
 
@@ -117,15 +117,16 @@ impl Live {
     /// Opens the queue `ws` names (its SQLite file, or the PostgreSQL queue `HOOKQ_DATABASE_URL`
     /// or its config names) on a connection of the watcher's own, creating the database or
     /// schema as a runner would, and starts the watcher's thread. Fails when the database
-    /// cannot be opened; a read that fails later is logged once and retried every second.
+    /// cannot be opened, or the environment's options are invalid ([`Options::from_env`]); a
+    /// read that fails later is logged once and retried every second.
     pub fn start(ws: Workspace) -> Result<Arc<Live>, LiveError> {
-        Live::start_with(ws, QueueOptions::from_env())
+        Live::start_with(ws, Options::from_env()?)
     }
 
     /// [`Live::start`] with the options a host opens its [`Queue`](crate::queue::Queue) with
     /// ([`Queue::open_with`](crate::queue::Queue::open_with)), so that both watch the same
     /// database.
-    pub fn start_with(ws: Workspace, opts: QueueOptions) -> Result<Arc<Live>, LiveError> {
+    pub fn start_with(ws: Workspace, opts: Options) -> Result<Arc<Live>, LiveError> {
         let mut watcher = Watcher::open(&ws, opts)?;
         let (tx, rx) = channel::channel(0);
         let shared = Arc::new(Shared {

@@ -185,12 +185,16 @@ fn only_the_embedding_example_is_rust() {
             .iter()
             .filter(|(i, _)| i.starts_with("rust"))
             .collect();
-        // Two doctests on embedding.md (recording inside the host's transaction, then reading
-        // and steering the queue through `Queue`) and on postgres.md (compiled, not run, since
+        // Three doctests on embedding.md (recording inside the host's transaction, reading
+        // and steering the queue through `Queue`, then a pass and a hub) and two on postgres.md (compiled, not run, since
         // they need a server: recording in the host's transaction, then many writers with a
         // `Recorder` each and one `Notifier`); one on each other page.
         let expected: &[&[&str]] = match p.name.as_str() {
-            "docs/embedding.md" => &[&["store.transaction()", "tx.rollback()"], &["Queue::open"]],
+            "docs/embedding.md" => &[
+                &["store.transaction()", "tx.rollback()"],
+                &["Queue::open"],
+                &["pass::run", "hub::run_queue"],
+            ],
             "docs/postgres.md" => &[
                 &["record::move_task", "tx.commit()"],
                 &["Recorder::prepare", "Notifier::new"],

@@ -120,3 +120,58 @@ fn the_view_shows_a_postgres_queue() {
     assert!(!ui.stdout.contains(PASSWORD));
     ui.stop();
 }
+
+/// A page whose read is stuck (here: on a table another transaction locked) stalls only
+/// itself: the view reads through more than one connection, so the other pages answer while
+/// it waits, and it answers once the table is free.
+#[test]
+fn a_stuck_read_stalls_only_its_own_page() {
+    if crate::postgres::without_postgres("a_stuck_read_stalls_only_its_own_page") {
+        return;
+    }
+    let (ws, db, _url) = pg_workspace_with(&Config::hooks("after_fail = ['true']"), "");
+    ws.task_add("t1", "p1", "todo.ready").ok();
+    ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
+        .ok();
+    let ui = Served::start(&ws, &[]);
+    assert_eq!(ui.get("history").status, 200);
+
+    let mut locker = cluster().admin(&db);
+    let mut held = locker.transaction().unwrap();
+    held.batch_execute("LOCK TABLE hookq_hook_history IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let mut watcher = cluster().admin(&db);
+    let mut waiting = || -> i64 {
+        watcher
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE wait_event_type = 'Lock' AND query LIKE '%hookq_hook_history%'",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    let history_done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let history = s.spawn(|| {
+            let page = ui.get("history");
+            history_done.store(true, std::sync::atomic::Ordering::SeqCst);
+            page
+        });
+        ws.eventually("the history page's read waits for the locked table", || {
+            waiting() > 0
+        });
+        // Meanwhile the pages that do not read that table answer.
+        assert!(ui.get("pending").main().contains("after_fail"));
+        let pending = ui.get("api/pending").json();
+        assert_eq!(pending["pending"][0]["point"], "after_fail", "{pending}");
+        assert!(
+            !history_done.load(std::sync::atomic::Ordering::SeqCst) && waiting() > 0,
+            "the history page answered before the table was free"
+        );
+        held.rollback().unwrap();
+        let page = history.join().unwrap();
+        assert_eq!(page.status, 200, "{}", page.body);
+    });
+    ui.stop();
+}

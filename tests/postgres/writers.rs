@@ -153,6 +153,7 @@ fn a_point_committed_after_points_with_higher_ids_is_run_by_the_hub() {
             let opts = HubOptions {
                 poll: Duration::from_millis(20),
                 rescan: Duration::from_secs(3600),
+                ..HubOptions::default()
             };
             let mut errors = Vec::new();
             hub::run(&ws, &mut pq, &mut drainer, &stop, opts, &mut |e| {

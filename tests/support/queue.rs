@@ -428,9 +428,9 @@ impl Ws {
             .rev()
             .find(|(k, _)| k == "HOOKQ_DATABASE_URL")
             .map(|(_, v)| v.to_string_lossy().into_owned());
-        let opts = hookq::queue::QueueOptions {
+        let opts = hookq::queue::Options {
             database_url,
-            ..hookq::queue::QueueOptions::default()
+            ..hookq::queue::Options::default()
         };
         hookq::queue::Queue::open_with(&hookq::Workspace::at(self.root()), opts)
             .unwrap_or_else(|e| panic!("open the queue of {}: {e}", self.root().display()))

@@ -180,3 +180,27 @@ fn a_form_posted_from_another_site_is_refused() {
     assert_eq!(page.status, 403);
     ui.stop();
 }
+
+/// `hookq ui` opens the queue with the busy timeout `HOOKQ_BUSY_TIMEOUT_MS` sets, as every
+/// other command does: an action that meets another writer holding the SQLite file says so
+/// after that wait, not the default one.
+#[test]
+fn an_action_waits_for_another_writer_as_long_as_the_busy_timeout() {
+    let ws = moved();
+    let ui = Served::start_env(&ws, &["--actions"], &[("HOOKQ_BUSY_TIMEOUT_MS", "300")]);
+    let overview = ui.get("").ok();
+    let csrf = attr_after(&overview, r#"class="action action-pause""#, "value");
+    let holder = ws.db();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let page = ui.post("action/pause", &[("csrf", &csrf), ("back", "")]);
+    holder.execute_batch("ROLLBACK").unwrap();
+    let said = match page.location {
+        Some(to) => ui.get(&to[3..]).main(),
+        None => page.body,
+    };
+    assert!(
+        said.contains("database is locked by another writer (waited 300 ms)"),
+        "{said}"
+    );
+    ui.stop();
+}

@@ -14,7 +14,7 @@ use crate::queue::workspace::Workspace;
 
 /// The environment variable that names the queue's PostgreSQL database, winning over
 /// `[queue] database`.
-pub const DATABASE_ENV: &str = "HOOKQ_DATABASE_URL";
+pub use crate::queue::options::DATABASE_ENV;
 
 /// Where a workspace's choice of PostgreSQL came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

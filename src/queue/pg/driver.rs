@@ -5,14 +5,14 @@ use crate::exec::Stop;
 use crate::queue::backend::ChangeMark;
 use crate::queue::driver::{Driver, LockHolder, LockState, Place};
 use crate::queue::error::Error;
-use crate::queue::handle::{DrainIfFree, one_pass};
+use crate::queue::options::Options;
+use crate::queue::pass::{Attempt, PassOptions};
 use crate::queue::ids::{PlanId, TaskId};
-use crate::queue::lock::{RunnerLock, Wait};
 use crate::queue::model::{
     HistoryFilter, HistoryRow, OutcomeCount, Paused, PendingFilter, PendingRow, Stats, TaskRow,
 };
 use crate::queue::pg::{
-    Lease, PgChoice, PgError, PgQueue, PgRunnerLock, PgStore, connect, lock, record,
+    Lease, PgChoice, PgError, PgStore, connect, lock, record,
 };
 use crate::queue::phase::Phase;
 use crate::queue::record::{MoveFacts, Occurrence, Transition};
@@ -223,43 +223,16 @@ impl Driver for PostgresDriver {
     }
 
     /// The queue's runner lock, then the workspace's, each only if free right now.
-    fn drain_if_free(self: Box<Self>, ws: &Workspace, stop: &Stop) -> DrainIfFree {
-        let placed = self.at();
-        let store = self.store;
-        let queue = store.queue().clone();
-        let failed = |error| DrainIfFree::Failed {
-            error,
-            warnings: Vec::new(),
+    fn pass(
+        self: Box<Self>,
+        ws: &Workspace,
+        options: &Options,
+        pass: PassOptions,
+        stop: &Stop,
+    ) -> Attempt {
+        let lease = Lease {
+            duration: options.lease,
         };
-        let lease = match Lease::from_env() {
-            Ok(l) => l,
-            Err(e) => return failed(Error::Invalid(e)),
-        };
-        let queue_lock = match PgRunnerLock::acquire_with(
-            store.target(),
-            &queue,
-            Wait::No,
-            &|| !stop.graceful(),
-            lease,
-        ) {
-            Ok(Some(l)) => l,
-            Ok(None) => return DrainIfFree::Held,
-            Err(e) => return failed(placed(e)),
-        };
-        let lock = match RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| !stop.graceful()) {
-            Ok(Some(l)) => l,
-            Ok(None) => return DrainIfFree::Held,
-            Err(e) => return failed(e.into()),
-        };
-        let mut pq = match PgQueue::new(store, queue_lock) {
-            Ok(q) => q,
-            Err(e) => return failed(placed(e)),
-        };
-        let outcome = one_pass(ws, stop, &mut pq, lock, |pq| {
-            pq.store().stats().ok().map(|s| s.pending)
-        });
-        // Failing, the lock's connection still closes as it drops, which releases it as well.
-        let _ = pq.release();
-        outcome
+        crate::queue::pass::on_postgres(ws, self.store, lease, pass, stop)
     }
 }

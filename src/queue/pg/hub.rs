@@ -1,5 +1,5 @@
 //! The hub on PostgreSQL: [`crate::queue::hub::run`] on a [`PgQueue`], riding out outages of
-//! the database. It connects, takes the queue's runner lock and keeps it while it drains; when
+//! the database; [`crate::queue::hub::run_queue`] runs it for a queue on PostgreSQL. It connects, takes the queue's runner lock and keeps it while it drains; when
 //! the database goes away (a restart, a network drop, its session ended, a lease that ran
 //! out) it connects again with a growing backoff, and it stops with one error on a failure
 //! that waiting does not mend (see [`PgError::is_transient`]).
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::exec::Stop;
 use crate::queue::drain::Drainer;
 use crate::queue::error::Error;
-use crate::queue::hub::{self, HubOptions};
+use crate::queue::hub::{self, HubEvent, HubOptions};
 use crate::queue::lock::Wait;
 use crate::queue::pg::connect::guard_session;
 use crate::queue::pg::error::PgError;
@@ -19,57 +19,6 @@ use crate::queue::pg::queue::PgQueue;
 use crate::queue::pg::store::PgStore;
 use crate::queue::pg::target::Target;
 use crate::queue::workspace::Workspace;
-
-/// Settings of [`run_postgres`].
-#[derive(Debug, Clone, Copy)]
-pub struct PgHubOptions {
-    /// The hub's own settings, as on SQLite.
-    pub hub: HubOptions,
-    /// The runner lock's lease: how long a frozen or cut-off hub keeps the queue.
-    pub lease: Lease,
-    /// The first wait before connecting again; each next one is twice as long.
-    pub backoff_first: Duration,
-    /// The longest wait before connecting again.
-    pub backoff_max: Duration,
-    /// How often the queue is read when no notification came
-    /// ([`PgQueue::poll_interval`]).
-    pub poll_interval: Duration,
-}
-
-impl Default for PgHubOptions {
-    fn default() -> Self {
-        Self {
-            hub: HubOptions::default(),
-            lease: Lease::default(),
-            backoff_first: Duration::from_millis(500),
-            backoff_max: Duration::from_secs(30),
-            poll_interval: crate::queue::pg::queue::DEFAULT_POLL_INTERVAL,
-        }
-    }
-}
-
-/// What a hub on PostgreSQL reports while it runs, for its host to show.
-#[derive(Debug)]
-pub enum HubEvent {
-    /// A pass failed (an invalid config, a busy row); the hub goes on and drains again when
-    /// something changes.
-    PassFailed(Error),
-    /// The hub has not reached the database yet (its first connection failed) with an outage
-    /// that may pass: it waits for the database, connecting again with backoff. Said once,
-    /// until it is connected.
-    CannotReachYet(Error),
-    /// The hub lost the database it had reached (a connection, or the runner lock with it):
-    /// it connects again with backoff, and points it had not cleared run again once it is
-    /// back. Said once per outage.
-    Lost(Error),
-    /// Connected again, holding the runner lock, after [`HubEvent::CannotReachYet`] or
-    /// [`HubEvent::Lost`].
-    Connected,
-    /// The hub took the runner lock after waiting for another holder: it takes the queue over
-    /// from a hub that stopped, died or froze (or from its own session of before an outage,
-    /// which the server had not ended yet).
-    TookOver(Takeover),
-}
 
 /// `source`, a failure of `queue`'s database.
 fn placed(queue: &QueueName, source: PgError) -> Error {
@@ -108,23 +57,29 @@ fn connect(
 }
 
 /// Runs the hub of `queue` on `target` until `stop` is requested: takes the queue's runner
-/// lock, keeps it while it drains on every commit ([`crate::queue::hub::run`]), and outlives
-/// outages of the database. An outage (connection lost or refused, the server shutting down
-/// or restarting, the lock's lease lost) is reported once through `on_event` and waited out,
-/// connecting again after `backoff_first`, then twice as long each time up to `backoff_max`.
-/// A failure that waiting does not mend ends the hub with that one error: a refused password,
-/// a missing database or table, permission denied, a schema from a newer hookq.
-pub fn run_postgres(
+/// lock (held with `lease`), keeps it while it drains on every commit
+/// ([`crate::queue::hub::run`], reading the queue every `poll_interval` when no notification
+/// came), and outlives outages of the database. An outage (connection lost or refused, the
+/// server shutting down or restarting, the lock's lease lost) is reported once through
+/// `on_event` and waited out, connecting again after `opts.backoff_first`, then twice as long
+/// each time up to `opts.backoff_max`. A failure that waiting does not mend ends the hub with
+/// that one error: a refused password, a missing database or table, permission denied, a
+/// schema from a newer hookq.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run(
     ws: &Workspace,
     target: &Target,
     queue: &QueueName,
     drainer: &mut Drainer<'_>,
     stop: &Stop,
-    opts: PgHubOptions,
+    opts: HubOptions,
+    lease: Lease,
+    poll_interval: Duration,
     on_event: &mut dyn FnMut(HubEvent),
 ) -> Result<(), Error> {
+    let database = target.to_string();
     let mut backoff = opts.backoff_first;
-    let (mut down, mut connected_once) = (false, false);
+    let (mut down, mut connected_once, mut lost) = (false, false, false);
     loop {
         if stop.graceful() {
             return Ok(());
@@ -133,22 +88,25 @@ pub fn run_postgres(
             target,
             queue,
             stop,
-            opts.lease,
-            opts.poll_interval,
+            lease,
+            poll_interval,
             &mut connected_once,
         ) {
             Ok(None) => return Ok(()),
             Ok(Some((mut held, took_over))) => {
                 if down {
-                    on_event(HubEvent::Connected);
+                    on_event(HubEvent::Connected {
+                        database: database.clone(),
+                        again: std::mem::take(&mut lost),
+                    });
                 }
-                if let Some(t) = took_over {
-                    on_event(HubEvent::TookOver(t));
+                if let Some(Takeover { ended_expired }) = took_over {
+                    on_event(HubEvent::TookOver { ended_expired });
                 }
                 down = false;
                 backoff = opts.backoff_first;
                 let mut on_error = |e| on_event(HubEvent::PassFailed(e));
-                match hub::run(ws, &mut held, drainer, stop, opts.hub, &mut on_error) {
+                match hub::run(ws, &mut held, drainer, stop, opts, &mut on_error) {
                     Ok(()) => {
                         // Closing the connection releases the lock whatever this says.
                         let _ = held.release();
@@ -162,10 +120,18 @@ pub fn run_postgres(
             Err(e) => return Err(placed(queue, e)),
         };
         if !down {
+            let database = database.clone();
             on_event(if connected_once {
-                HubEvent::Lost(failure)
+                lost = true;
+                HubEvent::Lost {
+                    database,
+                    error: failure,
+                }
             } else {
-                HubEvent::CannotReachYet(failure)
+                HubEvent::CannotReachYet {
+                    database,
+                    error: failure,
+                }
             });
             down = true;
         }

@@ -54,29 +54,7 @@ pub struct Lease {
 
 impl Lease {
     /// 20 s: with the renewals every 5 s, a holder may miss three before another breaks it.
-    pub const DEFAULT: Duration = Duration::from_secs(20);
-    /// The environment variable the `hookq` commands read it from, in ms.
-    pub const ENV: &'static str = "HOOKQ_LEASE_MS";
-
-    /// The lease `HOOKQ_LEASE_MS` sets, or the default when it is unset; an error naming the
-    /// variable for a value that is not milliseconds from 1000 to 3600000.
-    pub fn from_env() -> Result<Self, String> {
-        let Some(v) = std::env::var_os(Self::ENV) else {
-            return Ok(Self::default());
-        };
-        v.to_str()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .filter(|ms| (1000..=3_600_000).contains(ms))
-            .map(|ms| Self {
-                duration: Duration::from_millis(ms),
-            })
-            .ok_or_else(|| {
-                format!(
-                    "{}={v:?}: expected milliseconds from 1000 to 3600000",
-                    Self::ENV
-                )
-            })
-    }
+    pub const DEFAULT: Duration = crate::queue::options::DEFAULT_LEASE;
 
     /// How often the holder renews: a quarter of the lease.
     pub fn renew_every(&self) -> Duration {

@@ -6,9 +6,10 @@ use crate::exec::Stop;
 use crate::queue::backend::{ChangeMark, QueueStore};
 use crate::queue::driver::{Driver, LockHolder, LockState, Place};
 use crate::queue::error::Error;
-use crate::queue::handle::{DrainIfFree, one_pass};
+use crate::queue::options::Options;
+use crate::queue::pass::{Attempt, PassOptions};
 use crate::queue::ids::{PlanId, TaskId};
-use crate::queue::lock::{self, RunnerLock, Wait};
+use crate::queue::lock;
 use crate::queue::model::{
     HistoryFilter, HistoryRow, OutcomeCount, Paused, PendingFilter, PendingRow, Stats, TaskRow,
 };
@@ -185,21 +186,15 @@ impl Driver for SqliteDriver {
         QueueStore::change_mark(&mut self.store)
     }
 
-    fn drain_if_free(self: Box<Self>, ws: &Workspace, stop: &Stop) -> DrainIfFree {
+    fn pass(
+        self: Box<Self>,
+        ws: &Workspace,
+        _options: &Options,
+        pass: PassOptions,
+        stop: &Stop,
+    ) -> Attempt {
         let mut store = self.store;
-        let lock = match RunnerLock::acquire(&ws.lock_path(), Wait::No, &|| false) {
-            Ok(Some(lock)) => lock,
-            Ok(None) => return DrainIfFree::Held,
-            Err(e) => {
-                return DrainIfFree::Failed {
-                    error: e.into(),
-                    warnings: Vec::new(),
-                };
-            }
-        };
-        one_pass(ws, stop, &mut store, lock, |s| {
-            s.stats().ok().map(|s| s.pending)
-        })
+        crate::queue::pass::on_sqlite(ws, &mut store, pass, stop)
     }
 
     fn sqlite_store(&mut self) -> Option<&mut Store> {
