@@ -262,7 +262,7 @@ mod pg {
 
         fn placed(&self, source: PgError) -> Error {
             Error::Postgres {
-                queue: self.queue.as_str().to_owned(),
+                place: crate::queue::driver::Place::postgres(&self.queue, &self.target),
                 source,
             }
         }
