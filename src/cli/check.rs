@@ -155,7 +155,7 @@ fn sqlite_paused(ws: &Workspace) -> Option<i64> {
 /// `source`, a failure of the database of `choice`'s queue.
 pub(super) fn placed(choice: &pg::PgChoice, source: PgError) -> Error {
     Error::Queue(hookq::queue::Error::Postgres {
-        place: choice.place(),
+        place: Box::new(choice.place()),
         source,
     })
 }

@@ -192,7 +192,7 @@ fn postgres_queue(
         let name = pg::choose::default_name(ws.root(), &args.remote);
         choice.queue = pg::QueueName::new(name).map_err(|source| {
             Error::Queue(hookq::queue::Error::Postgres {
-                place: choice.place(),
+                place: Box::new(choice.place()),
                 source,
             })
         })?;

@@ -112,8 +112,9 @@ pub enum Error {
     #[cfg(feature = "postgres")]
     #[error("{}: {source}", place.short())]
     Postgres {
-        /// The queue: its name and its database's masked connection string.
-        place: Place,
+        /// The queue: its name and its database's masked connection string (boxed, so that
+        /// every `Result` of the queue stays small).
+        place: Box<Place>,
         /// What failed.
         #[source]
         source: crate::queue::pg::PgError,
@@ -302,17 +303,17 @@ mod tests {
         let target = Target::parse("postgres://hookq:s3cret@db.example/hq").unwrap();
         let queue = QueueName::new("q".to_owned()).unwrap();
         let e = Error::Postgres {
-            place: Place::postgres(&queue, &target),
+            place: Box::new(Place::postgres(&queue, &target)),
             source: PgError::Locked { holder: None },
         };
         assert_eq!(e.to_string(), "queue q: runner lock is held");
-        let Error::Postgres {
-            place: Place::Postgres {
-                queue,
-                target_masked,
-            },
-            ..
-        } = &e
+        let Error::Postgres { place, .. } = &e else {
+            panic!("{e:?}");
+        };
+        let Place::Postgres {
+            queue,
+            target_masked,
+        } = &**place
         else {
             panic!("{e:?}");
         };

@@ -188,7 +188,7 @@ pub(crate) fn on_postgres(
     let queue = store.queue().clone();
     let place = store.place();
     let placed = |source| Error::Postgres {
-        place: place.clone(),
+        place: Box::new(place.clone()),
         source,
     };
     let deadline = Deadline::start(pass.wait);

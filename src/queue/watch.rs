@@ -262,7 +262,10 @@ mod pg {
 
         fn placed(&self, source: PgError) -> Error {
             Error::Postgres {
-                place: crate::queue::driver::Place::postgres(&self.queue, &self.target),
+                place: Box::new(crate::queue::driver::Place::postgres(
+                    &self.queue,
+                    &self.target,
+                )),
                 source,
             }
         }

@@ -73,10 +73,10 @@ pub fn choose(ws: &Workspace, env: Option<&str>) -> Result<Option<PgChoice>, Err
     };
     // The connection string may not parse: the place names it masked as given.
     let placed = |source| Error::Postgres {
-        place: Place::Postgres {
+        place: Box::new(Place::Postgres {
             queue: name.clone(),
             target_masked: mask(&text),
-        },
+        }),
         source,
     };
     let target = Target::parse(&text).map_err(placed)?;

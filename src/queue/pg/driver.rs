@@ -41,7 +41,7 @@ impl PostgresDriver {
     /// answering, or a host's open transaction, fails instead of hanging.
     pub fn open(choice: &PgChoice) -> Result<Self, Error> {
         let at = |source| Error::Postgres {
-            place: choice.place(),
+            place: Box::new(choice.place()),
             source,
         };
         let mut store = PgStore::open(&choice.target, choice.queue.clone()).map_err(at)?;
@@ -53,7 +53,7 @@ impl PostgresDriver {
     fn at(&self) -> impl Fn(PgError) -> Error + use<> {
         let place = self.place.clone();
         move |source| Error::Postgres {
-            place: place.clone(),
+            place: Box::new(place.clone()),
             source,
         }
     }

@@ -24,7 +24,7 @@ use crate::queue::workspace::Workspace;
 /// `source`, a failure of `queue`'s database at `target`.
 fn placed(queue: &QueueName, target: &Target, source: PgError) -> Error {
     Error::Postgres {
-        place: Place::postgres(queue, target),
+        place: Box::new(Place::postgres(queue, target)),
         source,
     }
 }

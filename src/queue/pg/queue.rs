@@ -241,7 +241,7 @@ impl PgQueue {
 /// `source` as the queue's error, naming `place`.
 fn placed(place: &Place, source: PgError) -> Error {
     Error::Postgres {
-        place: place.clone(),
+        place: Box::new(place.clone()),
         source,
     }
 }
