@@ -152,10 +152,10 @@ fn sqlite_paused(ws: &Workspace) -> Option<i64> {
 }
 
 #[cfg(feature = "postgres")]
-/// `source`, a failure of `queue`'s database.
-pub(super) fn placed(queue: &pg::QueueName, source: PgError) -> Error {
+/// `source`, a failure of the database of `choice`'s queue.
+pub(super) fn placed(choice: &pg::PgChoice, source: PgError) -> Error {
     Error::Queue(hookq::queue::Error::Postgres {
-        queue: queue.to_string(),
+        place: Box::new(choice.place()),
         source,
     })
 }
@@ -249,7 +249,7 @@ fn check_database(choice: &PgChoice) -> (DatabaseChecked, Option<Error>) {
             (checked, None)
         }
         Err(e) => {
-            let e = placed(&choice.queue, e);
+            let e = placed(choice, e);
             checked.error = Some(e.to_string());
             (checked, Some(e))
         }

@@ -192,7 +192,7 @@ fn postgres_queue(
         let name = pg::choose::default_name(ws.root(), &args.remote);
         choice.queue = pg::QueueName::new(name).map_err(|source| {
             Error::Queue(hookq::queue::Error::Postgres {
-                queue: choice.queue.to_string(),
+                place: Box::new(choice.place()),
                 source,
             })
         })?;
@@ -458,7 +458,7 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<bool> {
 #[cfg(feature = "postgres")]
 /// Connects and opens the queue, creating or upgrading the schema.
 fn open_database(choice: &pg::PgChoice) -> Result<pg::PgStore, Error> {
-    let at = |e| super::check::placed(&choice.queue, e);
+    let at = |e| super::check::placed(choice, e);
     let mut store = pg::PgStore::open(&choice.target, choice.queue.clone()).map_err(at)?;
     // A command someone waits for gets the timeouts a runner's connection has: a statement
     // stuck on a server that stopped answering, or a row lock a host's transaction keeps, ends
@@ -473,7 +473,7 @@ fn open_database(choice: &pg::PgChoice) -> Result<pg::PgStore, Error> {
 fn set_up(choice: &pg::PgChoice) -> Result<i64, Error> {
     let mut store = open_database(choice)?;
     pg::schema::applied_version(store.client())
-        .map_err(|e| super::check::placed(&choice.queue, e))
+        .map_err(|e| super::check::placed(choice, e))
         .map(|v| v.unwrap_or_else(pg::schema::schema_version))
 }
 

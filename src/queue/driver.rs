@@ -48,6 +48,24 @@ pub enum Place {
 }
 
 impl Place {
+    /// Queue `queue` in the database at `target`, its password masked.
+    #[cfg(feature = "postgres")]
+    pub fn postgres(queue: &crate::queue::pg::QueueName, target: &crate::queue::pg::Target) -> Self {
+        Place::Postgres {
+            queue: queue.to_string(),
+            target_masked: target.masked().to_owned(),
+        }
+    }
+
+    /// The place as an error's prefix names it: the SQLite file, or `queue NAME` alone (a
+    /// failure to connect names the masked target itself).
+    pub fn short(&self) -> String {
+        match self {
+            Place::Sqlite(path) => path.display().to_string(),
+            Place::Postgres { queue, .. } => format!("queue {queue}"),
+        }
+    }
+
     /// The SQLite file, for a queue in one.
     pub fn sqlite_path(&self) -> Option<&Path> {
         match self {

@@ -110,10 +110,11 @@ pub enum Error {
     },
     /// The queue's PostgreSQL database failed.
     #[cfg(feature = "postgres")]
-    #[error("queue {queue}: {source}")]
+    #[error("{}: {source}", place.short())]
     Postgres {
-        /// The queue's name.
-        queue: String,
+        /// The queue: its name and its database's masked connection string (boxed, so that
+        /// every `Result` of the queue stays small).
+        place: Box<Place>,
         /// What failed.
         #[source]
         source: crate::queue::pg::PgError,
@@ -293,6 +294,32 @@ mod tests {
         });
         assert_eq!((e.exit_code(), e.hint()), (code::FAILURE, None));
         assert!(e.to_string().starts_with("cannot access /w/.radian/arc: "));
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn a_postgres_failure_carries_its_queue_and_masked_target() {
+        use crate::queue::pg::{PgError, QueueName, Target};
+        let target = Target::parse("postgres://hookq:s3cret@db.example/hq").unwrap();
+        let queue = QueueName::new("q".to_owned()).unwrap();
+        let e = Error::Postgres {
+            place: Box::new(Place::postgres(&queue, &target)),
+            source: PgError::Locked { holder: None },
+        };
+        assert_eq!(e.to_string(), "queue q: runner lock is held");
+        let Error::Postgres { place, .. } = &e else {
+            panic!("{e:?}");
+        };
+        let Place::Postgres {
+            queue,
+            target_masked,
+        } = &**place
+        else {
+            panic!("{e:?}");
+        };
+        assert_eq!(queue, "q");
+        assert!(target_masked.starts_with("postgres://hookq:***@db.example"), "{target_masked}");
+        assert!(!format!("{e:?}").contains("s3cret"), "{e:?}");
     }
 
     #[test]

@@ -186,8 +186,9 @@ pub(crate) fn on_postgres(
 ) -> Attempt {
     use crate::queue::pg::{self, PgError, PgQueue, PgRunnerLock};
     let queue = store.queue().clone();
+    let place = store.place();
     let placed = |source| Error::Postgres {
-        queue: queue.to_string(),
+        place: Box::new(place.clone()),
         source,
     };
     let deadline = Deadline::start(pass.wait);

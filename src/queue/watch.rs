@@ -262,7 +262,10 @@ mod pg {
 
         fn placed(&self, source: PgError) -> Error {
             Error::Postgres {
-                queue: self.queue.as_str().to_owned(),
+                place: Box::new(crate::queue::driver::Place::postgres(
+                    &self.queue,
+                    &self.target,
+                )),
                 source,
             }
         }

@@ -7,9 +7,10 @@ use std::path::Path;
 
 use crate::queue::config::Config;
 use crate::queue::config::parse::near;
+use crate::queue::driver::Place;
 use crate::queue::error::Error;
 use crate::queue::pg::name::QueueName;
-use crate::queue::pg::target::Target;
+use crate::queue::pg::target::{Target, mask};
 use crate::queue::workspace::Workspace;
 
 /// The environment variable that names the queue's PostgreSQL database, winning over
@@ -34,6 +35,13 @@ pub struct PgChoice {
     pub queue: QueueName,
     /// Which setting asked for it.
     pub by: ChosenBy,
+}
+
+impl PgChoice {
+    /// Where the chosen queue lives, as its errors name it.
+    pub fn place(&self) -> Place {
+        Place::postgres(&self.queue, &self.target)
+    }
 }
 
 /// What `config.toml` says of the database, read leniently: a config that hookq refuses for
@@ -63,8 +71,12 @@ pub fn choose(ws: &Workspace, env: Option<&str>) -> Result<Option<PgChoice>, Err
         Some(n) => n.clone(),
         None => default_name(ws.root(), asked.remote.as_deref().unwrap_or("origin")),
     };
+    // The connection string may not parse: the place names it masked as given.
     let placed = |source| Error::Postgres {
-        queue: name.clone(),
+        place: Box::new(Place::Postgres {
+            queue: name.clone(),
+            target_masked: mask(&text),
+        }),
         source,
     };
     let target = Target::parse(&text).map_err(placed)?;

@@ -30,10 +30,7 @@ impl PostgresDriver {
     /// The driver over `store`, connected and with its schema up to date.
     pub fn new(store: PgStore) -> Self {
         Self {
-            place: Place::Postgres {
-                queue: store.queue().to_string(),
-                target_masked: store.target().to_string(),
-            },
+            place: store.place(),
             host: lock::host_name(),
             store,
         }
@@ -44,7 +41,7 @@ impl PostgresDriver {
     /// answering, or a host's open transaction, fails instead of hanging.
     pub fn open(choice: &PgChoice) -> Result<Self, Error> {
         let at = |source| Error::Postgres {
-            queue: choice.queue.to_string(),
+            place: Box::new(choice.place()),
             source,
         };
         let mut store = PgStore::open(&choice.target, choice.queue.clone()).map_err(at)?;
@@ -54,9 +51,9 @@ impl PostgresDriver {
 
     /// `source`, placed in this queue.
     fn at(&self) -> impl Fn(PgError) -> Error + use<> {
-        let queue = self.store.queue().to_string();
+        let place = self.place.clone();
         move |source| Error::Postgres {
-            queue: queue.clone(),
+            place: Box::new(place.clone()),
             source,
         }
     }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::exec::Stop;
 use crate::queue::drain::Drainer;
+use crate::queue::driver::Place;
 use crate::queue::error::Error;
 use crate::queue::hub::{self, HubEvent, HubOptions};
 use crate::queue::lock::Wait;
@@ -20,10 +21,10 @@ use crate::queue::pg::store::PgStore;
 use crate::queue::pg::target::Target;
 use crate::queue::workspace::Workspace;
 
-/// `source`, a failure of `queue`'s database.
-fn placed(queue: &QueueName, source: PgError) -> Error {
+/// `source`, a failure of `queue`'s database at `target`.
+fn placed(queue: &QueueName, target: &Target, source: PgError) -> Error {
     Error::Postgres {
-        queue: queue.to_string(),
+        place: Box::new(Place::postgres(queue, target)),
         source,
     }
 }
@@ -116,8 +117,8 @@ pub(crate) fn run(
                     Err(e) => return Err(e),
                 }
             }
-            Err(e) if e.is_transient() => placed(queue, e),
-            Err(e) => return Err(placed(queue, e)),
+            Err(e) if e.is_transient() => placed(queue, target, e),
+            Err(e) => return Err(placed(queue, target, e)),
         };
         if !down {
             let database = database.clone();

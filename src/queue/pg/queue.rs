@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use postgres::fallible_iterator::FallibleIterator;
 
 use crate::queue::backend::{ChangeMark, Mark, MarkStarts, QueueStore};
+use crate::queue::driver::Place;
 use crate::queue::error::Error;
 use crate::queue::lock::RunnerLock;
 use crate::queue::pg::error::PgError;
@@ -52,6 +53,8 @@ struct SharedLock {
     lock: Arc<Mutex<PgRunnerLock>>,
     clock: Arc<LeaseClock>,
     queue: QueueName,
+    /// The queue and its database, as errors name them.
+    place: Place,
 }
 
 impl SharedLock {
@@ -134,6 +137,7 @@ impl PgQueue {
         let shared = SharedLock {
             clock: lock.clock(),
             queue: lock.queue().clone(),
+            place: store.place(),
             lock: Arc::new(Mutex::new(lock)),
         };
         let renewing = Arc::new(AtomicBool::new(false));
@@ -200,7 +204,7 @@ impl PgQueue {
     }
 
     fn placed(&self, source: PgError) -> Error {
-        placed(self.store.queue().as_str(), source)
+        placed(&self.lock.place, source)
     }
 
     /// Whether a notification for this queue is buffered or arrives within `timeout`.
@@ -234,10 +238,10 @@ impl PgQueue {
     }
 }
 
-/// `source` as the queue's error, naming `queue`.
-fn placed(queue: &str, source: PgError) -> Error {
+/// `source` as the queue's error, naming `place`.
+fn placed(place: &Place, source: PgError) -> Error {
     Error::Postgres {
-        queue: queue.to_owned(),
+        place: Box::new(place.clone()),
         source,
     }
 }
@@ -255,9 +259,8 @@ impl std::fmt::Debug for PgStartMarker {
 
 impl MarkStarts for PgStartMarker {
     fn mark_started(&mut self, entry: &PendingRow) -> Result<Mark, Error> {
-        let queue = self.lock.queue.as_str().to_owned();
         let marked = self.lock.get().and_then(|mut lock| store::mark_started(&mut lock, entry));
-        marked.map_err(|e| placed(&queue, e))
+        marked.map_err(|e| placed(&self.lock.place, e))
     }
 }
 

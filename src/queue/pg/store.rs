@@ -8,6 +8,7 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, GenericClient, Row, Transaction};
 
 use crate::queue::backend::Mark;
+use crate::queue::driver::Place;
 use crate::queue::lock::Wait;
 use crate::queue::pg::connect::{Prepared, connect};
 use crate::queue::pg::error::PgError;
@@ -76,6 +77,11 @@ impl PgStore {
     /// Where it connects (the password masked when shown).
     pub fn target(&self) -> &Target {
         &self.target
+    }
+
+    /// Where the queue lives, as its errors name it.
+    pub fn place(&self) -> Place {
+        Place::postgres(&self.queue, &self.target)
     }
 
     /// Wakes the queue's hubs after [`PgStore::write`] through `notifier` rather than on the
