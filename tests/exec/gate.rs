@@ -59,6 +59,11 @@ fn exited(pid: i32) -> bool {
     }
 }
 
+/// Whether process `pid` is blocked reading a pipe, as the kernel names where it sleeps.
+fn waits_on_a_pipe(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/wchan")).is_ok_and(|w| w.contains("pipe_read"))
+}
+
 #[test]
 fn a_gated_command_runs_once_its_group_is_named_and_its_caller_says_so() {
     let dir = tempfile::tempdir().unwrap();
@@ -70,9 +75,17 @@ fn a_gated_command_runs_once_its_group_is_named_and_its_caller_says_so() {
         &spec(&line, &log, &env, Some(&told)),
         &Stop::new(),
         || {
+            let shell: i32 = told.0.borrow()[0]
+                .strip_prefix("track ")
+                .and_then(|pgid| pgid.parse().ok())
+                .expect("the shell's group was told first");
             told.0.borrow_mut().push("ready".into());
-            // Time enough for an ungated shell to have run the command many times over.
-            std::thread::sleep(Duration::from_millis(300));
+            // The shell (its group's leader) blocked on a read of its gate: as far as it gets
+            // before the gate opens, since the command itself reads no pipe (or, ungated, it
+            // ran, and the test says so at once).
+            crate::support::eventually("the shell to wait at its gate", || {
+                waits_on_a_pipe(shell) || ran.exists()
+            });
             assert!(!ran.exists(), "the command ran before its gate opened");
             let logged = std::fs::read_to_string(&log).unwrap_or_default();
             assert_eq!(logged, "", "the log's header came before the gate");

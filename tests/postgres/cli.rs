@@ -957,31 +957,102 @@ fn a_hub_that_never_reached_its_database_says_it_cannot_reach_it_yet() {
     }
     let ws = Ws::init();
     ws.write_config(HOOKS);
-    let down = format!("postgres://hookq:{PASSWORD}@127.0.0.1:1/hq?sslmode=disable");
+    // A port of the test's own where nothing answers as a server: each attempt to connect is
+    // accepted, closed and counted.
+    let door = ClosingDoor::open();
+    let port = door.port();
+    let down = format!("postgres://hookq:{PASSWORD}@127.0.0.1:{port}/hq?sslmode=disable");
     let mut hub = ws.spawn_env(&["hub"], &[("HOOKQ_DATABASE_URL", &down)]);
     ws.eventually("the hub says why it waits", || {
         hub.stderr_so_far().contains("warning: ")
     });
-    // It keeps trying, saying nothing more: its attempts at a closed port show nowhere, so a
-    // window of a few backoff steps is the check.
-    std::thread::sleep(Duration::from_millis(1500));
+    // It keeps trying, saying nothing more: two more attempts after the one it warned of.
+    let warned = door.attempts();
+    ws.eventually("the hub tries twice more", || {
+        door.attempts() >= warned + 2 || hub.exited()
+    });
     assert!(!hub.exited(), "{}", hub.stderr_so_far());
     hub.signal(rustix::process::Signal::TERM);
     let out = hub.wait_within(Duration::from_secs(60));
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     no_password(&out);
+    let masked = format!("postgres://hookq:***@127.0.0.1:{port}/hq?sslmode=disable");
     assert_eq!(
         out.warnings(),
         [format!(
-            "warning: hub cannot reach the queue's database postgres://hookq:***@127.0.0.1:1/hq?sslmode=disable yet; \
-             trying again with backoff: queue {}: cannot connect to postgres://hookq:***@127.0.0.1:1/hq?sslmode=disable: \
-             error connecting to server: Connection refused (os error 111)",
+            "warning: hub cannot reach the queue's database {masked} yet; \
+             trying again with backoff: queue {}: cannot connect to {masked}: connection closed",
             ws.root().file_name().unwrap().to_str().unwrap()
         )],
         "{}",
         out.describe()
     );
     assert_eq!(sqlite_pending(&ws), 0);
+}
+
+/// A TCP port on 127.0.0.1 that accepts each connection and closes it once the client has
+/// spoken, counting them:
+/// a database that cannot be reached, whose every attempt the test sees.
+struct ClosingDoor {
+    port: u16,
+    attempts: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    closing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ClosingDoor {
+    fn open() -> ClosingDoor {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let attempts = std::sync::Arc::new(AtomicUsize::new(0));
+        let closing = std::sync::Arc::new(AtomicBool::new(false));
+        let thread = std::thread::spawn({
+            let (attempts, closing) = (attempts.clone(), closing.clone());
+            move || {
+                for stream in listener.incoming() {
+                    if closing.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    // The client's first message read before the close, so that it ends
+                    // with a clean end of stream (a close with it unread would be a reset).
+                    if let Ok(mut stream) = stream {
+                        use std::io::Read as _;
+                        let _ = stream.set_read_timeout(Some(crate::support::HANG));
+                        let _ = stream.read(&mut [0; 1024]);
+                    }
+                    attempts.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        ClosingDoor {
+            port,
+            attempts,
+            closing,
+            thread: Some(thread),
+        }
+    }
+
+    fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// How many connections it has accepted and closed.
+    fn attempts(&self) -> usize {
+        self.attempts.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for ClosingDoor {
+    /// Ends the accepting thread: one last connection of its own wakes it to see it should.
+    fn drop(&mut self) {
+        self.closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// A command someone waits for does not hang on a row lock a host's transaction keeps: after

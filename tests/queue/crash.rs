@@ -26,6 +26,16 @@ use hookq::{Phase, PlanId, TaskId, Workspace};
 
 const CHILD_DB: &str = "HOOKQ_CRASH_CHILD_DB";
 
+/// How long the twenty runner kills of [`killed_runners`] may take in all before the test calls
+/// it a hang; [`KILLS_STRESSED`] for the two hundred and twenty of a stress run. Longer than
+/// [`crate::support::HANG`], which bounds one thing a test waits for: this is a loop of many
+/// `hookq run` processes on a machine shared with other builds. Nothing is asserted about how
+/// fast they go.
+const KILLS: Duration = Duration::from_secs(240);
+
+/// [`KILLS`] for a stress run (`HOOKQ_STRESS=1`).
+const KILLS_STRESSED: Duration = Duration::from_secs(1200);
+
 /// A small xorshift generator: enough randomness for kill moments, replayable by seed.
 struct Rng(u64);
 
@@ -378,7 +388,7 @@ fn killed_runners(name: &str, jobs: usize) {
     let recorded = setup_workspace(dir.path(), &out, tasks, per_task);
     let mut rng = Rng::new();
     let mut kills_done = 0;
-    let deadline = Instant::now() + Duration::from_secs(if stress() { 1200 } else { 240 });
+    let deadline = Instant::now() + if stress() { KILLS_STRESSED } else { KILLS };
     while kills_done < kills {
         assert!(Instant::now() < deadline, "runner kills took too long");
         let mut child = hookq()

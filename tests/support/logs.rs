@@ -192,10 +192,16 @@ pub fn a_running_hooks_log_is_never_cut(ws: &Ws, write_hooks: &dyn Fn(&str)) {
     ws.hookq(&["task", "move", "t8", "failed.b", "--no-run"])
         .ok();
     let runner = ws.spawn(&["run"]);
+    // The hook's file says it wrote past the cap; its log holds the bytes once hookq has
+    // copied them from the hook's pipe, which may be a moment later.
     ws.eventually("the hook to write past the cap", || {
         ws.root().join("running").exists()
     });
     let xs = "x".repeat(3000);
+    ws.eventually("the log to hold what the hook wrote", || {
+        std::fs::read(fail_log(ws, "t8"))
+            .is_ok_and(|b| String::from_utf8_lossy(&b).contains(&format!("{xs}\n")))
+    });
     let bytes = std::fs::read(fail_log(ws, "t8")).unwrap();
     assert!(bytes.len() > 3000, "past the cap");
     let text = String::from_utf8_lossy(&bytes);

@@ -114,6 +114,10 @@ fn stopping_the_view_ends_its_streams() {
     for p in &pages {
         p.hello();
     }
+    assert!(
+        !open_under(ws.root()).is_empty(),
+        "the watcher reads the workspace's database"
+    );
     live.stop();
     for p in &pages {
         p.ended();
@@ -122,10 +126,17 @@ fn stopping_the_view_ends_its_streams() {
     let late = server.events("/events");
     late.hello();
     late.ended();
-    // The watcher's thread is gone: the database is no longer read.
-    let reads = live.reads();
-    // Three poll intervals in which a watcher still running would read: nothing outside the
-    // watcher says when it would have, so the window is the check.
-    std::thread::sleep(SQLITE_POLL * 3);
-    assert_eq!(live.reads(), reads);
+    // The watcher is gone with its connection: nothing of this process holds the workspace's
+    // database (or anything else of the workspace) open, so nothing can read it any more.
+    let open = open_under(ws.root());
+    assert!(open.is_empty(), "still open after the stop: {open:?}");
+}
+
+/// The files under `dir` that a descriptor of this process has open.
+fn open_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|target| target.starts_with(dir))
+        .collect()
 }
