@@ -10,12 +10,10 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::exec::Stop;
-use crate::queue::backend::ChangeMark;
 use crate::queue::error::Error;
 use crate::queue::ids::{PlanId, TaskId};
 use crate::queue::lock::Holder;
@@ -27,10 +25,6 @@ use crate::queue::pass::{Attempt, PassOptions};
 use crate::queue::phase::Phase;
 use crate::queue::record::{MoveFacts, Occurrence, Transition};
 use crate::queue::workspace::Workspace;
-
-/// How often [`Driver::wait_for_change`] reads the change mark by default: a few reads a second
-/// cost one small query each.
-pub const CHANGE_POLL: Duration = Duration::from_millis(200);
 
 /// Where a queue lives, as every message and error names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -188,27 +182,6 @@ pub trait Driver: Send {
     /// Ends every unfinished task of plan `plan` in `failed.cancelled`.
     fn cancel_plan(&mut self, plan: &PlanId) -> Result<Vec<Transition>, Error>;
 
-    /// A mark that changes whenever another connection commits a change to the queue (a
-    /// recording, a clear, a drop, a pause): a watcher compares two.
-    fn change_mark(&mut self) -> Result<ChangeMark, Error>;
-
-    /// Waits up to `timeout` for a commit by another connection since `seen` (compared with
-    /// [`change_mark`](Driver::change_mark)); whether one came. This default reads the mark
-    /// every [`CHANGE_POLL`]; a driver that is told of commits can return sooner.
-    fn wait_for_change(&mut self, seen: ChangeMark, timeout: Duration) -> Result<bool, Error> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if self.change_mark()? != seen {
-                return Ok(true);
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(false);
-            }
-            std::thread::sleep(left.min(CHANGE_POLL));
-        }
-    }
-
     /// A watcher of this queue's changes, on a connection of its own: what a view's live
     /// updates come from.
     fn watcher(&self) -> Result<crate::queue::watch::Watcher, Error>;
@@ -227,44 +200,5 @@ pub trait Driver: Send {
     /// The SQLite store, for a driver over one.
     fn sqlite_store(&mut self) -> Option<&mut crate::queue::store::Store> {
         None
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::mpsc;
-
-    use crate::queue::{PlanId, Queue, TaskId, Workspace};
-
-    use super::*;
-
-    #[test]
-    fn a_commit_by_another_connection_ends_the_wait_for_a_change() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = Workspace::at(dir.path());
-        std::fs::create_dir_all(ws.db_path().parent().unwrap()).unwrap();
-        let mut watcher = Queue::open(&ws).unwrap();
-        let seen = watcher.change_mark().unwrap();
-        assert!(!watcher.wait_for_change(seen, Duration::ZERO).unwrap());
-        let (told, heard) = mpsc::channel();
-        let writer = std::thread::spawn({
-            let ws = ws.clone();
-            move || {
-                // Once the watcher is waiting, another connection records a task.
-                heard.recv().unwrap();
-                let mut q = Queue::open(&ws).unwrap();
-                q.add_task(
-                    &TaskId::new("t1").unwrap(),
-                    &PlanId::new("p").unwrap(),
-                    &Phase::new("todo.ready").unwrap(),
-                )
-                .unwrap();
-            }
-        });
-        told.send(()).unwrap();
-        // The bound only catches a hang: the commit ends the wait.
-        assert!(watcher.wait_for_change(seen, Duration::from_secs(60)).unwrap());
-        writer.join().unwrap();
-        assert_ne!(watcher.change_mark().unwrap(), seen);
     }
 }

@@ -4,12 +4,10 @@
 //! [`Queue::drain_if_free`].
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::exec::Stop;
-use crate::queue::backend::ChangeMark;
 use crate::queue::config::ConfigWarning;
 use crate::queue::drain::PassReport;
 use crate::queue::driver::{Driver, LockState, Place};
@@ -376,18 +374,6 @@ impl Queue {
     /// connection of its own: a host's live view of the queue it already has.
     pub fn watcher(&self) -> Result<crate::queue::watch::Watcher, Error> {
         self.driver.watcher()
-    }
-
-    /// A mark that changes whenever another connection commits a change to the queue
-    /// (a recording, a clear, a drop, a pause): a watcher compares two.
-    pub fn change_mark(&mut self) -> Result<ChangeMark, Error> {
-        self.driver.change_mark()
-    }
-
-    /// Waits up to `timeout` for another connection to commit a change to the queue since
-    /// `seen`; whether one did.
-    pub fn wait_for_change(&mut self, seen: ChangeMark, timeout: Duration) -> Result<bool, Error> {
-        self.driver.wait_for_change(seen, timeout)
     }
 
     /// The hook logs of `task` on this host (only `point`'s when given), least recently

@@ -21,9 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::queue::error::Error;
-use crate::queue::options::Options;
 use crate::queue::store::{Store, StoreOptions};
-use crate::queue::workspace::Workspace;
 
 /// How a [`Watcher`] waits between reads: its owner's clock, which a stop cuts short.
 pub trait Pause {
@@ -46,14 +44,6 @@ impl std::fmt::Debug for Watcher {
 }
 
 impl Watcher {
-    /// Opens the queue `ws` names, as [`Queue::open_with`](crate::queue::Queue::open_with)
-    /// would with `opts`, and reads its first mark.
-    pub fn open(ws: &Workspace, opts: Options) -> Result<Watcher, Error> {
-        let reads = Arc::new(AtomicU64::new(0));
-        let source = Source::open(ws, opts, &reads)?;
-        Ok(Watcher { source, reads })
-    }
-
     /// The watcher of the SQLite file `db`, on a connection of its own opened with `opts`.
     pub fn sqlite(db: PathBuf, opts: StoreOptions) -> Result<Watcher, Error> {
         let reads = Arc::new(AtomicU64::new(0));
@@ -107,22 +97,6 @@ enum Source {
 }
 
 impl Source {
-    /// Opens the queue `ws` names, as [`Queue::open_with`](crate::queue::Queue::open_with)
-    /// would with `opts`, and reads its first mark.
-    fn open(
-        ws: &Workspace,
-        opts: Options,
-        reads: &AtomicU64,
-    ) -> Result<Source, Error> {
-        #[cfg(feature = "postgres")]
-        {
-            if let Some(choice) = crate::queue::pg::choose(ws, opts.database_url.as_deref())? {
-                return pg::PgSource::open(choice.target, choice.queue, reads).map(|p| Source::Postgres(Box::new(p)));
-            }
-        }
-        SqliteSource::open(ws.db_path(), opts.store, reads).map(|s| Source::Sqlite(Box::new(s)))
-    }
-
     /// Waits about one poll (less when stopped), then tells whether the queue changed since
     /// the last call. A failed read is reported once; the source opens its connection again
     /// and counts that as a change, since it may have missed one.

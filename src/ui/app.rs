@@ -139,7 +139,7 @@ impl Ui {
             path: "/dev/urandom".into(),
             source,
         })?;
-        let live = Live::start_with(config.workspace.clone(), config.options.clone()).map_err(|e| match e {
+        let live = Live::watching(config.workspace.clone(), db.watcher()?).map_err(|e| match e {
             LiveError::Queue(e) => UiError::Queue(e),
             LiveError::Spawn(e) => UiError::Internal(e.to_string()),
         })?;

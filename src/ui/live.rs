@@ -120,14 +120,14 @@ impl Live {
     /// cannot be opened, or the environment's options are invalid ([`Options::from_env`]); a
     /// read that fails later is logged once and retried every second.
     pub fn start(ws: Workspace) -> Result<Arc<Live>, LiveError> {
-        Live::start_with(ws, Options::from_env()?)
+        let watcher = crate::queue::Queue::open_with(&ws, Options::from_env()?)?.watcher()?;
+        Live::watching(ws, watcher)
     }
 
-    /// [`Live::start`] with the options a host opens its [`Queue`](crate::queue::Queue) with
-    /// ([`Queue::open_with`](crate::queue::Queue::open_with)), so that both watch the same
-    /// database.
-    pub fn start_with(ws: Workspace, opts: Options) -> Result<Arc<Live>, LiveError> {
-        let mut watcher = Watcher::open(&ws, opts)?;
+    /// Starts the thread that steps `watcher`, the one a host's queue of `ws` hands out
+    /// ([`Queue::watcher`](crate::queue::Queue::watcher)), so that the view watches the very
+    /// database the host opened.
+    pub fn watching(ws: Workspace, mut watcher: Watcher) -> Result<Arc<Live>, LiveError> {
         let (tx, rx) = channel::channel(0);
         let shared = Arc::new(Shared {
             ws: ws.clone(),

@@ -2,7 +2,6 @@
 //! draining it under the queue's advisory runner lock.
 
 use crate::exec::Stop;
-use crate::queue::backend::ChangeMark;
 use crate::queue::driver::{Driver, LockHolder, LockState, Place};
 use crate::queue::error::Error;
 use crate::queue::options::Options;
@@ -213,10 +212,6 @@ impl Driver for PostgresDriver {
 
     fn watcher(&self) -> Result<crate::queue::watch::Watcher, Error> {
         crate::queue::watch::Watcher::postgres(self.store.target().clone(), self.store.queue().clone())
-    }
-
-    fn change_mark(&mut self) -> Result<ChangeMark, Error> {
-        self.store.change_mark().map(ChangeMark).map_err(self.at())
     }
 
     /// The queue's runner lock, then the workspace's, each only if free right now.

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use crate::exec::Stop;
-use crate::queue::backend::{ChangeMark, QueueStore};
 use crate::queue::driver::{Driver, LockHolder, LockState, Place};
 use crate::queue::error::Error;
 use crate::queue::options::Options;
@@ -180,10 +179,6 @@ impl Driver for SqliteDriver {
 
     fn watcher(&self) -> Result<crate::queue::watch::Watcher, Error> {
         crate::queue::watch::Watcher::sqlite(self.store.path().to_path_buf(), self.store.options())
-    }
-
-    fn change_mark(&mut self) -> Result<ChangeMark, Error> {
-        QueueStore::change_mark(&mut self.store)
     }
 
     fn pass(
