@@ -14,6 +14,7 @@ pub mod error;
 pub(crate) mod hub;
 pub mod lock;
 pub mod name;
+pub(crate) mod prune;
 pub mod notify;
 pub mod queue;
 pub mod record;
