@@ -45,7 +45,7 @@ impl Default for HubOptions {
 }
 
 /// What a hub reports while it runs, for its host to show and its metrics to count
-/// ([`HubMetrics::observe`](crate::metrics::HubMetrics::observe)). On SQLite only a pass
+/// (`hookq::metrics::HubMetrics::observe`, with the `ui` feature). On SQLite only a pass
 /// fails; the others are a PostgreSQL hub's, which outlives outages of its database.
 #[derive(Debug)]
 pub enum HubEvent {

@@ -7,7 +7,7 @@
 //!   connection commits: a recording, a clear, a pause), and the size and time of the start log
 //!   `arc.db-starts`, where a runner notes a point's start without a commit.
 //! - **PostgreSQL**: `LISTEN` on the queue's channel (a recording or a pause, notified by the
-//!   writer), and [`view_mark`](crate::queue::pg::store::view_mark) every [`PG_POLL`]: a start,
+//!   writer), and a read of the queue's marks (`pg::store::view_mark`) every [`PG_POLL`]: a start,
 //!   a clear and a recording nobody notified of send no notification.
 //!
 //! Either way a change reaches every open page within a poll and a page's fetch. With nothing
