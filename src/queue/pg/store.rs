@@ -234,7 +234,7 @@ impl PgStore {
     }
 
     /// A mark that differs from one read earlier when a point may have been committed since
-    /// ([`change_mark`]'s rules).
+    /// (`change_mark`'s rules).
     pub fn change_mark(&mut self) -> Result<i64, PgError> {
         change_mark(&mut self.client, &self.queue)
     }
@@ -744,7 +744,7 @@ pub fn pause(tx: &mut Transaction<'_>, queue: &QueueName) -> Result<Paused, PgEr
 /// Resumes `queue`: the next pass of any host starts its points. `None` when it was not
 /// paused. Call it in a transaction, as [`PgStore::write`] runs one, which then wakes the
 /// queue's hubs ([`notify_hubs`](crate::queue::pg::notify_hubs)); a hub nobody notifies finds
-/// the resume at its next poll, since it changes the queue's [`change_mark`].
+/// the resume at its next poll, since it changes the queue's `change_mark`.
 pub fn resume(tx: &mut Transaction<'_>, queue: &QueueName) -> Result<Option<Paused>, PgError> {
     // Locked, so that of two resumes at once only one says it resumed the queue.
     let since: Option<i64> = tx
