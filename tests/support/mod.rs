@@ -49,20 +49,30 @@ pub const POLL: Duration = Duration::from_millis(20);
 pub fn poll<T>(
     what: &str,
     every: Duration,
-    mut f: impl FnMut() -> Option<T>,
+    f: impl FnMut() -> Option<T>,
     state: impl FnOnce() -> String,
 ) -> T {
-    let deadline = Instant::now() + HANG;
+    within(HANG, every, f).unwrap_or_else(|| {
+        let state = state();
+        if state.is_empty() {
+            panic!("gave up after {HANG:?} waiting for {what}");
+        }
+        panic!("gave up after {HANG:?} waiting for {what}; then:\n{state}");
+    })
+}
+
+/// The loop every wait of the tests runs: calls `f` every `every` until it gives `Some`; `None`
+/// once `limit` has passed, for a caller that has more to do than fail (kill what hung, say
+/// what it showed). [`poll`] is this with [`HANG`] and a failure; a caller passes a limit other
+/// than [`HANG`] only with the reason beside it.
+pub fn within<T>(limit: Duration, every: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let started = Instant::now();
     loop {
         if let Some(v) = f() {
-            return v;
+            return Some(v);
         }
-        if Instant::now() >= deadline {
-            let state = state();
-            if state.is_empty() {
-                panic!("gave up after {HANG:?} waiting for {what}");
-            }
-            panic!("gave up after {HANG:?} waiting for {what}; then:\n{state}");
+        if started.elapsed() >= limit {
+            return None;
         }
         std::thread::sleep(every);
     }
