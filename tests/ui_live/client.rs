@@ -196,9 +196,9 @@ impl Events {
 
     /// Waits for a `change` to a generation after `seen`; returns it.
     pub fn change_after(&self, seen: u64, what: &str) -> u64 {
-        let deadline = Instant::now() + HANG;
+        let started = Instant::now();
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = HANG.saturating_sub(started.elapsed());
             let e = match self.rx.recv_timeout(left) {
                 Ok(e) => e,
                 Err(e) => panic!("no change after {what}: {e:?}"),

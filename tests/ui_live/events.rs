@@ -1,7 +1,7 @@
 //! `GET /events`: a page hears of a task move, a hook starting and a hook ending, and fifty
 //! pages cost the database what one does.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use hookq::Workspace;
 use hookq::queue::watch::SQLITE_POLL;
@@ -54,7 +54,7 @@ fn an_open_page_hears_of_a_move_a_start_and_an_end() {
     let running = page.settle(start);
     std::fs::write(&go, "").unwrap();
     let ended = page.change_after(running, "the hook's end");
-    runner.wait_within(Duration::from_secs(120)).ok();
+    runner.wait_within(crate::support::HANG).ok();
     assert!(ws.pending().is_empty());
     assert_ne!(data_version(&conn), before);
     assert!(live.generation() >= ended);
