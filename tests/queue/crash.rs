@@ -287,6 +287,7 @@ fn crash_atomicity() {
             // the first is killed only once it has committed, so there is something to check.
             wait_for_a_commit(&db);
         }
+        // A random moment to kill it at: what the test varies, not a wait for anything.
         std::thread::sleep(Duration::from_micros(2_000 + rng.below(120_000)));
         kill_and_reap(&mut child);
         (transitions, points) = check_outbox(&db);
@@ -397,6 +398,7 @@ fn killed_runners(name: &str, jobs: usize) {
             .args(["run", "--jobs", &jobs.to_string()])
             .spawn()
             .unwrap();
+        // A random moment to kill it at: what the test varies, not a wait for anything.
         std::thread::sleep(Duration::from_micros(3_000 + rng.below(150_000)));
         if child.try_wait().unwrap().is_some() {
             // The pass finished before the kill: the queue is drained; queue it all again.
