@@ -38,7 +38,7 @@ fn an_open_page_hears_of_a_move_a_start_and_an_end() {
 
     // The runner starts the point: the start goes to the start log, and the database is not
     // written until the point is cleared, so what the page hears of is the start alone.
-    let quiet = page.settle(moved);
+    let quiet = page.caught_up(&live, moved);
     let conn = ws.db();
     let before = data_version(&conn);
     let runner = ws.spawn(&["run"]);
@@ -51,7 +51,7 @@ fn an_open_page_hears_of_a_move_a_start_and_an_end() {
     );
 
     // The hook ends: its point is cleared.
-    let running = page.settle(start);
+    let running = page.caught_up(&live, start);
     std::fs::write(&go, "").unwrap();
     let ended = page.change_after(running, "the hook's end");
     runner.wait_within(crate::support::HANG).ok();
@@ -60,10 +60,10 @@ fn an_open_page_hears_of_a_move_a_start_and_an_end() {
     assert!(live.generation() >= ended);
 
     // Paused and resumed: each heard of.
-    let idle = page.settle(ended);
+    let idle = page.caught_up(&live, ended);
     ws.hookq(&["queue", "pause"]).ok();
     let paused = page.change_after(idle, "queue pause");
-    let idle = page.settle(paused);
+    let idle = page.caught_up(&live, paused);
     ws.hookq(&["queue", "resume"]).ok();
     page.change_after(idle, "queue resume");
 }
