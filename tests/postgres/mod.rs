@@ -404,9 +404,9 @@ fn queues_in_one_database_never_see_each_other() {
     assert_eq!(b.history(None, None, 10).unwrap().len(), 1);
 }
 
-/// Waits up to ten seconds for `queue`'s lock.
+/// Waits for `queue`'s lock, failing after [`support::HANG`].
 fn lock_soon(s: &PgStore) -> PgRunnerLock {
-    s.lock(Wait::For(Duration::from_secs(10)))
+    s.lock(Wait::For(support::HANG))
         .unwrap()
         .expect("the lock was freed")
 }
