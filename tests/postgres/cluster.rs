@@ -394,9 +394,11 @@ impl Cluster {
             rustix::process::Signal::INT,
         )
         .unwrap();
-        crate::support::eventually("the server to stop", || {
-            !self.dir.join("data/postmaster.pid").exists()
-        });
+        let stopped =
+            crate::support::within(crate::support::HANG, Duration::from_millis(20), || {
+                (!self.dir.join("data/postmaster.pid").exists()).then_some(())
+            });
+        assert!(stopped.is_some(), "the server did not stop");
     }
 
     /// Starts the server again on the same dir and port, after [`Cluster::stop`].

@@ -7,6 +7,7 @@
 //! `hookq` binary with a pinned environment and reads what that model leaves behind.
 
 pub mod agent;
+mod bound;
 pub mod browser;
 pub mod git;
 pub mod lifecycle;
@@ -20,15 +21,12 @@ pub mod ui;
 pub mod workspace;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+pub use bound::{HANG, within};
 
 /// The binary under test.
 pub const HOOKQ: &str = env!("CARGO_BIN_EXE_hookq");
-
-/// How long anything a test waits for may take before the test calls it a hang: one `hookq`
-/// invocation, a process to end, a condition [`eventually`] polls for, a browser's page. Only
-/// there to turn a hang into a failure: nothing is asserted about how fast things are.
-pub const HANG: Duration = Duration::from_secs(180);
 
 /// Polls `f` every few milliseconds until it holds; fails the test, naming `what`, once
 /// [`HANG`] has passed. The one way a test waits for something it can observe (a line, a
@@ -59,23 +57,6 @@ pub fn poll<T>(
         }
         panic!("gave up after {HANG:?} waiting for {what}; then:\n{state}");
     })
-}
-
-/// The loop every wait of the tests runs: calls `f` every `every` until it gives `Some`; `None`
-/// once `limit` has passed, for a caller that has more to do than fail (kill what hung, say
-/// what it showed). [`poll`] is this with [`HANG`] and a failure; a caller passes a limit other
-/// than [`HANG`] only with the reason beside it.
-pub fn within<T>(limit: Duration, every: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let started = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if started.elapsed() >= limit {
-            return None;
-        }
-        std::thread::sleep(every);
-    }
 }
 
 /// `fixtures/` in the repository.
