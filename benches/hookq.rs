@@ -16,6 +16,11 @@
 //! only P6 and P7 (many writers on one queue).
 
 mod harness;
+// The tests' one bounded wait, with which the PostgreSQL cluster the bench shares with them
+// waits.
+#[cfg(feature = "postgres")]
+#[path = "../tests/support/bound.rs"]
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -4,7 +4,6 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::time::Duration;
 
 use serde_json::json;
 
@@ -42,9 +41,7 @@ fn serve() -> String {
 }
 
 fn answer(stream: TcpStream) {
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
+    stream.set_read_timeout(Some(crate::support::HANG)).unwrap();
     let mut reader = BufReader::new(stream);
     let mut request = String::new();
     if reader.read_line(&mut request).is_err() {

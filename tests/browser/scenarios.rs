@@ -5,8 +5,6 @@
 //! starting and ending, and the log page tails a running hook. The SQLite tests run them in
 //! `pages`, the PostgreSQL tests on a workspace whose queue is on the tests' own cluster.
 
-use std::time::Duration;
-
 use serde_json::json;
 
 use super::server::{Ui, mark, now_ms, record_first, seen};
@@ -382,7 +380,7 @@ pub fn the_log_page_tails_a_running_hook(test: &str, ws: &Ws, write_hooks: impl 
         1,
         "the tail repeated what was shown: {text:?}"
     );
-    let out = mover.wait_within(Duration::from_secs(120));
+    let out = mover.wait_within(crate::support::HANG);
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     b.assert_no_console_errors("the tailed log page");
 }
@@ -471,7 +469,7 @@ pub fn a_hook_starting_and_ending_shows_live(test: &str, ws: &Ws, write_hooks: i
         "the lock shows free while the hook runs"
     );
     std::fs::write(&go, "").unwrap();
-    let out = mover.wait_within(Duration::from_secs(120));
+    let out = mover.wait_within(crate::support::HANG);
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     let at = b.wait_for("the hook's end on the overview", |b| seen(b, "ended"));
     let after_end = at - stamp(&ended);

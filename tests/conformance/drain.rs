@@ -4,7 +4,6 @@
 //! config is half-written; a drop of a started point says so; old history is pruned.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
 use super::Driver;
 use crate::support::HANG;
@@ -518,7 +517,7 @@ fn old_history_is_pruned(d: Driver) {
     assert_eq!(tasks(), ["t2", "t4", "t5"]);
     assert!(!hub.exited());
     hub.signal(rustix::process::Signal::TERM);
-    let out = hub.wait_within(Duration::from_secs(60));
+    let out = hub.wait_within(crate::support::HANG);
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     assert!(out.warnings().is_empty(), "{}", out.describe());
 }

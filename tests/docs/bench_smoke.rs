@@ -274,25 +274,16 @@ fn temp_dirs_left_by_runs_that_did_not_finish_are_found() {
         .arg(gone.join("owner"))
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while harness::fixture::stale_roots(base.path()).contains(&gone) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "flock never took the lock"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    crate::support::eventually("flock to take the lock", || {
+        !harness::fixture::stale_roots(base.path()).contains(&gone)
+    });
     holder.kill().unwrap();
     holder.wait().unwrap();
     // The lock's description is also `flock(1)`'s, which the shell started: on a busy machine
     // that child may still be exiting when the shell is reaped. The lock goes when it has.
-    while !harness::fixture::stale_roots(base.path()).contains(&gone) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the killed holder's lock was never released"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    crate::support::eventually("the killed holder's lock to be released", || {
+        harness::fixture::stale_roots(base.path()).contains(&gone)
+    });
     // Owner files nobody locks, whatever they say: a pid and start time (this process's pid,
     // as a run before the lock would have named it), or nothing that parses.
     let reused = dir(

@@ -151,6 +151,7 @@ fn a_killed_create_is_rolled_back_by_the_next_command() {
             .spawn()
             .unwrap();
         let span = spans[which].as_micros() as u64;
+        // A random moment to kill it at: what the test varies, not a wait for anything.
         std::thread::sleep(Duration::from_micros(rng.next() % (span + span / 10 + 1)));
         let finished = child.try_wait().unwrap().is_some();
         if !finished {

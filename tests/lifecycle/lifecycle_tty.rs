@@ -6,7 +6,6 @@ use crate::support::lifecycle as lifecycle_common;
 
 use std::io::Read as _;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use crate::support::HANG;
 use crate::support::pty::Pty;
@@ -195,14 +194,8 @@ fn a_pipe_held_open_is_unavailable_and_never_hangs() {
     let mut child = c.spawn().unwrap();
     // The write end stays open the whole time: a hook reading it would wait forever.
     let _held = child.stdin.take().unwrap();
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(start.elapsed() < HANG, "hookq waited on the open pipe");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status =
+        crate::support::run::wait_until(&mut child, HANG).expect("hookq waited on the open pipe");
     let mut err = String::new();
     child
         .stderr

@@ -12,22 +12,20 @@ use hookq::queue::{MoveFacts, Wait};
 
 use super::cluster::cluster;
 use super::{fresh, open, ph, plan, task};
-
-/// A generous bound that only catches a hang.
-const HANG: Duration = Duration::from_secs(60);
+use crate::support::HANG;
 
 /// A channel that no queue's is: what a test sends last, so that once it arrives every
 /// notification committed before it has arrived too (PostgreSQL delivers them to a listener in
 /// the order their transactions committed).
-const MARKER: &str = "test marker";
+pub(crate) const MARKER: &str = "test marker";
 
 /// The notifications `listener` receives up to the marker, as `(channel, payload)`.
-fn until_marker(listener: &mut PgStore) -> Vec<(String, String)> {
+pub(crate) fn until_marker(listener: &mut PgStore) -> Vec<(String, String)> {
     let mut got = Vec::new();
-    let until = Instant::now() + HANG;
+    let started = Instant::now();
     let mut notes = listener.client().notifications();
     loop {
-        let left = until.saturating_duration_since(Instant::now());
+        let left = HANG.saturating_sub(started.elapsed());
         let n = notes
             .timeout_iter(left)
             .next()
@@ -41,7 +39,7 @@ fn until_marker(listener: &mut PgStore) -> Vec<(String, String)> {
 }
 
 /// Sends the marker, committed after everything `client` committed before.
-fn mark(client: &mut pg::postgres::Client) {
+pub(crate) fn mark(client: &mut pg::postgres::Client) {
     client
         .batch_execute(&format!("NOTIFY \"{MARKER}\""))
         .unwrap();

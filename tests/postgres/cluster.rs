@@ -15,7 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The password of the `hookq` role the tests connect as.
 pub const PASSWORD: &str = "s3cret-Pa55word";
@@ -394,11 +394,11 @@ impl Cluster {
             rustix::process::Signal::INT,
         )
         .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while self.dir.join("data/postmaster.pid").exists() {
-            assert!(Instant::now() < deadline, "the server did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let stopped =
+            crate::support::within(crate::support::HANG, Duration::from_millis(20), || {
+                (!self.dir.join("data/postmaster.pid").exists()).then_some(())
+            });
+        assert!(stopped.is_some(), "the server did not stop");
     }
 
     /// Starts the server again on the same dir and port, after [`Cluster::stop`].
@@ -417,21 +417,35 @@ impl Cluster {
     }
 
     fn wait_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            match self.admin_config("postgres").connect(postgres::NoTls) {
-                Ok(_) => return,
-                Err(e) => {
-                    let exited = self.watchdog.lock().unwrap().0.try_wait().unwrap();
-                    let log =
-                        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
-                    if exited.is_some() || Instant::now() > deadline {
-                        panic!("PostgreSQL did not start ({e}):\n{log}");
+        let mut last = String::new();
+        let up =
+            crate::support::within(
+                crate::support::HANG,
+                Duration::from_millis(50),
+                || match self.admin_config("postgres").connect(postgres::NoTls) {
+                    Ok(_) => Some(()),
+                    Err(e) => {
+                        last = e.to_string();
+                        let exited = self.watchdog.lock().unwrap().0.try_wait().unwrap();
+                        assert!(
+                            exited.is_none(),
+                            "PostgreSQL did not start ({e}):\n{}",
+                            self.log()
+                        );
+                        None
                     }
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            }
-        }
+                },
+            );
+        assert!(
+            up.is_some(),
+            "PostgreSQL did not start ({last}):\n{}",
+            self.log()
+        );
+    }
+
+    /// The server's log so far.
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
     }
 
     fn admin_config(&self, db: &str) -> postgres::Config {

@@ -122,7 +122,7 @@ fn a_hub_counts_its_takeover_its_reconnections_and_its_hooks() {
     assert!(value(&metrics, RELEASED) >= 1.0);
 
     hub.signal(Signal::TERM);
-    let out = hub.wait_within(Duration::from_secs(60));
+    let out = hub.wait_within(crate::support::HANG);
     assert_eq!(out.code(), Some(0), "{}", out.describe());
 }
 

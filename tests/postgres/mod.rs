@@ -47,7 +47,6 @@ use hookq::queue::pg::{
     self, ConnectFailure, PgError, PgQueue, PgRunnerLock, PgStore, QueueName, Target, record, store,
 };
 use hookq::queue::{Mark, MoveFacts, Phase, PlanId, TaskId, Wait};
-use postgres::fallible_iterator::FallibleIterator;
 
 fn ph(s: &str) -> Phase {
     Phase::new(s).unwrap()
@@ -271,21 +270,27 @@ fn hubs_are_notified_after_the_commit_never_inside_it() {
     let q = s.queue().clone();
     listener
         .client()
-        .batch_execute(&format!("LISTEN \"{}\"", q.channel()))
+        .batch_execute(&format!(
+            "LISTEN \"{}\"; LISTEN \"{}\"",
+            q.channel(),
+            channels::MARKER
+        ))
         .unwrap();
-    let next = |l: &mut PgStore| {
-        l.client()
-            .notifications()
-            .timeout_iter(Duration::from_millis(300))
-            .next()
-            .unwrap()
+    // What reached the listener of all that `s` and others committed so far.
+    let sent = |s: &mut PgStore, l: &mut PgStore| {
+        channels::mark(s.client());
+        channels::until_marker(l)
     };
+    let notified = || vec![("hookq:notified".to_owned(), "notified".to_owned())];
     {
         let mut tx = s.client().transaction().unwrap();
         record::add_task(&mut tx, &q, &task("t"), &plan("p"), &ph("failed.x")).unwrap();
         tx.rollback().unwrap();
     }
-    assert!(next(&mut listener).is_none(), "a rollback notified");
+    assert!(
+        sent(&mut s, &mut listener).is_empty(),
+        "a rollback notified"
+    );
     // A host's own transaction records and commits: nothing is sent from inside it.
     {
         let mut tx = s.client().transaction().unwrap();
@@ -293,25 +298,22 @@ fn hubs_are_notified_after_the_commit_never_inside_it() {
         tx.commit().unwrap();
     }
     assert!(
-        next(&mut listener).is_none(),
+        sent(&mut s, &mut listener).is_empty(),
         "the recording transaction notified"
     );
-    // The host's one call after its commit.
+    // The host's one call after its commit: one notification.
     pg::notify_hubs(s.client(), &q).unwrap();
-    let n = next(&mut listener).expect("notify_hubs notifies");
-    assert_eq!((n.channel(), n.payload()), ("hookq:notified", "notified"));
-    assert!(next(&mut listener).is_none(), "one notification per call");
+    assert_eq!(sent(&mut s, &mut listener), notified(), "one per call");
     // hookq's own transactions notify once they committed.
     s.write(|tx, q| {
         record::move_task(tx, q, &task("t"), &ph("failed.y"), &MoveFacts::default())?;
         record::add_task(tx, q, &task("u"), &plan("p"), &ph("failed.y"))
     })
     .unwrap();
-    let n = next(&mut listener).expect("a commit of write notifies");
-    assert_eq!((n.channel(), n.payload()), ("hookq:notified", "notified"));
-    assert!(
-        next(&mut listener).is_none(),
-        "one notification per transaction"
+    assert_eq!(
+        sent(&mut s, &mut listener),
+        notified(),
+        "a commit of write notifies, once per transaction"
     );
     // Eight threads of one process, each notifying after every one of 50 commits of its own.
     const THREADS: usize = 8;
@@ -329,10 +331,7 @@ fn hubs_are_notified_after_the_commit_never_inside_it() {
             });
         }
     });
-    let mut sent = 0;
-    while next(&mut listener).is_some() {
-        sent += 1;
-    }
+    let sent = sent(&mut s, &mut listener).len();
     assert!(
         (1..THREADS * COMMITS).contains(&sent),
         "{sent} notifications for {} calls",
@@ -405,9 +404,9 @@ fn queues_in_one_database_never_see_each_other() {
     assert_eq!(b.history(None, None, 10).unwrap().len(), 1);
 }
 
-/// Waits up to ten seconds for `queue`'s lock.
+/// Waits for `queue`'s lock, failing after [`support::HANG`].
 fn lock_soon(s: &PgStore) -> PgRunnerLock {
-    s.lock(Wait::For(Duration::from_secs(10)))
+    s.lock(Wait::For(support::HANG))
         .unwrap()
         .expect("the lock was freed")
 }
@@ -514,8 +513,8 @@ fn the_runner_lock_is_one_per_queue_and_goes_with_its_connection() {
     assert!(pg::holder(s.client(), &q).unwrap().is_none());
     let waited = Instant::now();
     let _fourth = s.lock(Wait::Forever).unwrap().unwrap();
-    // A free lock is taken at once; a minute only catches a hang.
-    assert!(waited.elapsed() < Duration::from_secs(60));
+    // A free lock is taken at once; the bound only catches a hang.
+    assert!(waited.elapsed() < crate::support::HANG);
 }
 
 #[test]
@@ -540,9 +539,7 @@ fn a_waiter_keeps_one_connection_and_gives_up_when_told() {
     // this process to this test's database are the holder's and the waiter's, the same two
     // throughout: the waiter does not connect again while it waits.
     let mut backends = std::collections::BTreeSet::new();
-    let mut until = None;
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while until.is_none_or(|u| Instant::now() < u) {
+    let mut look = || {
         for row in s
             .client()
             .query(
@@ -554,15 +551,19 @@ fn a_waiter_keeps_one_connection_and_gives_up_when_told() {
         {
             backends.insert(row.get::<_, i32>(0));
         }
-        if until.is_none() && backends.len() >= 2 {
-            until = Some(Instant::now() + Duration::from_secs(3));
-        }
-        assert!(
-            until.is_some() || Instant::now() < deadline,
-            "runner connections seen: {backends:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
+        backends.len()
+    };
+    let both = crate::support::within(crate::support::HANG, Duration::from_millis(100), || {
+        (look() >= 2).then_some(())
+    });
+    if both.is_some() {
+        // A connection made again has no event to wait for: the three seconds are the window
+        // in which one would show, cut short if a third does.
+        crate::support::within(Duration::from_secs(3), Duration::from_millis(100), || {
+            (look() > 2).then_some(())
+        });
     }
+    assert!(both.is_some(), "runner connections seen: {backends:?}");
     assert_eq!(backends.len(), 2, "runner connections seen: {backends:?}");
     // Told to stop, it gives up without the lock.
     waiting.store(false, Ordering::SeqCst);
@@ -889,11 +890,12 @@ fn eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains() {
         assert!(before.is_none_or(|b| b < *id), "{t}: {before:?} then {id}");
     }
     // The hub runs them all: a generous bound that only catches a hang.
-    let until = Instant::now() + HUB_DRAINS_SIXTEEN_THOUSAND;
-    while s.stats().unwrap().pending > 0 {
-        assert!(Instant::now() < until, "points left pending");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let drained = crate::support::within(
+        HUB_DRAINS_SIXTEEN_THOUSAND,
+        Duration::from_millis(100),
+        || (s.stats().unwrap().pending == 0).then_some(()),
+    );
+    assert!(drained.is_some(), "points left pending");
     stop.request();
     hub.join().unwrap();
     // Each point once in history, run with the state its writer moved its task into.

@@ -43,6 +43,7 @@ impl Relay {
                             std::thread::spawn(move || pipe(from, to, &c, &d));
                         }
                     }
+                    // Nothing to accept: the relay's own pace of looking again (and at `done`).
                     Err(_) => std::thread::sleep(Duration::from_millis(10)),
                 }
             }
@@ -69,6 +70,7 @@ fn pipe(mut from: TcpStream, mut to: TcpStream, cut: &AtomicBool, done: &AtomicB
     let mut buf = [0u8; 16 * 1024];
     while !done.load(Ordering::Relaxed) {
         if cut.load(Ordering::Relaxed) {
+            // Cut: the relay idles at its own pace until it is done.
             std::thread::sleep(Duration::from_millis(20));
             continue;
         }

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use hookq::exec::Stop;
 use hookq::queue::hub::{self, HubOptions};
-use hookq::queue::pg::postgres::fallible_iterator::FallibleIterator;
 use hookq::queue::pg::{self, PgQueue, PgStore, Target, record};
 use hookq::queue::{Drainer, MoveFacts, Wait};
 
@@ -322,16 +321,19 @@ fn a_notifier_wakes_hubs_from_its_own_thread_and_folds_a_burst() {
     let (db, mut listener) = fresh("notifier");
     listener
         .client()
-        .batch_execute("LISTEN \"hookq:notifier\"; LISTEN \"hookq:other\"")
+        .batch_execute(&format!(
+            "LISTEN \"hookq:notifier\"; LISTEN \"hookq:other\"; LISTEN \"{}\"",
+            super::channels::MARKER
+        ))
         .unwrap();
+    // The payloads of all that reached the listener of what was committed so far (the marker,
+    // sent from its own connection, comes after them).
     let received = |l: &mut PgStore| -> Vec<String> {
-        let mut got = Vec::new();
-        let mut notes = l.client().notifications();
-        let mut notes = notes.timeout_iter(Duration::from_millis(300));
-        while let Some(n) = notes.next().unwrap() {
-            got.push(n.payload().to_owned());
-        }
-        got
+        super::channels::mark(l.client());
+        super::channels::until_marker(l)
+            .into_iter()
+            .map(|(_, payload)| payload)
+            .collect()
     };
     let target = Target::parse(&cluster().url(&db, "")).unwrap();
     let notifier = pg::Notifier::new(&target);

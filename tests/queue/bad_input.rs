@@ -554,7 +554,7 @@ fn a_hub_outlives_a_full_disk() {
         hub.stderr_so_far()
     );
     hub.signal(rustix::process::Signal::TERM);
-    let out = hub.wait_within(std::time::Duration::from_secs(30));
+    let out = hub.wait_within(crate::support::HANG);
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     let errors = out.errors();
     assert_eq!(errors.len(), 1, "one failed pass: {}", out.describe());

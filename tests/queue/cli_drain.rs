@@ -311,7 +311,7 @@ fn a_point_left_to_a_holder_on_its_way_out_still_runs() {
             "review.rework_pending"
         };
         let moved = ws.hookq(&["task", "move", "t1", to]).ok();
-        run.wait_within(Duration::from_secs(60)).ok();
+        run.wait_within(crate::support::HANG).ok();
         if moved.stdout().contains("held elsewhere") {
             held += 1;
         }
@@ -374,7 +374,7 @@ fn a_hook_run_from_a_terminal_has_no_terminal_to_wait_on() {
     ]);
     let out = ws
         .spawn_cmd(cmd, &["task", "move", "(in script)"])
-        .wait_within(Duration::from_secs(60));
+        .wait_within(crate::support::HANG);
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     let lines = ws.lines("tty.out");
     assert_eq!(lines.len(), 2, "{lines:?}");
@@ -891,7 +891,7 @@ fn a_killed_runners_command_is_ended_before_its_point_runs_again() {
         .parse()
         .unwrap();
     runner.signal(rustix::process::Signal::KILL);
-    runner.wait_within(Duration::from_secs(60));
+    runner.wait_within(crate::support::HANG);
     assert!(!process_gone(first), "the command outlives its runner");
 
     // Quick this time, so the test does not wait for a sleep.

@@ -5,7 +5,7 @@
 use crate::support::queue as common;
 
 use std::process::Child;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::cli_hub::{start_hub_with, stop_cleanly};
 use common::{Config, Ws};
@@ -69,16 +69,17 @@ fn a_hub_clears_a_point_without_commands_once_the_config_settled() {
     let hub = start_hub_with(&ws, &["hub"]);
     ws.hookq(&["task", "move", "t1", "failed.x", "--no-run"])
         .ok();
-    // Well short of the hub's 60 s rescan, which would clear it without a pass of its own.
-    let deadline = Instant::now() + Duration::from_secs(40);
-    while !ws.pending().is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the hub never cleared the point: {}",
-            hub.stderr_so_far()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // A bound of its own, well short of the hub's 60 s rescan, which would clear it without a
+    // pass of its own.
+    let cleared =
+        crate::support::within(Duration::from_secs(40), Duration::from_millis(50), || {
+            ws.pending().is_empty().then_some(())
+        });
+    assert!(
+        cleared.is_some(),
+        "the hub never cleared the point: {}",
+        hub.stderr_so_far()
+    );
     assert_eq!(outcomes(&ws), ["empty"]);
     assert!(
         hub.stderr_so_far()

@@ -287,6 +287,7 @@ fn crash_atomicity() {
             // the first is killed only once it has committed, so there is something to check.
             wait_for_a_commit(&db);
         }
+        // A random moment to kill it at: what the test varies, not a wait for anything.
         std::thread::sleep(Duration::from_micros(2_000 + rng.below(120_000)));
         kill_and_reap(&mut child);
         (transitions, points) = check_outbox(&db);
@@ -388,15 +389,19 @@ fn killed_runners(name: &str, jobs: usize) {
     let recorded = setup_workspace(dir.path(), &out, tasks, per_task);
     let mut rng = Rng::new();
     let mut kills_done = 0;
-    let deadline = Instant::now() + if stress() { KILLS_STRESSED } else { KILLS };
+    let (started, bound) = (
+        Instant::now(),
+        if stress() { KILLS_STRESSED } else { KILLS },
+    );
     while kills_done < kills {
-        assert!(Instant::now() < deadline, "runner kills took too long");
+        assert!(started.elapsed() < bound, "runner kills took too long");
         let mut child = hookq()
             .arg("-C")
             .arg(dir.path())
             .args(["run", "--jobs", &jobs.to_string()])
             .spawn()
             .unwrap();
+        // A random moment to kill it at: what the test varies, not a wait for anything.
         std::thread::sleep(Duration::from_micros(3_000 + rng.below(150_000)));
         if child.try_wait().unwrap().is_some() {
             // The pass finished before the kill: the queue is drained; queue it all again.

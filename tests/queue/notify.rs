@@ -8,7 +8,6 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::mpsc;
-use std::time::Duration;
 
 use crate::support::HANG;
 
@@ -68,15 +67,26 @@ fn documented_block(name: &str) -> String {
 }
 
 /// A listener on 127.0.0.1:0 answering every request with 200; each request is sent on the
-/// channel as it arrives (or the reason it could not be read).
+/// channel as it arrives (or the reason it could not be read), before the client hears back or
+/// sees the connection close: once a hook's `curl` has ended, what it sent is on the channel.
 fn listen() -> (String, mpsc::Receiver<Result<Request, String>>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     let addr = listener.local_addr().expect("local addr");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
-            let got = stream.map_err(|e| e.to_string()).and_then(serve);
-            if tx.send(got).is_err() {
+            let sent = match stream {
+                Err(e) => tx.send(Err(e.to_string())),
+                Ok(stream) => {
+                    // Open until a failure is on the channel.
+                    let _held = stream.try_clone();
+                    match serve(stream, &tx) {
+                        Ok(()) => Ok(()),
+                        Err(e) => tx.send(Err(e)),
+                    }
+                }
+            };
+            if sent.is_err() {
                 break;
             }
         }
@@ -84,12 +94,11 @@ fn listen() -> (String, mpsc::Receiver<Result<Request, String>>) {
     (format!("http://{addr}"), rx)
 }
 
-/// Minimal HTTP/1.1: request line, headers, a `Content-Length` body; replies 200.
-fn serve(stream: TcpStream) -> Result<Request, String> {
+/// Minimal HTTP/1.1: request line, headers, a `Content-Length` body; sends the request on `tx`,
+/// then replies 200.
+fn serve(stream: TcpStream, tx: &mpsc::Sender<Result<Request, String>>) -> Result<(), String> {
     let io = |e: std::io::Error| e.to_string();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .map_err(io)?;
+    stream.set_read_timeout(Some(HANG)).map_err(io)?;
     let mut writer = stream.try_clone().map_err(io)?;
     let mut reader = BufReader::new(stream);
     let mut line = Vec::new();
@@ -144,10 +153,12 @@ fn serve(stream: TcpStream) -> Result<Request, String> {
     };
     req.body = vec![0; len];
     reader.read_exact(&mut req.body).map_err(io)?;
+    tx.send(Ok(req))
+        .map_err(|_| "the test no longer listens".to_owned())?;
     writer
         .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n")
         .map_err(io)?;
-    Ok(req)
+    Ok(())
 }
 
 /// `application/x-www-form-urlencoded` pairs, in order.
@@ -308,11 +319,12 @@ fn require_curl() {
 
 /// The single request a pass sent; fails if none arrives or a second one follows.
 fn one_request(rx: &mpsc::Receiver<Result<Request, String>>, ws: &Workspace) -> Request {
-    let req = match rx.recv_timeout(HANG) {
+    // The pass has ended, and with it the hook's `curl`: what it sent is on the channel.
+    let req = match rx.try_recv() {
         Ok(r) => r.unwrap_or_else(|e| panic!("the request could not be read: {e}")),
         Err(_) => panic!("no request arrived; hook log:\n{}", ws.log()),
     };
-    if let Ok(extra) = rx.recv_timeout(Duration::from_millis(500)) {
+    if let Ok(extra) = rx.try_recv() {
         panic!("a second request arrived: {extra:?}");
     }
     req
@@ -416,7 +428,8 @@ fn a_missing_topic_sends_nothing_and_warns_once() {
         "hook log:\n{}",
         ws.log()
     );
-    if let Ok(req) = rx.recv_timeout(Duration::from_millis(500)) {
+    // The pass has ended: a request its hook sent would be on the channel.
+    if let Ok(req) = rx.try_recv() {
         panic!("a request was sent without a topic: {req:?}");
     }
 }

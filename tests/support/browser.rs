@@ -18,7 +18,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -685,22 +685,19 @@ fn free_port() -> u16 {
 
 /// Waits until the driver at `url` says it is ready; `Err` when it exits or takes too long.
 fn wait_ready(agent: &ureq::Agent, url: &str, child: &mut Child) -> Result<(), String> {
-    let deadline = Instant::now() + HANG;
-    loop {
+    super::within(HANG, Duration::from_millis(50), || {
         if let Some(status) = child.try_wait().unwrap() {
-            return Err(format!("it exited: {status}"));
+            return Some(Err(format!("it exited: {status}")));
         }
         if let Ok(mut resp) = agent.get(&format!("{url}/status")).call()
             && let Ok(v) = resp.body_mut().read_json::<Value>()
             && v["value"]["ready"] == Value::Bool(true)
         {
-            return Ok(());
+            return Some(Ok(()));
         }
-        if Instant::now() > deadline {
-            return Err(format!("not ready after {HANG:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        None
+    })
+    .unwrap_or_else(|| Err(format!("not ready after {HANG:?}")))
 }
 
 /// Kills `child`'s process group (it leads one of its own) and reaps it.

@@ -332,7 +332,6 @@ pub struct Running {
     child: std::process::Child,
     stdout: std::thread::JoinHandle<Vec<u8>>,
     stderr: std::thread::JoinHandle<Vec<u8>>,
-    start: Instant,
 }
 
 impl Running {
@@ -358,7 +357,6 @@ impl Running {
             child,
             stdout,
             stderr,
-            start: Instant::now(),
         }
     }
 
@@ -394,15 +392,9 @@ impl Running {
 
     /// Waits for the end, killing hookq after [`HANG`], and checks the secret marker.
     pub fn finish(mut self, ws: &Ws) -> Out {
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            if self.start.elapsed() > HANG {
-                let _ = self.child.kill();
-                panic!("hookq hung for {HANG:?}");
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        let Some(status) = super::run::wait_until(&mut self.child, HANG) else {
+            let _ = self.child.kill();
+            panic!("hookq hung for {HANG:?}");
         };
         let out = Out {
             status,

@@ -4,7 +4,6 @@
 //! binary on a queue there.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use crate::support::queue::{Ws, log_runs};
 
@@ -212,7 +211,7 @@ pub fn a_running_hooks_log_is_never_cut(ws: &Ws, write_hooks: &dyn Fn(&str)) {
     let out = ws.hookq(&["queue", "log", "t8"]).ok();
     assert!(out.stdout().contains(&xs), "{}", out.describe());
     std::fs::write(ws.root().join("release"), "").unwrap();
-    let out = runner.wait_within(Duration::from_secs(120));
+    let out = runner.wait_within(super::HANG);
     assert_eq!(out.code(), Some(0), "{}", out.describe());
     // The next run, of the point behind it, found the file past its cap: the run before it,
     // bigger than the cap alone, went whole, after it had ended.

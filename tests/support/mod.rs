@@ -7,6 +7,7 @@
 //! `hookq` binary with a pinned environment and reads what that model leaves behind.
 
 pub mod agent;
+mod bound;
 pub mod browser;
 pub mod git;
 pub mod lifecycle;
@@ -20,15 +21,12 @@ pub mod ui;
 pub mod workspace;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+pub use bound::{HANG, within};
 
 /// The binary under test.
 pub const HOOKQ: &str = env!("CARGO_BIN_EXE_hookq");
-
-/// How long anything a test waits for may take before the test calls it a hang: one `hookq`
-/// invocation, a process to end, a condition [`eventually`] polls for, a browser's page. Only
-/// there to turn a hang into a failure: nothing is asserted about how fast things are.
-pub const HANG: Duration = Duration::from_secs(180);
 
 /// Polls `f` every few milliseconds until it holds; fails the test, naming `what`, once
 /// [`HANG`] has passed. The one way a test waits for something it can observe (a line, a
@@ -49,23 +47,16 @@ pub const POLL: Duration = Duration::from_millis(20);
 pub fn poll<T>(
     what: &str,
     every: Duration,
-    mut f: impl FnMut() -> Option<T>,
+    f: impl FnMut() -> Option<T>,
     state: impl FnOnce() -> String,
 ) -> T {
-    let deadline = Instant::now() + HANG;
-    loop {
-        if let Some(v) = f() {
-            return v;
+    within(HANG, every, f).unwrap_or_else(|| {
+        let state = state();
+        if state.is_empty() {
+            panic!("gave up after {HANG:?} waiting for {what}");
         }
-        if Instant::now() >= deadline {
-            let state = state();
-            if state.is_empty() {
-                panic!("gave up after {HANG:?} waiting for {what}");
-            }
-            panic!("gave up after {HANG:?} waiting for {what}; then:\n{state}");
-        }
-        std::thread::sleep(every);
-    }
+        panic!("gave up after {HANG:?} waiting for {what}; then:\n{state}");
+    })
 }
 
 /// `fixtures/` in the repository.

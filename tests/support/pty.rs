@@ -7,14 +7,18 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A command running on a pty.
 pub struct Pty {
     master: File,
     child: Child,
     seen: Arc<Mutex<Vec<u8>>>,
+    /// Set once the reader has read all there is: the last holder of the pty's other end closed
+    /// it.
+    closed: Arc<AtomicBool>,
 }
 
 impl Pty {
@@ -61,6 +65,8 @@ impl Pty {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let mut reader = master.try_clone().unwrap();
         let sink = Arc::clone(&seen);
+        let closed = Arc::new(AtomicBool::new(false));
+        let reader_done = Arc::clone(&closed);
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             loop {
@@ -69,11 +75,13 @@ impl Pty {
                     Ok(n) => sink.lock().unwrap().extend_from_slice(&buf[..n]),
                 }
             }
+            reader_done.store(true, Ordering::SeqCst);
         });
         Pty {
             master,
             child,
             seen,
+            closed,
         }
     }
 
@@ -99,26 +107,25 @@ impl Pty {
         self.master.flush().unwrap();
     }
 
-    /// Waits for the command to end, at most `limit` (then kills it and panics).
+    /// Waits for the command to end, at most `limit` (then kills it and panics), and for the
+    /// terminal to close, so that all it showed has been read.
     pub fn wait(&mut self, limit: Duration) -> ExitStatus {
-        let start = Instant::now();
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                // Let the reader drain what is left.
-                std::thread::sleep(Duration::from_millis(100));
-                assert!(
-                    !self.text().contains(super::lifecycle::MARKER),
-                    "an inline snippet's text reached the terminal:\n{}",
-                    self.text()
-                );
-                return s;
-            }
-            if start.elapsed() > limit {
-                let _ = self.child.kill();
-                panic!("the command on the pty hung; it showed:\n{}", self.text());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let Some(s) = super::run::wait_until(&mut self.child, limit) else {
+            let _ = self.child.kill();
+            panic!("the command on the pty hung; it showed:\n{}", self.text());
+        };
+        super::poll(
+            "the terminal to close after the command ended",
+            Duration::from_millis(10),
+            || self.closed.load(Ordering::SeqCst).then_some(()),
+            || format!("it showed:\n{}", self.text()),
+        );
+        assert!(
+            !self.text().contains(super::lifecycle::MARKER),
+            "an inline snippet's text reached the terminal:\n{}",
+            self.text()
+        );
+        s
     }
 }
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// can hold off. Kills the command and fails the test (naming it `what`) after `limit`.
 #[track_caller]
 pub fn bounded(cmd: &mut Command, stdin: Option<&[u8]>, limit: Duration, what: &str) -> Output {
-    let deadline = Instant::now() + limit;
+    let started = Instant::now();
     cmd.stdin(if stdin.is_some() {
         Stdio::piped()
     } else {
@@ -33,13 +33,13 @@ pub fn bounded(cmd: &mut Command, stdin: Option<&[u8]>, limit: Duration, what: &
     });
     let stdout = read_to_end_in_background(child.stdout.take().unwrap());
     let stderr = read_to_end_in_background(child.stderr.take().unwrap());
-    let status = wait_until(&mut child, deadline).unwrap_or_else(|| {
+    let status = wait_until(&mut child, limit).unwrap_or_else(|| {
         let _ = child.kill();
         let _ = child.wait();
         panic!("{what} hung for {limit:?} (killed)");
     });
     let collect = |rx: mpsc::Receiver<Vec<u8>>| {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = limit.saturating_sub(started.elapsed());
         rx.recv_timeout(left).unwrap_or_else(|_| {
             panic!("{what} exited, but its output was still open after {limit:?}")
         })
@@ -66,17 +66,12 @@ fn read_to_end_in_background(mut pipe: impl Read + Send + 'static) -> mpsc::Rece
     rx
 }
 
-/// Waits for `child` to exit, polling; `None` once `deadline` has passed.
-pub fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return Some(status);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+/// Waits for `child` to exit (reaping it); `None` once `limit` has passed, leaving the caller to
+/// kill it and say what it showed. [`super::within`], looking every few milliseconds.
+pub fn wait_until(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    super::within(limit, Duration::from_millis(5), || {
+        child.try_wait().unwrap()
+    })
 }
 
 /// A command started in the background with its stdout and stderr in files; killed (SIGKILL) and
@@ -215,7 +210,7 @@ impl Running {
     /// Waits for it to exit; kills it and fails the test after `limit`.
     #[track_caller]
     pub fn wait_within(mut self, limit: Duration) -> Out {
-        let Some(status) = wait_until(&mut self.child, Instant::now() + limit) else {
+        let Some(status) = wait_until(&mut self.child, limit) else {
             let _ = self.child.kill();
             let _ = self.child.wait();
             panic!(

@@ -57,7 +57,7 @@ impl Scratch {
     /// waits for a lock beside the folder, then removes what a killed run left there (never a
     /// folder that is not a scratch's), and the folder is removed at the end like any scratch.
     pub fn readable(root: &str) -> Self {
-        use std::time::{Duration, Instant};
+        use std::time::Duration;
         let temp = std::env::temp_dir().canonicalize().unwrap();
         let lock_path = temp.join(format!("{READABLE}.lock"));
         let held = std::fs::OpenOptions::new()
@@ -65,17 +65,24 @@ impl Scratch {
             .append(true)
             .open(&lock_path)
             .unwrap_or_else(|e| panic!("{}: {e}", lock_path.display()));
-        // Bounded: another run's test holds it for a few seconds.
-        let deadline = Instant::now() + Duration::from_secs(600);
-        loop {
-            match rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => break,
-                Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
+        // Longer than one hang bound: every test of every run on the machine that wants this
+        // folder queues for it, and each holds it for its whole run.
+        let queued = super::HANG * 3;
+        let got = super::within(
+            queued,
+            Duration::from_millis(50),
+            || match rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+            {
+                Ok(()) => Some(()),
+                Err(rustix::io::Errno::WOULDBLOCK) => None,
                 Err(e) => panic!("{}: {e}", lock_path.display()),
-            }
-        }
+            },
+        );
+        assert!(
+            got.is_some(),
+            "{} still locked after {queued:?}",
+            lock_path.display()
+        );
         let base = temp.join(READABLE);
         if base.exists() {
             assert!(

@@ -1,8 +1,6 @@
 //! Arbitrary requests through the router (paths with percent-escapes, `..`, very long segments,
 //! any Unicode; any query string; GET and POST): none makes it panic, answer 5xx or hang.
 
-use std::time::Duration;
-
 use axum::body::Body;
 use axum::http::{Method, Request};
 use proptest::prelude::*;
@@ -13,6 +11,7 @@ use hookq::ui::{UiConfig, router};
 
 use crate::nest::runtime;
 use crate::pages::moved;
+use crate::support::HANG;
 
 /// A path segment: one of the view's own words, an escape, a dot segment, long text or any.
 fn segment() -> impl Strategy<Value = String> {
@@ -99,9 +98,9 @@ proptest! {
             return Ok(());
         };
         let status = rt.block_on(async {
-            let resp = tokio::time::timeout(Duration::from_secs(60), app.clone().oneshot(req))
+            let resp = tokio::time::timeout(HANG, app.clone().oneshot(req))
                 .await
-                .unwrap_or_else(|_| panic!("{uri}: no answer within 60 s"))
+                .unwrap_or_else(|_| panic!("{uri}: no answer within {HANG:?}"))
                 .unwrap();
             let status = resp.status();
             // A live stream (`/events`, a log's tail) answers at once and never ends: its body
@@ -112,11 +111,11 @@ proptest! {
                 .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
             if !streams {
                 tokio::time::timeout(
-                    Duration::from_secs(60),
+                    HANG,
                     axum::body::to_bytes(resp.into_body(), 64 << 20),
                 )
                 .await
-                .unwrap_or_else(|_| panic!("{uri}: the body did not end within 60 s"))
+                .unwrap_or_else(|_| panic!("{uri}: the body did not end within {HANG:?}"))
                 .unwrap();
             }
             status

@@ -6,7 +6,6 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
@@ -197,7 +196,7 @@ fn a_page_is_kept_current_and_a_log_tailed_in_a_real_browser() {
         json!(0),
         "log text became markup"
     );
-    runner.wait_within(Duration::from_secs(120)).ok();
+    runner.wait_within(crate::support::HANG).ok();
 
     let console = browser.console();
     assert!(console.is_empty(), "the console: {console:?}");

@@ -196,9 +196,9 @@ impl Events {
 
     /// Waits for a `change` to a generation after `seen`; returns it.
     pub fn change_after(&self, seen: u64, what: &str) -> u64 {
-        let deadline = Instant::now() + HANG;
+        let started = Instant::now();
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = HANG.saturating_sub(started.elapsed());
             let e = match self.rx.recv_timeout(left) {
                 Ok(e) => e,
                 Err(e) => panic!("no change after {what}: {e:?}"),
@@ -209,6 +209,23 @@ impl Events {
                 return g;
             }
         }
+    }
+
+    /// The generation this page has heard of once it caught up with all that was committed
+    /// before the call (`seen` when nothing new was): waits for the watcher of `live` to read
+    /// three times more, so that one read began after the call and the change it found is
+    /// published (a read counts itself after looking at the start log, and the watcher
+    /// publishes a change before it reads again), then for the page to hear of it.
+    pub fn caught_up(&self, live: &Live, mut seen: u64) -> u64 {
+        let reads = live.reads();
+        crate::support::eventually("the watcher to read the database again", || {
+            live.reads() >= reads + 3
+        });
+        let now = live.generation();
+        while seen < now {
+            seen = self.change_after(seen, "a change already published");
+        }
+        seen
     }
 
     /// The last generation `change` events named once the stream has been silent for a while

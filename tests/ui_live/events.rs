@@ -1,7 +1,7 @@
 //! `GET /events`: a page hears of a task move, a hook starting and a hook ending, and fifty
 //! pages cost the database what one does.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use hookq::Workspace;
 use hookq::queue::watch::SQLITE_POLL;
@@ -38,7 +38,7 @@ fn an_open_page_hears_of_a_move_a_start_and_an_end() {
 
     // The runner starts the point: the start goes to the start log, and the database is not
     // written until the point is cleared, so what the page hears of is the start alone.
-    let quiet = page.settle(moved);
+    let quiet = page.caught_up(&live, moved);
     let conn = ws.db();
     let before = data_version(&conn);
     let runner = ws.spawn(&["run"]);
@@ -51,19 +51,19 @@ fn an_open_page_hears_of_a_move_a_start_and_an_end() {
     );
 
     // The hook ends: its point is cleared.
-    let running = page.settle(start);
+    let running = page.caught_up(&live, start);
     std::fs::write(&go, "").unwrap();
     let ended = page.change_after(running, "the hook's end");
-    runner.wait_within(Duration::from_secs(120)).ok();
+    runner.wait_within(crate::support::HANG).ok();
     assert!(ws.pending().is_empty());
     assert_ne!(data_version(&conn), before);
     assert!(live.generation() >= ended);
 
     // Paused and resumed: each heard of.
-    let idle = page.settle(ended);
+    let idle = page.caught_up(&live, ended);
     ws.hookq(&["queue", "pause"]).ok();
     let paused = page.change_after(idle, "queue pause");
-    let idle = page.settle(paused);
+    let idle = page.caught_up(&live, paused);
     ws.hookq(&["queue", "resume"]).ok();
     page.change_after(idle, "queue resume");
 }

@@ -3,6 +3,8 @@
 //! binary records and runs.
 
 mod browser;
+// Shared with the queue binary's PostgreSQL live tests, which use parts this binary does not.
+#[allow(dead_code)]
 mod client;
 mod events;
 mod tail;

@@ -3,7 +3,6 @@
 //! its rest comes; only a log the task has.
 
 use std::io::Write as _;
-use std::time::Duration;
 
 use hookq::Workspace;
 use hookq::ui::live::{LIVE_JS, Live};
@@ -49,7 +48,7 @@ fn a_running_hooks_log_is_streamed_as_it_is_written() {
     );
     let later = rest.text_until(footer);
     assert_eq!(later, tail, "only what came after the offset, rendered");
-    runner.wait_within(Duration::from_secs(120)).ok();
+    runner.wait_within(crate::support::HANG).ok();
 
     // A browser connecting again says where its last event ended: it is sent the rest only.
     let again = server.events_with(

@@ -2,8 +2,6 @@
 //! looks as the page shows it after a reload, colours, a character cut between two writes,
 //! control bytes, carriage returns and an unterminated escape before hookq's footer alike.
 
-use std::time::Duration;
-
 use hookq::Workspace;
 use hookq::ui::{UiConfig, router};
 use serde_json::Value;
@@ -105,7 +103,7 @@ printf 'cut \033['
         (t.contains("\n--- hookq exit 0 after ") && t.ends_with(" ms\n")).then_some(())
     });
     let tailed = runs(&browser);
-    runner.wait_within(Duration::from_secs(120)).ok();
+    runner.wait_within(crate::support::HANG).ok();
     let run = |class: &str, text: &str| (class.to_owned(), text.to_owned());
     assert!(
         tailed.contains(&run("fg-2 b", "green \u{fc} still green")),
