@@ -87,6 +87,10 @@ pub enum HubEvent {
         /// rather than the holder letting go.
         ended_expired: bool,
     },
+    /// The hub holds what it needs to drain, said once, the first time: its store is open
+    /// (and on PostgreSQL, connected, it holds the queue's runner lock). A readiness probe
+    /// waits for it.
+    Attached,
 }
 
 /// Runs the hub of `ws`'s queue until `stop` is requested, on the database `options` and the
@@ -128,6 +132,7 @@ pub fn run_queue(
     }
     let db = ws.db_path();
     let mut store = Store::open_with(&db, options.store).map_err(|e| Error::store(&db, e))?;
+    on_event(HubEvent::Attached);
     tracing::info!(
         "hub draining {} (pid {})",
         ws.root().display(),

@@ -29,9 +29,11 @@ mod observe;
 mod pass;
 mod point;
 mod pool;
+mod slots;
 #[cfg(test)]
 mod tests;
 
 pub use clears::{CLEAR_AFTER, CLEAR_BATCH};
 pub use observe::DrainEvent;
 pub use pass::{Drainer, PassReport};
+pub use slots::{Slot, Slots};
