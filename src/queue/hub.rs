@@ -45,8 +45,9 @@ impl Default for HubOptions {
 }
 
 /// What a hub reports while it runs, for its host to show and its metrics to count
-/// (`hookq::metrics::HubMetrics::observe`, with the `ui` feature). On SQLite only a pass
-/// fails; the others are a PostgreSQL hub's, which outlives outages of its database.
+/// (`hookq::metrics::HubMetrics::observe`, with the `ui` feature). On SQLite a hub attaches and
+/// its passes may fail; the others are a PostgreSQL hub's, which outlives outages of its
+/// database.
 #[derive(Debug)]
 pub enum HubEvent {
     /// A pass failed (an invalid config, a busy database or row); the hub goes on and drains

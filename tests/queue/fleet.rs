@@ -49,11 +49,17 @@ fn one_hub_drains_many_workspaces_each_by_its_own_config() {
         ));
         ws.task_add("before", "p", "todo.proposed").ok();
     }
-    let mut args = vec!["hub", "--jobs", "2"];
+    let mut args = vec!["hub", "--jobs", "2", "--metrics", "127.0.0.1:0"];
     for ws in &wss {
         args.extend(["-C", path(ws.root())]);
     }
     let hub = start_fleet(&wss[0], &args, 3);
+    let url = hub
+        .stdout_so_far()
+        .lines()
+        .find_map(|l| l.strip_prefix("hookq hub: serving metrics at "))
+        .map(str::to_owned)
+        .unwrap();
     for ws in &wss {
         ws.task_add("after", "p", "todo.proposed").ok();
     }
@@ -62,6 +68,22 @@ fn one_hub_drains_many_workspaces_each_by_its_own_config() {
             ws.lines("proposed.out") == [format!("ws{i} before"), format!("ws{i} after")]
         });
         ws.eventually("the queue to be empty", || ws.pending().is_empty());
+    }
+    // Each queue's series carry its `queue` label.
+    for ws in &wss {
+        let series = format!(
+            "hookq_hub_hooks_total{{queue=\"{}\",point=\"after_proposed\",outcome=\"ok\"}} 2",
+            ws.root().display()
+        );
+        ws.eventually("the metrics to count each queue's hooks", || {
+            let text = ureq::get(&url)
+                .call()
+                .unwrap()
+                .body_mut()
+                .read_to_string()
+                .unwrap();
+            text.lines().any(|l| l == series)
+        });
     }
     stop_cleanly(hub);
 }
@@ -72,7 +94,8 @@ fn minus_c_twice_is_for_the_hub_only() {
     let root = path(ws.root());
     let out = ws.hookq(&["-C", root, "-C", root, "run"]).expect_code(2);
     assert!(
-        out.stderr().contains("only `hookq hub` drains several workspaces"),
+        out.stderr()
+            .contains("only `hookq hub` drains several workspaces"),
         "{}",
         out.describe()
     );
@@ -125,7 +148,11 @@ fn a_busy_queue_does_not_starve_the_others() {
     let mut running = 0i32;
     for l in &lines {
         running += if l.ends_with(" start") { 1 } else { -1 };
-        assert!(running <= 2, "more than two points at once:\n{}", lines.join("\n"));
+        assert!(
+            running <= 2,
+            "more than two points at once:\n{}",
+            lines.join("\n")
+        );
     }
     // The nine started while the busy queue had run only a few of its points.
     let busy_starts: Vec<usize> = (0..lines.len())
@@ -182,7 +209,9 @@ fn the_listing_file_is_followed_as_it_changes() {
     a.eventually("a's hub to stop", || {
         hub.stderr_so_far().contains(": detached, its line removed")
     });
-    a.eventually("a's finished point to be cleared", || a.pending().is_empty());
+    a.eventually("a's finished point to be cleared", || {
+        a.pending().is_empty()
+    });
     a.task_add("a2", "p", "todo.proposed").ok();
     b.task_add("b2", "p", "todo.proposed").ok();
     b.eventually("b to go on", || b.lines("out") == ["b1", "b2"]);
@@ -232,14 +261,18 @@ fn a_failing_workspace_is_reported_and_retried_while_the_others_drain() {
             .lines()
             .any(|l| l.starts_with(&prefix) && l.contains(says))
     };
-    good.eventually("the broken config to be reported on a line naming its workspace", || {
-        named(&broken, "config.toml")
-    });
-    good.eventually("the missing workspace to be reported, to be tried again", || {
-        named(&later, "trying again in")
-    });
+    good.eventually(
+        "the broken config to be reported on a line naming its workspace",
+        || named(&broken, "config.toml"),
+    );
+    good.eventually(
+        "the missing workspace to be reported, to be tried again",
+        || named(&later, "trying again in"),
+    );
     good.task_add("g1", "p", "todo.proposed").ok();
-    good.eventually("the good workspace to drain", || good.lines("out") == ["g1"]);
+    good.eventually("the good workspace to drain", || {
+        good.lines("out") == ["g1"]
+    });
     assert_eq!(broken.pending().len(), 1);
 
     // Fixed, each is taken up again.
@@ -251,7 +284,9 @@ fn a_failing_workspace_is_reported_and_retried_while_the_others_drain() {
     later.write_config(r#"after_proposed = ['echo "$ARC_TASK" >> out']"#);
     later.task_add("l1", "p", "todo.proposed").ok();
     wait_ready(&later, &mut hub, 3);
-    later.eventually("the new workspace to drain", || later.lines("out") == ["l1"]);
+    later.eventually("the new workspace to drain", || {
+        later.lines("out") == ["l1"]
+    });
 
     hub.signal(Signal::TERM);
     let out = hub.wait_within(HANG);
