@@ -41,7 +41,9 @@ fn one_hub_drains_sqlite_and_postgres_queues_and_a_standby_takes_over() {
 
     pg.task_add("p1", "p", "failed.x").ok();
     lite.task_add("l1", "p", "failed.x").ok();
-    pg.eventually("the PostgreSQL queue to drain", || pg.lines("ran") == ["p1"]);
+    pg.eventually("the PostgreSQL queue to drain", || {
+        pg.lines("ran") == ["p1"]
+    });
     lite.eventually("the SQLite queue to drain", || lite.lines("ran") == ["l1"]);
     assert!(
         !standby.stdout_so_far().contains("ready"),
