@@ -17,9 +17,10 @@ use hookq::queue::workspace::Workspace;
 pub struct Cli {
     /// Start looking for the workspace (`.radian/arc`; for `worktree`, `.arashi/config.json` or
     /// the git repository) in DIR instead of the current directory; for `agent`, DIR is the
-    /// workspace itself unless `--workspace` names one.
-    #[arg(short = 'C', value_name = "DIR", global = true)]
-    pub dir: Option<PathBuf>,
+    /// workspace itself unless `--workspace` names one. `hookq hub` takes it more than once, to
+    /// drain several workspaces.
+    #[arg(short = 'C', value_name = "DIR", global = true, action = clap::ArgAction::Append)]
+    pub dir: Vec<PathBuf>,
 
     #[command(subcommand)]
     command: Command,
@@ -69,9 +70,16 @@ enum Command {
 /// Where a command works.
 pub(super) struct Ctx {
     start: PathBuf,
+    /// Every `-C` given, in order (only `hookq hub` takes more than one).
+    dirs: Vec<PathBuf>,
 }
 
 impl Ctx {
+    /// Every `-C DIR` given, in order.
+    pub(super) fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
     /// The directory the command starts from.
     pub(super) fn start(&self) -> &std::path::Path {
         &self.start
@@ -135,9 +143,15 @@ pub fn run(cli: Cli) -> Result<(), Error> {
     super::output::stdout_written()
 }
 
-/// Runs a command that works in a workspace, found from `dir` or the current directory.
-fn run_in(dir: Option<PathBuf>, command: Command) -> Result<(), Error> {
-    let start = match dir {
+/// Runs a command that works in a workspace, found from `dirs` (the first, for every command
+/// but `hub`) or the current directory.
+fn run_in(dirs: Vec<PathBuf>, command: Command) -> Result<(), Error> {
+    if dirs.len() > 1 && !matches!(command, Command::Hub(_)) {
+        return Err(Error::Usage(
+            "-C given more than once: only `hookq hub` drains several workspaces".to_owned(),
+        ));
+    }
+    let start = match dirs.first().cloned() {
         Some(d) => d,
         None => std::env::current_dir().map_err(|source| Error::Io {
             what: "cannot read the current directory",
@@ -145,7 +159,7 @@ fn run_in(dir: Option<PathBuf>, command: Command) -> Result<(), Error> {
             source,
         })?,
     };
-    let ctx = Ctx { start };
+    let ctx = Ctx { start, dirs };
     match command {
         Command::Init(a) => super::init::run(&ctx, a),
         Command::Task(c) => super::task::run(&ctx, c),

@@ -9,14 +9,21 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetri
 use prometheus_client::metrics::TypedMetric;
 use prometheus_client::metrics::family::{Family, MetricConstructor};
 
-/// `family`, registered as `name` with `help`, exposed in the order of `order`; a label set
-/// the family does not hold is skipped.
-#[derive(Debug)]
+/// `family`, registered as `name` with `help`, exposed in the order `order` gives at each
+/// scrape; a label set the family does not hold is skipped.
 pub(super) struct Ordered<S, M, C> {
     pub(super) name: &'static str,
     pub(super) help: &'static str,
     pub(super) family: Family<S, M, C>,
-    pub(super) order: Vec<S>,
+    pub(super) order: Box<dyn Fn() -> Vec<S> + Send + Sync>,
+}
+
+impl<S, M, C> Debug for Ordered<S, M, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ordered")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S, M, C> Collector for Ordered<S, M, C>
@@ -29,7 +36,7 @@ where
         // Ended with a full stop, as the registry ends the help of what is registered with it.
         let help = format!("{}.", self.help);
         let mut metric = encoder.encode_descriptor(self.name, &help, None, M::TYPE)?;
-        for labels in &self.order {
+        for labels in &(self.order)() {
             if let Some(m) = self.family.get(labels) {
                 m.encode(metric.encode_family(labels)?)?;
             }

@@ -102,7 +102,7 @@ pub fn queue_metrics(snapshot: &QueueSnapshot<'_>) -> String {
         name: "hookq_pending",
         help: help(QUEUE_METRICS, "hookq_pending"),
         family: pending,
-        order,
+        order: Box::new(move || order.clone()),
     }));
 
     let history = Family::<OutcomeLabel, Gauge>::default();
@@ -122,7 +122,7 @@ pub fn queue_metrics(snapshot: &QueueSnapshot<'_>) -> String {
         name: "hookq_history",
         help: help(QUEUE_METRICS, "hookq_history"),
         family: history,
-        order,
+        order: Box::new(move || order.clone()),
     }));
 
     let mut text = String::new();

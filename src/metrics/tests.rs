@@ -549,3 +549,48 @@ fn a_queue_read_now_gives_its_pending_points_and_its_lock() {
     assert!(e.value("hookq_paused_since_timestamp_seconds", &[]) > 1.7e9);
     drop(lock);
 }
+
+#[test]
+fn a_hub_of_many_queues_labels_each_series_by_queue() {
+    let m = HubMetrics::for_queues();
+    let fresh = parse(&m.render());
+    assert!(fresh.samples.is_empty(), "no queue, no series");
+    m.queue("/srv/a")
+        .hook_ran(Point::AfterMerge, Outcome::Ok, Duration::from_millis(20));
+    m.queue("/srv/b").pass_ended(None);
+    m.queue("/srv/b").took_over(true);
+    let e = parse(&m.render());
+    assert!(
+        e.samples.iter().all(|s| s.labels.contains_key("queue")),
+        "{:#?}",
+        e.samples
+    );
+    let hooks = |q: &str| {
+        e.value(
+            "hookq_hub_hooks_total",
+            &[("queue", q), ("point", "after_merge"), ("outcome", "ok")],
+        )
+    };
+    assert_eq!((hooks("/srv/a"), hooks("/srv/b")), (1.0, 0.0));
+    let failures = |q: &str| e.value("hookq_hub_pass_failures_total", &[("queue", q)]);
+    assert_eq!((failures("/srv/a"), failures("/srv/b")), (0.0, 1.0));
+    assert_eq!(
+        e.value(
+            "hookq_hub_lock_takeovers_total",
+            &[("queue", "/srv/b"), ("how", "lease_expired")]
+        ),
+        1.0
+    );
+    // Queue by queue, in the order they were first named.
+    let first = e
+        .samples
+        .iter()
+        .position(|s| s.labels["queue"] == "/srv/b")
+        .unwrap();
+    assert!(
+        e.samples[..first]
+            .iter()
+            .filter(|s| s.name == "hookq_hub_hooks_total")
+            .all(|s| s.labels["queue"] == "/srv/a")
+    );
+}

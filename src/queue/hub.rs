@@ -45,8 +45,9 @@ impl Default for HubOptions {
 }
 
 /// What a hub reports while it runs, for its host to show and its metrics to count
-/// (`hookq::metrics::HubMetrics::observe`, with the `ui` feature). On SQLite only a pass
-/// fails; the others are a PostgreSQL hub's, which outlives outages of its database.
+/// (`hookq::metrics::HubMetrics::observe`, with the `ui` feature). On SQLite a hub attaches and
+/// its passes may fail; the others are a PostgreSQL hub's, which outlives outages of its
+/// database.
 #[derive(Debug)]
 pub enum HubEvent {
     /// A pass failed (an invalid config, a busy database or row); the hub goes on and drains
@@ -87,6 +88,10 @@ pub enum HubEvent {
         /// rather than the holder letting go.
         ended_expired: bool,
     },
+    /// The hub holds what it needs to drain, said once, the first time: its store is open
+    /// (and on PostgreSQL, connected, it holds the queue's runner lock). A readiness probe
+    /// waits for it.
+    Attached,
 }
 
 /// Runs the hub of `ws`'s queue until `stop` is requested, on the database `options` and the
@@ -128,6 +133,7 @@ pub fn run_queue(
     }
     let db = ws.db_path();
     let mut store = Store::open_with(&db, options.store).map_err(|e| Error::store(&db, e))?;
+    on_event(HubEvent::Attached);
     tracing::info!(
         "hub draining {} (pid {})",
         ws.root().display(),

@@ -26,6 +26,8 @@
 //!   ([`Drainer`]).
 //! - **hub**: the long-running loop that takes the runner lock and runs a pass whenever the
 //!   queue changes ([`hub`]).
+//! - **fleet**: one process running the hubs of many workspaces' queues, sharing its job
+//!   slots fairly among them ([`fleet`]).
 //! - **runner lock**: the one lock a pass holds, so one runner drains a queue at a time: the
 //!   workspace's `runner.lock` on SQLite, the queue's advisory lock on PostgreSQL.
 //! - **driver**: one database's implementation of the queue ([`Driver`]), and **place** where
@@ -41,6 +43,7 @@ pub mod drain;
 pub mod driver;
 pub mod env;
 pub mod error;
+pub mod fleet;
 pub mod handle;
 pub mod hub;
 pub mod ids;

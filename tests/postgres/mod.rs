@@ -20,6 +20,7 @@ mod channels;
 pub(crate) mod cli;
 mod cluster;
 mod fault;
+mod fleet;
 #[cfg(feature = "ui")]
 mod live;
 // The live view's test client, shared with the `ui` binary's live tests.

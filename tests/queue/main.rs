@@ -21,6 +21,7 @@ mod config_writes;
 #[path = "../conformance/mod.rs"]
 mod conformance;
 mod crash;
+mod fleet;
 mod hostile;
 mod hub_metrics;
 mod notify;

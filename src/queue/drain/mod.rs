@@ -22,6 +22,10 @@
 //! between runs those points again: hooks run at least once, so any point not yet cleared may
 //! run again. Batched, and with the starts in the log, a point appends a fifth of what it
 //! would to the WAL committed one by one (docs/design.md has the figures).
+//!
+//! Drainers of many queues in one process may share job [`Slots`]: each point takes one as it
+//! starts and gives it back as it ends, so at most so many points run at once among them all,
+//! handed out in the order they were asked for.
 
 mod clears;
 mod next;
@@ -29,9 +33,11 @@ mod observe;
 mod pass;
 mod point;
 mod pool;
+mod slots;
 #[cfg(test)]
 mod tests;
 
 pub use clears::{CLEAR_AFTER, CLEAR_BATCH};
 pub use observe::DrainEvent;
 pub use pass::{Drainer, PassReport};
+pub use slots::{Slot, Slots};

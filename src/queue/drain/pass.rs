@@ -22,6 +22,7 @@ use super::clears::{CLEAR_AFTER, Clears};
 use super::next::next;
 use super::observe::DrainEvent;
 use super::point::{Around, Done, Job, Ran, execute};
+use super::slots::Slots;
 
 /// How many pending rows one read fetches.
 const BATCH: usize = 256;
@@ -89,6 +90,8 @@ pub struct Drainer<'a> {
     pub(super) warn: Box<dyn FnMut(&str) + 'a>,
     /// Told of each command run and each pass ended ([`Drainer::observe`]).
     pub(super) observer: Option<Observer<'a>>,
+    /// Job slots shared with other drainers ([`Drainer::slots`]).
+    pub(super) slots: Option<Arc<Slots>>,
 }
 
 impl std::fmt::Debug for Drainer<'_> {
@@ -119,12 +122,22 @@ impl<'a> Drainer<'a> {
             ahead: None,
             warn: Box::new(warn),
             observer: None,
+            slots: None,
         }
     }
 
     /// Runs up to `jobs` points of different tasks at once (default 1).
     pub fn jobs(mut self, jobs: usize) -> Self {
         self.jobs = jobs.max(1);
+        self
+    }
+
+    /// Takes a slot of `slots` for each point as it starts and gives it back as the point
+    /// ends, so that the drainers sharing them run at most as many points at once as there
+    /// are slots, whatever each one's [`jobs`](Drainer::jobs). Slots are handed out in the
+    /// order they were asked for: drainers of many queues share them fairly.
+    pub fn slots(mut self, slots: Arc<Slots>) -> Self {
+        self.slots = Some(slots);
         self
     }
 
@@ -261,7 +274,7 @@ impl<'a> Drainer<'a> {
             };
             let passed = if report.paused {
                 Ok(())
-            } else if self.jobs == 1 {
+            } else if self.jobs == 1 && self.slots.is_none() {
                 self.pass(store, lock, &mut report, None)
             } else {
                 self.pass_parallel(store, lock, &mut report)

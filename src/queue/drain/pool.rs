@@ -13,6 +13,7 @@ use crate::queue::workspace::Workspace;
 
 use super::pass::current;
 use super::point::{Around, Done, Job, Ran, execute};
+use super::slots::Slots;
 use super::{Drainer, PassReport};
 
 impl<'a> Drainer<'a> {
@@ -29,6 +30,8 @@ impl<'a> Drainer<'a> {
         let (ws, stop) = (&ws, self.stop);
         let markers: Vec<S::Marker> = (0..self.jobs).map(|_| store.start_marker(lock)).collect();
         let config = Arc::clone(&self.config);
+        let slots = self.slots.clone();
+        let slots = slots.as_deref();
         std::thread::scope(|scope| {
             for mut marker in markers {
                 let (job_rx, done_tx, config) = (&job_rx, done_tx.clone(), &config);
@@ -40,7 +43,7 @@ impl<'a> Drainer<'a> {
                         // Every job taken is answered, even one whose run panicked: the pass
                         // waits for as many answers as it sent jobs.
                         let done = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                            start(ws, lock, job, stop, &mut marker, config)
+                            start(ws, lock, job, stop, &mut marker, config, slots)
                         }))
                         .unwrap_or_else(|payload| panicked(entry, payload.as_ref()));
                         if done_tx.send(done).is_err() {
@@ -58,11 +61,32 @@ impl<'a> Drainer<'a> {
     }
 }
 
-/// A worker's part of a parallel pass: runs `job` unless, while it waited, a stop came or the
-/// config changed (a point runs with the config as it is when the point runs); its start is
-/// marked with the worker's marker while its first command waits at its gate, unless it was
-/// dropped.
+/// A worker's part of a parallel pass: takes a shared slot when there are `slots`, then runs
+/// `job` unless, while it waited, a stop came or the config changed (a point runs with the
+/// config as it is when the point runs); its start is marked with the worker's marker while
+/// its first command waits at its gate, unless it was dropped. The slot is given back as the
+/// point ends.
 fn start(
+    ws: &Workspace,
+    lock: &RunnerLock,
+    job: Job,
+    stop: &Stop,
+    marker: &mut impl MarkStarts,
+    config: &Mutex<ConfigSource>,
+    slots: Option<&Slots>,
+) -> Done {
+    let slot = match slots.map(|s| s.take(stop)) {
+        Some(None) => return Done::unrun(job, Ran::Stopped),
+        Some(Some(slot)) => Some(slot),
+        None => None,
+    };
+    let done = start_holding(ws, lock, job, stop, marker, config);
+    drop(slot);
+    done
+}
+
+/// [`start`] once the point may run.
+fn start_holding(
     ws: &Workspace,
     lock: &RunnerLock,
     job: Job,

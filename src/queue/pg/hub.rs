@@ -81,6 +81,7 @@ pub(crate) fn run(
     let database = target.to_string();
     let mut backoff = opts.backoff_first;
     let (mut down, mut connected_once, mut lost) = (false, false, false);
+    let mut attached = false;
     loop {
         if stop.graceful() {
             return Ok(());
@@ -103,6 +104,9 @@ pub(crate) fn run(
                 }
                 if let Some(Takeover { ended_expired }) = took_over {
                     on_event(HubEvent::TookOver { ended_expired });
+                }
+                if !std::mem::replace(&mut attached, true) {
+                    on_event(HubEvent::Attached);
                 }
                 down = false;
                 backoff = opts.backoff_first;
