@@ -96,13 +96,13 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
                 "--workspaces lists the workspaces to drain: -C cannot add to them".to_owned(),
             ));
         }
-        (Some(file), []) => Listing::File(std::path::absolute(file).map_err(|source| {
-            Error::Io {
+        (Some(file), []) => {
+            Listing::File(std::path::absolute(file).map_err(|source| Error::Io {
                 what: "cannot read the current directory",
                 path: ".".into(),
                 source,
-            }
-        })?),
+            })?)
+        }
         (None, dirs @ [_, _, ..]) => Listing::Dirs(dirs.to_vec()),
         (None, _) => return run_one(ctx, args),
     };
