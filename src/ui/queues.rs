@@ -206,7 +206,7 @@ pub(crate) async fn metrics(State(fleet): State<Fleet>) -> Response {
 
 /// `/q/<slug>/…`: the request, its path made the queue router's own (`/…`), handed to that
 /// queue's router; its pages link within `q/<slug>/`.
-pub(crate) async fn dispatch(State(fleet): State<Fleet>, mut req: Request) -> Response {
+pub(crate) async fn dispatch(State(fleet): State<Fleet>, req: Request) -> Response {
     let path = req.uri().path();
     let rest = path.strip_prefix("/q/").unwrap_or_default();
     let (slug, inner) = match rest.split_once('/') {
@@ -228,11 +228,24 @@ pub(crate) async fn dispatch(State(fleet): State<Fleet>, mut req: Request) -> Re
         Some(q) => format!("{inner}?{q}"),
         None => inner,
     };
-    match target.parse::<Uri>() {
-        Ok(uri) => *req.uri_mut() = uri,
+    let uri = match target.parse::<Uri>() {
+        Ok(uri) => uri,
         Err(e) => {
             return (StatusCode::BAD_REQUEST, format!("{name}: bad path: {e}\n")).into_response();
         }
+    };
+    // A request of its own: what this router's matching left in the extensions (the path's
+    // parameters) would be taken for the queue router's. The address asked for goes along,
+    // for the queue's pages to link from.
+    let outer = req.extensions().get::<OriginalUri>().cloned();
+    let (parts, body) = req.into_parts();
+    let mut req = Request::new(body);
+    *req.method_mut() = parts.method;
+    *req.uri_mut() = uri;
+    *req.version_mut() = parts.version;
+    *req.headers_mut() = parts.headers;
+    if let Some(outer) = outer {
+        req.extensions_mut().insert(outer);
     }
     let mut router = router;
     match tower_service::Service::call(&mut router, req).await {
