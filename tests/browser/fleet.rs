@@ -32,9 +32,14 @@ fn the_list_of_queues_opens_one_queues_pending_page() {
             .unwrap_or_default()
     };
     assert_eq!(pending_of_b(), "0");
-    hookq_ok(&b, &["task", "add", "n1", "--plan", "p", "--phase", "todo.ready"]);
+    hookq_ok(
+        &b,
+        &["task", "add", "n1", "--plan", "p", "--phase", "todo.ready"],
+    );
     hookq_ok(&b, &["task", "move", "n1", "failed.x", "--no-run"]);
-    br.wait_for("b's new point on the list", |_| (pending_of_b() == "1").then_some(()));
+    br.wait_for("b's new point on the list", |_| {
+        (pending_of_b() == "1").then_some(())
+    });
 
     // A's pending count leads to a's own pending page, whose links stay with a.
     br.find("table#queues tr:nth-child(1) td.pending a").click();
