@@ -88,9 +88,12 @@ where
     }));
 }
 
+/// How a metric's value is read from a queue's snapshot.
+type Read = dyn Fn(&QueueSnapshot<'_>) -> i64;
+
 fn render(queues: &[(QueueLabel, &QueueSnapshot<'_>)]) -> String {
     let mut registry = Registry::default();
-    let gauges = |value: &dyn Fn(&QueueSnapshot<'_>) -> i64| {
+    let gauges = |value: &Read| {
         let family = Family::<(QueueLabel, NoLabels), Gauge>::default();
         let mut order = Vec::new();
         for (queue, snapshot) in queues {
@@ -100,7 +103,7 @@ fn render(queues: &[(QueueLabel, &QueueSnapshot<'_>)]) -> String {
         }
         (family, order)
     };
-    let plain: [(&'static str, &dyn Fn(&QueueSnapshot<'_>) -> i64); 6] = [
+    let plain: [(&'static str, &Read); 6] = [
         ("hookq_pending_points", &|q| q.stats.pending),
         ("hookq_interrupted", &|q| q.stats.interrupted),
         ("hookq_parked", &|q| count_of(&q.stats.history_by_outcome, "abandoned")),
@@ -113,7 +116,7 @@ fn render(queues: &[(QueueLabel, &QueueSnapshot<'_>)]) -> String {
         register(&mut registry, name, family, order);
     }
 
-    let seconds = |value: &dyn Fn(&QueueSnapshot<'_>) -> i64| {
+    let seconds = |value: &Read| {
         let family = Family::<(QueueLabel, NoLabels), Gauge<f64, AtomicU64>>::default();
         let mut order = Vec::new();
         for (queue, snapshot) in queues {
@@ -125,7 +128,7 @@ fn render(queues: &[(QueueLabel, &QueueSnapshot<'_>)]) -> String {
         }
         (family, order)
     };
-    let timed: [(&'static str, &dyn Fn(&QueueSnapshot<'_>) -> i64); 2] = [
+    let timed: [(&'static str, &Read); 2] = [
         ("hookq_oldest_pending_age_seconds", &|q| {
             q.stats
                 .oldest_recorded_ms
