@@ -18,7 +18,7 @@ pub struct Cli {
     /// Start looking for the workspace (`.radian/arc`; for `worktree`, `.arashi/config.json` or
     /// the git repository) in DIR instead of the current directory; for `agent`, DIR is the
     /// workspace itself unless `--workspace` names one. `hookq hub` takes it more than once, to
-    /// drain several workspaces.
+    /// drain several workspaces, and `hookq ui`, to show several.
     #[arg(short = 'C', value_name = "DIR", global = true, action = clap::ArgAction::Append)]
     pub dir: Vec<PathBuf>,
 
@@ -70,7 +70,7 @@ enum Command {
 /// Where a command works.
 pub(super) struct Ctx {
     start: PathBuf,
-    /// Every `-C` given, in order (only `hookq hub` takes more than one).
+    /// Every `-C` given, in order (only `hookq hub` and `hookq ui` take more than one).
     dirs: Vec<PathBuf>,
 }
 
@@ -144,11 +144,12 @@ pub fn run(cli: Cli) -> Result<(), Error> {
 }
 
 /// Runs a command that works in a workspace, found from `dirs` (the first, for every command
-/// but `hub`) or the current directory.
+/// but `hub` and `ui`) or the current directory.
 fn run_in(dirs: Vec<PathBuf>, command: Command) -> Result<(), Error> {
-    if dirs.len() > 1 && !matches!(command, Command::Hub(_)) {
+    if dirs.len() > 1 && !matches!(command, Command::Hub(_) | Command::Ui(_)) {
         return Err(Error::Usage(
-            "-C given more than once: only `hookq hub` drains several workspaces".to_owned(),
+            "-C given more than once: only `hookq hub` and `hookq ui` take several workspaces"
+                .to_owned(),
         ));
     }
     let start = match dirs.first().cloned() {

@@ -1,13 +1,18 @@
 //! `hookq ui`: the web view of the workspace's queue, served until Ctrl-C or SIGTERM.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use crate::cli::error::Error;
-use hookq::ui::{self, Ui, UiConfig, UiError};
+use hookq::queue::fleet::Listing;
+use hookq::ui::{self, Fleet, FleetConfig, Ui, UiConfig, UiError};
 
 use super::app::Ctx;
 
 /// Serve a web view of the queue: pending points, history, tasks, hook logs (live), JSON.
+///
+/// `-C DIR` more than once, or `--workspaces FILE`, shows several workspaces' queues: the view
+/// opens on the list of them, each linked to its own pages under `/q/<name>/`.
 #[derive(Debug, clap::Args)]
 pub(super) struct Args {
     /// The address to listen on; the port 0 picks a free one. Off loopback, every request
@@ -20,6 +25,17 @@ pub(super) struct Args {
     /// Offer actions: retry a history row, drop a pending point, pause and resume the queue.
     #[arg(long)]
     actions: bool,
+    /// Show the workspaces FILE lists, one directory a line (blank lines and `#` comments
+    /// ignored, a relative path taken from FILE's folder), as `hookq hub --workspaces` reads
+    /// it; a change to FILE shows at once.
+    #[arg(long, value_name = "FILE")]
+    workspaces: Option<PathBuf>,
+}
+
+/// What `hookq ui` serves: one queue's view, or the view of many.
+enum View {
+    One(Ui),
+    Many(Fleet),
 }
 
 fn ui_error(e: UiError) -> Error {
@@ -35,20 +51,58 @@ fn ui_error(e: UiError) -> Error {
 }
 
 pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
-    let ws = ctx.workspace()?;
+    let listing = match (&args.workspaces, ctx.dirs()) {
+        (Some(_), [_, ..]) => {
+            return Err(Error::Usage(
+                "--workspaces lists the workspaces to show: -C cannot add to them".to_owned(),
+            ));
+        }
+        (Some(file), []) => Some(Listing::File(std::path::absolute(file).map_err(
+            |source| Error::Io {
+                what: "cannot read the current directory",
+                path: ".".into(),
+                source,
+            },
+        )?)),
+        (None, dirs @ [_, _, ..]) => Some(Listing::Dirs(dirs.to_vec())),
+        (None, _) => None,
+    };
     let token_env = std::env::var("HOOKQ_UI_TOKEN").ok();
     let token = ui::token_for(args.listen.ip(), token_env).map_err(|source| Error::Io {
         what: "cannot read",
         path: "/dev/urandom".into(),
         source,
     })?;
-    let view = Ui::open(UiConfig {
-        workspace: ws,
-        options: ctx.options()?,
-        actions: args.actions,
-        token: token.as_ref().map(|(t, _)| t.clone()),
-    })
-    .map_err(ui_error)?;
+    let view = match listing {
+        None => View::One(
+            Ui::open(UiConfig {
+                workspace: ctx.workspace()?,
+                options: ctx.options()?,
+                actions: args.actions,
+                token: token.as_ref().map(|(t, _)| t.clone()),
+            })
+            .map_err(ui_error)?,
+        ),
+        Some(listing) => View::Many(
+            Fleet::open(FleetConfig {
+                listing,
+                options: ctx.options()?,
+                actions: args.actions,
+                token: token.as_ref().map(|(t, _)| t.clone()),
+            })
+            .map_err(ui_error)?,
+        ),
+    };
+    let (what, router) = match &view {
+        View::One(ui) => (ui.place().to_owned(), ui.router()),
+        View::Many(fleet) => {
+            let n = fleet.len();
+            (
+                format!("{n} queue{}", if n == 1 { "" } else { "s" }),
+                fleet.router(),
+            )
+        }
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .max_blocking_threads(8)
@@ -73,7 +127,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         })?;
         let stop = signalled();
         let url = format!("http://{addr}/");
-        outln!("hookq ui: serving {} at {url}", view.place());
+        outln!("hookq ui: serving {what} at {url}");
         let mut open_url = url.clone();
         if let Some((t, generated)) = &token {
             if *generated {
@@ -87,7 +141,7 @@ pub(super) fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
         if args.open {
             open(&open_url);
         }
-        ui::serve(listener, view.router(), token.is_none(), stop)
+        ui::serve(listener, router, token.is_none(), stop)
             .await
             .map_err(|source| Error::Io {
                 what: "cannot serve on",

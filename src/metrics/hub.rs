@@ -49,7 +49,7 @@ struct PointLabel {
 /// The `queue` label of a hub of many queues (the workspace's directory), none for a hub of
 /// one.
 #[derive(Debug, Clone, Hash, PartialEq, Eq)]
-struct QueueLabel(Option<Arc<str>>);
+pub(super) struct QueueLabel(pub(super) Option<Arc<str>>);
 
 impl EncodeLabelSet for QueueLabel {
     fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
@@ -148,7 +148,7 @@ fn register<S, M, C>(
 
 /// No labels besides the queue's.
 #[derive(Debug, Clone, Hash, PartialEq, Eq)]
-struct NoLabels;
+pub(super) struct NoLabels;
 
 impl EncodeLabelSet for NoLabels {
     fn encode(&self, _: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {

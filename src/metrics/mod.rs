@@ -13,5 +13,5 @@ mod tests;
 
 pub use catalog::{CONTENT_TYPE, HUB_METRICS, Kind, MetricDoc, QUEUE_METRICS};
 pub use hub::{DURATION_BUCKETS, HubMetrics, QueueMetrics};
-pub use queue::{QueueSnapshot, queue_metrics, read_queue_metrics};
+pub use queue::{QueueSnapshot, queue_metrics, queues_metrics, read_queue_metrics};
 pub use serve::{MetricsServer, ServeError, serve};

@@ -594,3 +594,45 @@ fn a_hub_of_many_queues_labels_each_series_by_queue() {
             .all(|s| s.labels["queue"] == "/srv/a")
     );
 }
+
+#[test]
+fn many_queues_label_each_series_by_queue() {
+    let a = stats();
+    let b = Stats {
+        pending: 0,
+        pending_by_point: vec![],
+        interrupted: 0,
+        oldest_recorded_ms: None,
+        history_by_outcome: vec![],
+        tasks: 0,
+        paused_since_ms: None,
+    };
+    let snapshot = |stats| QueueSnapshot {
+        stats,
+        lock_held: false,
+        now_ms: 2_000_000,
+    };
+    let text = queues_metrics(&[("/srv/a", snapshot(&a)), ("/srv/b", snapshot(&b))]);
+    let e = parse(&text);
+    assert!(
+        e.samples.iter().all(|s| s.labels.contains_key("queue")),
+        "{text}"
+    );
+    let pending = |q: &str| e.value("hookq_pending_points", &[("queue", q)]);
+    assert_eq!((pending("/srv/a"), pending("/srv/b")), (7.0, 0.0));
+    assert_eq!(
+        e.value(
+            "hookq_pending",
+            &[("queue", "/srv/a"), ("point", "after_merge")]
+        ),
+        4.0
+    );
+    assert_eq!(
+        e.value("hookq_oldest_pending_age_seconds", &[("queue", "/srv/a")]),
+        1000.0
+    );
+    // One queue's text, its series labelled: the same metrics, the same order.
+    let one = queues_metrics(&[("/srv/a", snapshot(&a))]);
+    let unlabelled = one.replace("{queue=\"/srv/a\"}", "").replace("queue=\"/srv/a\",", "");
+    assert_eq!(unlabelled, queue_metrics(&snapshot(&a)));
+}

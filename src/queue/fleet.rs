@@ -42,6 +42,19 @@ pub enum Listing {
 }
 
 impl Listing {
+    /// The directories listed now, each once: a file's lines read again.
+    pub fn dirs(&self) -> Result<Vec<PathBuf>, ListingError> {
+        self.read()
+    }
+
+    /// The listing file, when the directories are a file's.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            Listing::File(path) => Some(path),
+            Listing::Dirs(_) => None,
+        }
+    }
+
     /// The directories listed now.
     fn read(&self) -> Result<Vec<PathBuf>, ListingError> {
         match self {

@@ -102,6 +102,11 @@ impl App {
         &self.0.db
     }
 
+    /// The live view's watcher.
+    pub(crate) fn live(&self) -> &Arc<Live> {
+        &self.0.live
+    }
+
     /// Keeps `message` for the next page that asks for `key`; the oldest messages go first.
     pub(crate) fn leave_flash(&self, message: String) -> String {
         let mut f = self.0.flashes.lock().unwrap_or_else(PoisonError::into_inner);
@@ -162,6 +167,11 @@ impl Ui {
         self.app.place()
     }
 
+    /// The state its router's handlers share.
+    pub(crate) fn app(&self) -> &App {
+        &self.app
+    }
+
     /// The view's router. Every request's reads and writes of the queue run on tokio's
     /// blocking pool, so it must be served on a tokio runtime.
     pub fn router(&self) -> Router {
@@ -215,7 +225,7 @@ fn routes(app: App) -> Router {
 /// Says how long the server took to make each response, in a `Server-Timing` header
 /// (`app;dur=<ms>`): a browser's network panel shows it, and the benchmark reads it. For a
 /// page, the whole of its work: its reads and its rendering. For a stream, until it began.
-async fn server_timing(req: Request, next: Next) -> Response {
+pub(crate) async fn server_timing(req: Request, next: Next) -> Response {
     let start = std::time::Instant::now();
     let mut resp = next.run(req).await;
     let ms = start.elapsed().as_secs_f64() * 1000.0;
@@ -227,7 +237,7 @@ async fn server_timing(req: Request, next: Next) -> Response {
 
 /// Sets the headers that keep every response to itself: no framing, no sniffing, no
 /// referrer, scripts and styles from the view only.
-async fn secure_headers(req: Request, next: Next) -> Response {
+pub(crate) async fn secure_headers(req: Request, next: Next) -> Response {
     let mut resp = next.run(req).await;
     let h = resp.headers_mut();
     h.insert(

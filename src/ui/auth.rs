@@ -153,7 +153,12 @@ pub(crate) async fn same_site_forms(req: Request, next: Next) -> Response {
 /// `?token=` visit with the right token gets the cookie and is sent to the same page without
 /// the token in its address; any other request without it gets 401.
 pub(crate) async fn require_token(State(app): State<App>, req: Request, next: Next) -> Response {
-    let Some(token) = app.token() else {
+    require(app.token(), req, next).await
+}
+
+/// [`require_token`] of `token`, the one a server's requests must present (none: anyone).
+pub(crate) async fn require(token: Option<&str>, req: Request, next: Next) -> Response {
+    let Some(token) = token else {
         return next.run(req).await;
     };
     if presented(req.headers()).is_some_and(|t| same(t.as_bytes(), token.as_bytes())) {

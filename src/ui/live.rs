@@ -71,6 +71,8 @@ pub(crate) struct Shared {
     sender: Mutex<Option<channel::Sender<u64>>>,
     /// What each new stream subscribes through.
     receiver: channel::Receiver<u64>,
+    /// Told of each change too: a view of many queues keeps its list current through them.
+    followers: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
 }
 
 impl Pause for Shared {
@@ -95,6 +97,9 @@ impl Shared {
         let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
         if let Some(tx) = &*self.sender.lock().unwrap_or_else(PoisonError::into_inner) {
             tx.send_replace(generation);
+        }
+        for follow in &*self.followers.lock().unwrap_or_else(PoisonError::into_inner) {
+            follow();
         }
     }
 
@@ -137,6 +142,7 @@ impl Live {
             wake: Condvar::new(),
             sender: Mutex::new(Some(tx)),
             receiver: rx,
+            followers: Mutex::new(Vec::new()),
         });
         let theirs = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -164,6 +170,16 @@ impl Live {
     /// How many times the watcher has read the database, however many pages listen.
     pub fn reads(&self) -> u64 {
         self.shared.reads.load(Ordering::Relaxed)
+    }
+
+    /// Calls `follow` on the watcher's thread each time it sees a change, after the pages
+    /// heard of it.
+    pub(crate) fn follow(&self, follow: Box<dyn Fn() + Send + Sync>) {
+        self.shared
+            .followers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(follow);
     }
 
     /// The workspace watched.
@@ -215,6 +231,19 @@ pub fn routes(live: Arc<Live>) -> Router {
         .route("/task/{id}/log/{file}/tail", get(tail::tail))
         .route("/assets/live.js", get(script))
         .with_state(live)
+}
+
+/// `/events` of `generations` and `/assets/live.js`: the live updates of a page that is not
+/// one queue's (the list of a view of many).
+pub(crate) fn list_routes<S: Clone + Send + Sync + 'static>(
+    generations: channel::Receiver<u64>,
+) -> Router<S> {
+    Router::new()
+        .route(
+            "/events",
+            get(move || events::stream(generations.clone())),
+        )
+        .route("/assets/live.js", get(script))
 }
 
 async fn script() -> impl axum::response::IntoResponse {

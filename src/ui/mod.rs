@@ -3,7 +3,8 @@
 //! Behind the `ui` feature.
 //!
 //! A host serves [`router`] itself, or nests it under a prefix of its own server; `hookq ui`
-//! serves it with [`serve`].
+//! serves it with [`serve`]. [`Fleet`] serves many queues: a list of them, and each one's view
+//! under `q/<slug>/`.
 
 mod actions;
 mod ansi;
@@ -14,13 +15,16 @@ mod auth;
 mod chart;
 mod db;
 mod error;
+mod fleet;
 mod fmt;
 pub mod live;
 mod model;
 mod pages;
 mod params;
+mod queues;
 mod serve;
 
 pub use app::{Ui, UiConfig, router};
 pub use error::UiError;
+pub use fleet::{Fleet, FleetConfig};
 pub use serve::{serve, token_for};

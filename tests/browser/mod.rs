@@ -3,10 +3,12 @@
 //! serves itself (`own_page`), then `hookq ui` run for real (`server`) on workspaces the binary
 //! recorded into: every page, live updates and a tailed log (`pages`, the `scenarios` the
 //! PostgreSQL tests run too), hostile values (`hostile`), the actions and the token
-//! (`actions`), and a reader clicking through many pages (`navigation`). Screenshots go to
+//! (`actions`), a reader clicking through many pages (`navigation`), and the list of many
+//! workspaces' queues (`fleet`). Screenshots go to
 //! `target/ui-screens/`. Without Chromium a test says `SKIPPED` and passes, but under CI.
 
 mod actions;
+mod fleet;
 mod hostile;
 mod navigation;
 mod own_page;

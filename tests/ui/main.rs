@@ -12,6 +12,7 @@ mod actions;
 #[path = "../browser/mod.rs"]
 mod browser;
 mod cli;
+mod fleet;
 mod fuzz;
 mod hostile;
 #[path = "../ui_live/mod.rs"]

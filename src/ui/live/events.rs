@@ -20,7 +20,12 @@ pub const RETRY: Duration = Duration::from_secs(1);
 /// the view stops. Nothing here reads the database: every stream waits on the channel the one
 /// watcher feeds.
 pub(super) async fn events(State(live): State<Arc<Live>>) -> impl IntoResponse {
-    let mut rx = live.shared.subscribe();
+    stream(live.shared.subscribe()).await
+}
+
+/// The events of the generations `rx` receives: `hello` with the current one, then `change`
+/// with each new one, until its sender is gone.
+pub(super) async fn stream(mut rx: tokio::sync::watch::Receiver<u64>) -> impl IntoResponse {
     let first = *rx.borrow_and_update();
     let hello = Event::default()
         .event("hello")
