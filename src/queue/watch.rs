@@ -463,4 +463,32 @@ mod tests {
         }
         assert!(watcher.reads().load(Ordering::Relaxed) >= 2);
     }
+
+    #[test]
+    fn a_settled_watcher_tells_only_of_what_comes_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(dir.path());
+        std::fs::create_dir_all(ws.db_path().parent().unwrap()).unwrap();
+        let mut watcher = Queue::open(&ws).unwrap().watcher().unwrap();
+        watcher.set_poll(Duration::from_millis(1));
+        let add = |task: &str| {
+            Queue::open(&ws)
+                .unwrap()
+                .add_task(
+                    &TaskId::new(task).unwrap(),
+                    &PlanId::new("p").unwrap(),
+                    &Phase::new("todo.ready").unwrap(),
+                )
+                .unwrap();
+        };
+        // What a hub's own pass commits is settled, and wakes nothing.
+        add("t1");
+        watcher.settle();
+        assert!(!watcher.step(&Clock), "a commit from before the settle");
+        add("t2");
+        let hang = Instant::now() + Duration::from_secs(60);
+        while !watcher.step(&Clock) {
+            assert!(Instant::now() < hang, "the watcher never saw the commit after the settle");
+        }
+    }
 }
