@@ -9,8 +9,6 @@
 //! binding (for SQLite, the functions of [`crate::queue::record`] over a
 //! [`rusqlite::Transaction`]), and the store only reads back what was committed.
 
-use std::time::Duration;
-
 use crate::queue::error::Error;
 use crate::queue::lock::RunnerLock;
 use crate::queue::model::{Cleared, PendingRow};
@@ -105,17 +103,18 @@ pub trait QueueStore {
         remove_logs: &mut dyn FnMut(&str),
     ) -> Result<usize, Error>;
 
-    /// A mark that changes whenever another connection commits: the drain compares two to tell
-    /// whether points were recorded while a pass ran, the hub to know when to drain again.
+    /// A mark that changes whenever another connection commits a point (or pauses or resumes
+    /// the queue): the drain compares two to tell whether points were recorded while a pass
+    /// ran, and so does the hub after each pass. The store's own clears and starts leave it as
+    /// it was. (Between passes the hub waits on a [`Watcher`](crate::queue::watch::Watcher).)
     fn change_mark(&mut self) -> Result<ChangeMark, Error>;
 
-    /// Waits up to `timeout` for a commit by another connection since `seen`; whether one came.
-    /// The hub calls it between passes. This default sleeps `timeout`, then compares
-    /// [`change_mark`](QueueStore::change_mark)s; a store that is told of commits (a
-    /// notification channel) can return as soon as one arrives.
-    fn wait_for_change(&mut self, seen: ChangeMark, timeout: Duration) -> Result<bool, Error> {
-        std::thread::sleep(timeout);
-        Ok(self.change_mark()? != seen)
+    /// Fails when the runner's own lock in the database, or the store's connection, is lost;
+    /// the hub calls it while it waits between passes, so that it connects again rather than
+    /// wait on without them. This default, for a store whose lock is the workspace's
+    /// `runner.lock` alone, has nothing to check.
+    fn check_held(&mut self) -> Result<(), Error> {
+        Ok(())
     }
 
     /// Runs one pass, `f`, under the settings a pass wants, then restores the store's own. The
@@ -346,10 +345,10 @@ mod tests {
         assert_eq!(ran, ["a", "b", "c"]);
         assert!(counting.next_batch(0, 10).unwrap().is_empty());
 
-        // The default wait sees a commit by another connection, and only then.
+        // The mark moves with a commit by another connection, and only then.
         let seen = counting.change_mark().unwrap();
-        assert!(!counting.wait_for_change(seen, Duration::ZERO).unwrap());
+        assert_eq!(counting.change_mark().unwrap(), seen);
         add(&mut Store::open(&ws.db_path()).unwrap(), &["d"]);
-        assert!(counting.wait_for_change(seen, Duration::ZERO).unwrap());
+        assert_ne!(counting.change_mark().unwrap(), seen);
     }
 }

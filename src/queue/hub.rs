@@ -2,7 +2,8 @@
 //!
 //! [`run_queue`] is the hub of a workspace's queue on whichever database holds it, one call
 //! for a host and for `hookq hub`, reporting what happens as [`HubEvent`]s. [`run`] is its
-//! loop over one store already open, whose runner lock the caller holds on PostgreSQL.
+//! loop over one store already open, whose runner lock the caller holds on PostgreSQL, waiting
+//! between passes on the queue's [`Watcher`], the one the web view's live updates use.
 
 use std::time::{Duration, Instant};
 
@@ -14,14 +15,25 @@ use crate::queue::error::Error;
 use crate::queue::lock::{RunnerLock, Wait};
 use crate::queue::options::Options;
 use crate::queue::store::Store;
+use crate::queue::watch::Watcher;
 use crate::queue::workspace::Workspace;
+
+/// How often a hub's watcher reads a SQLite queue's mark, unless `--poll-ms` or
+/// [`Options::poll`] says otherwise.
+pub const SQLITE_HUB_POLL: Duration = Duration::from_millis(50);
+/// How often a hub's watcher reads a PostgreSQL queue's mark when no notification came, unless
+/// `--poll-ms` or [`Options::poll`] says otherwise: the longest a commit waits for a hub when
+/// nobody notified the hubs of it (a host that does not call `notify_hubs` after its commits,
+/// or a notification lost with a connection).
+pub const PG_HUB_POLL: Duration = Duration::from_secs(1);
 
 /// Hub settings.
 #[derive(Debug, Clone, Copy)]
 pub struct HubOptions {
-    /// How often to look for a commit by another process ([`QueueStore::wait_for_change`]);
-    /// on PostgreSQL, the slice of the wait for a notification, so that a stop is seen at
-    /// once. [`run_queue`] takes it on SQLite from [`Options::poll`] when that is set.
+    /// How often the hub's [`Watcher`] reads the queue's mark, looking for a commit by another
+    /// process (on PostgreSQL, when no notification came), and how often a hub on PostgreSQL
+    /// checks that it still holds the runner lock. [`run_queue`] takes it from
+    /// [`Options::poll`] when that is set, and on PostgreSQL from [`Options::poll_for`].
     pub poll: Duration,
     /// Drain at least this often even when nothing seems to have changed (sooner when a pass
     /// left points for a settled config: see [`PassReport::held`](crate::queue::PassReport)).
@@ -36,7 +48,7 @@ pub struct HubOptions {
 impl Default for HubOptions {
     fn default() -> Self {
         Self {
-            poll: Duration::from_millis(50),
+            poll: SQLITE_HUB_POLL,
             rescan: Duration::from_secs(60),
             backoff_first: Duration::from_millis(500),
             backoff_max: Duration::from_secs(30),
@@ -119,6 +131,10 @@ pub fn run_queue(
         let lease = crate::queue::pg::Lease {
             duration: options.lease,
         };
+        let opts = HubOptions {
+            poll: options.poll_for(true),
+            ..opts
+        };
         return crate::queue::pg::hub::run(
             ws,
             &choice.target,
@@ -127,12 +143,12 @@ pub fn run_queue(
             stop,
             opts,
             lease,
-            options.poll_for(true),
             on_event,
         );
     }
     let db = ws.db_path();
     let mut store = Store::open_with(&db, options.store).map_err(|e| Error::store(&db, e))?;
+    let mut watcher = Watcher::sqlite(db.clone(), options.store)?;
     on_event(HubEvent::Attached);
     tracing::info!(
         "hub draining {} (pid {})",
@@ -143,28 +159,37 @@ pub fn run_queue(
         poll: options.poll.unwrap_or(opts.poll),
         ..opts
     };
-    run(ws, &mut store, drainer, stop, opts, &mut |e| {
+    run(ws, &mut store, &mut watcher, drainer, stop, opts, &mut |e| {
         on_event(HubEvent::PassFailed(e))
     })
 }
 
-/// Runs the hub over `store` until `stop` is requested. A pass that fails (an invalid config, a busy
-/// database) is reported through `on_error` as one line and retried when something changes;
-/// only a failure to take the lock ([`Error::Lock`]) or to read the database ends the hub.
+/// Runs the hub over `store` until `stop` is requested, waiting between passes on `watcher`,
+/// a watcher of the same queue ([`Queue::watcher`](crate::queue::Queue::watcher)), which it
+/// reads every `opts.poll`. It drains again when the watcher sees a change (a commit by
+/// another process; on PostgreSQL also a notification on the queue's channel), when
+/// config.toml changes, every `opts.rescan`, and at once when another process committed a
+/// point while the pass ran ([`QueueStore::change_mark`]). A pass that fails (an invalid
+/// config, a busy database) is reported through `on_error` as one line and retried when
+/// something changes; a watcher that cannot read the queue retries on its own. Only a failure
+/// to take the lock ([`Error::Lock`]), to read the database, or on PostgreSQL to keep the
+/// runner lock ([`QueueStore::check_held`]) ends the hub.
 pub fn run<S: QueueStore>(
     ws: &Workspace,
     store: &mut S,
+    watcher: &mut Watcher,
     drainer: &mut Drainer<'_>,
     stop: &Stop,
     opts: HubOptions,
     on_error: &mut dyn FnMut(Error),
 ) -> Result<(), Error> {
     let config_path = ws.config_path();
+    watcher.set_poll(opts.poll);
     loop {
         if stop.graceful() {
             return Ok(());
         }
-        let seen_version = store.change_mark()?;
+        let seen = store.change_mark()?;
         let seen_config = FileVersion::of(&config_path);
         let Some(lock) = RunnerLock::acquire(&ws.lock_path(), Wait::Forever, &|| !stop.graceful())?
         else {
@@ -194,15 +219,28 @@ pub fn run<S: QueueStore>(
         if stopped {
             return Ok(());
         }
+        // The pass's own clears and starts are changes to the watcher too: settled first, it
+        // tells only of what comes after. What another process committed while the pass ran
+        // moved the store's mark, read after the watcher's so that no commit falls between.
+        watcher.settle();
+        if store.change_mark()? != seen {
+            continue;
+        }
         // Points held for a settled config are decided by the pass after it settled, even when
         // nothing else changes meanwhile.
         let rescan = retry_in.map_or(opts.rescan, |r| r.min(opts.rescan));
         let since = Instant::now();
+        let mut checked: Option<Instant> = None;
         loop {
             if stop.graceful() {
                 return Ok(());
             }
-            if store.wait_for_change(seen_version, opts.poll)?
+            // At once after a pass (which may have failed on a lost connection), then every poll.
+            if checked.is_none_or(|c| c.elapsed() >= opts.poll) {
+                store.check_held()?;
+                checked = Some(Instant::now());
+            }
+            if watcher.step(stop)
                 || FileVersion::of(&config_path) != seen_config
                 || since.elapsed() >= rescan
             {

@@ -75,9 +75,9 @@ impl Options {
     /// The hub's poll on a queue in SQLite (`postgres` false) or PostgreSQL.
     pub fn poll_for(&self, postgres: bool) -> Duration {
         self.poll.unwrap_or(if postgres {
-            Duration::from_secs(1)
+            crate::queue::hub::PG_HUB_POLL
         } else {
-            Duration::from_millis(50)
+            crate::queue::hub::SQLITE_HUB_POLL
         })
     }
 }

@@ -3,7 +3,10 @@
 //! `runner.lock`), drain what is pending, release.
 //!
 //! The same call drains either database: [`run`] opens the queue its [`Options`] and the
-//! workspace's config name, and [`Queue::pass`] drains a queue already open.
+//! workspace's config name, and [`Queue::pass`] drains a queue already open. The sequence is
+//! written once: a driver takes the queue's own lock (none on SQLite), and the rest (the
+//! workspace's `runner.lock` within what is left of the wait, the drain, the release) is the
+//! same on every database.
 
 use std::time::Instant;
 
@@ -14,7 +17,7 @@ use crate::queue::error::Error;
 use crate::queue::handle::Queue;
 use crate::queue::lock::{self, RunnerLock, Wait};
 use crate::queue::options::Options;
-use crate::queue::store::Store;
+use crate::queue::backend::QueueStore;
 use crate::queue::workspace::Workspace;
 
 /// How one pass runs.
@@ -100,13 +103,13 @@ impl From<Error> for Attempt {
 
 /// What is left of a wait that started now, each time it is asked: `--wait N` bounds the
 /// wait for every lock together.
-struct Deadline {
+pub(crate) struct Deadline {
     wait: Wait,
     until: Option<Instant>,
 }
 
 impl Deadline {
-    fn start(wait: Wait) -> Self {
+    pub(crate) fn start(wait: Wait) -> Self {
         let until = match wait {
             Wait::For(d) => Instant::now().checked_add(d),
             _ => None,
@@ -114,7 +117,7 @@ impl Deadline {
         Self { wait, until }
     }
 
-    fn left(&self) -> Wait {
+    pub(crate) fn left(&self) -> Wait {
         match (self.wait, self.until) {
             (Wait::For(_), Some(d)) => Wait::For(d.saturating_duration_since(Instant::now())),
             (wait, _) => wait,
@@ -138,7 +141,7 @@ fn file_lock(ws: &Workspace, wait: Wait, stop: &Stop) -> Result<RunnerLock, Box<
 }
 
 /// One pass of `drainer` over `store` under `lock`, released at its end.
-fn drain<S: crate::queue::backend::QueueStore>(
+fn drain<S: QueueStore>(
     ws: &Workspace,
     store: &mut S,
     lock: RunnerLock,
@@ -164,71 +167,59 @@ fn drain<S: crate::queue::backend::QueueStore>(
     }
 }
 
-/// A pass over the SQLite `store` of `ws`.
-pub(crate) fn on_sqlite(ws: &Workspace, store: &mut Store, pass: PassOptions, stop: &Stop) -> Attempt {
-    let deadline = Deadline::start(pass.wait);
-    let lock = match file_lock(ws, deadline.left(), stop) {
-        Ok(lock) => lock,
-        Err(not) => return *not,
-    };
-    drain(ws, store, lock, pass, stop, |s| s.stats().ok().map(|s| s.pending))
+/// The first half of a pass, written once per driver: the queue's own runner lock, which a
+/// pass takes before the workspace's `runner.lock` (PostgreSQL's advisory lock, held with a
+/// lease; none on SQLite, whose runner lock is `runner.lock` alone), and the store the pass
+/// drains while it is held. [`over`] does the rest, the same on every database.
+pub(crate) trait QueueLock {
+    /// The store a pass drains, holding the queue's own lock until [`QueueLock::release`]
+    /// (or until it is dropped).
+    type Held: QueueStore;
+
+    /// Takes the queue's own lock within what `deadline` has left (held with the lease
+    /// `options` set, where the database leases it), and hands the store that holds it. When
+    /// it is not taken: [`Attempt::NotTaken`] with the error that names its holder, or the
+    /// stop request; a failure to take it otherwise.
+    fn take(
+        self,
+        ws: &Workspace,
+        options: &Options,
+        deadline: &Deadline,
+        stop: &Stop,
+    ) -> Result<Self::Held, Box<Attempt>>;
+
+    /// How many points are pending, when it can be read: what a pass that found the queue
+    /// paused says is left.
+    fn left(held: &mut Self::Held) -> Option<i64>;
+
+    /// Releases the queue's own lock.
+    fn release(held: Self::Held) -> Result<(), Error>;
 }
 
-/// A pass over the PostgreSQL queue of `store`: its advisory runner lock (held with `lease`)
-/// first, then the workspace's `runner.lock`, both within `pass.wait`.
-#[cfg(feature = "postgres")]
-pub(crate) fn on_postgres(
+/// One pass over `queue`: its own lock, then the workspace's `runner.lock`, both within
+/// `pass.wait` (one bound for the two together), the drain, and both released.
+pub(crate) fn over<Q: QueueLock>(
     ws: &Workspace,
-    mut store: crate::queue::pg::PgStore,
-    lease: crate::queue::pg::Lease,
+    queue: Q,
+    options: &Options,
     pass: PassOptions,
     stop: &Stop,
 ) -> Attempt {
-    use crate::queue::pg::{self, PgError, PgQueue, PgRunnerLock};
-    let queue = store.queue().clone();
-    let place = store.place();
-    let placed = |source| Error::Postgres {
-        place: Box::new(place.clone()),
-        source,
-    };
     let deadline = Deadline::start(pass.wait);
-    let queue_lock = match PgRunnerLock::acquire_with(
-        store.target(),
-        &queue,
-        deadline.left(),
-        &|| !stop.graceful(),
-        lease,
-    ) {
-        Ok(Some(l)) => l,
-        Ok(None) if stop.graceful() => {
-            return Attempt::NotTaken(Error::Stopped {
-                path: ws.lock_path(),
-            });
-        }
-        Ok(None) => {
-            let holder = pg::holder(store.client(), &queue)
-                .ok()
-                .flatten()
-                .map(|h| h.to_string());
-            return Attempt::NotTaken(placed(PgError::Locked { holder }));
-        }
-        Err(e) => return placed(e).into(),
+    let mut held = match queue.take(ws, options, &deadline, stop) {
+        Ok(held) => held,
+        Err(not) => return *not,
     };
+    // Not taken, the queue's own lock goes with `held` as it drops.
     let lock = match file_lock(ws, deadline.left(), stop) {
         Ok(lock) => lock,
         Err(not) => return *not,
     };
-    let mut held = match PgQueue::new(store, queue_lock) {
-        Ok(q) => q,
-        Err(e) => return placed(e).into(),
-    };
-    let attempt = drain(ws, &mut held, lock, pass, stop, |held| {
-        held.store().stats().ok().map(|s| s.pending)
-    });
-    // Failing, the lock's connection still closes as it drops, which releases it as well;
-    // but a pass that ran and could not say so is told.
-    match (attempt, held.release()) {
-        (Attempt::Ran(_), Err(e)) => placed(e).into(),
+    let attempt = drain(ws, &mut held, lock, pass, stop, Q::left);
+    // Failing, the queue's own lock still goes with `held`; but a pass that ran and could not
+    // say so is told.
+    match (attempt, Q::release(held)) {
+        (Attempt::Ran(_), Err(e)) => e.into(),
         (attempt, _) => attempt,
     }
 }

@@ -1,14 +1,15 @@
 //! The change watcher: tells when a queue changed, by reading one small mark of it over and
-//! over on a connection of its own. The web view's live updates come from one of these; what
-//! the database is (SQLite's data version and start log, PostgreSQL's LISTEN, poll and
-//! reconnect) is known here and nowhere in the view.
+//! over on a connection of its own. The web view's live updates and the hub's waits between
+//! passes ([`crate::queue::hub::run`]) come from one of these; what the database is (SQLite's
+//! data version and start log, PostgreSQL's LISTEN, poll and reconnect) is known here and
+//! nowhere in the view or the hub.
 //!
-//! - **SQLite**: `PRAGMA data_version` every [`SQLITE_POLL`] (it changes whenever another
-//!   connection commits: a recording, a clear, a pause), and the size and time of the start log
-//!   `arc.db-starts`, where a runner notes a point's start without a commit.
+//! - **SQLite**: `PRAGMA data_version` every [`SQLITE_POLL`] unless set otherwise (it changes
+//!   whenever another connection commits: a recording, a clear, a pause), and the size and time
+//!   of the start log `arc.db-starts`, where a runner notes a point's start without a commit.
 //! - **PostgreSQL**: `LISTEN` on the queue's channel (a recording or a pause, notified by the
-//!   writer), and a read of the queue's marks (`pg::store::view_mark`) every [`PG_POLL`]: a start,
-//!   a clear and a recording nobody notified of send no notification.
+//!   writer), and a read of the queue's marks every [`PG_POLL`] unless set otherwise: a start, a
+//!   clear and a recording nobody notified of send no notification.
 //!
 //! Either way a change reaches every open page within a poll and a page's fetch. With nothing
 //! changing, the SQLite watcher costs about 0.05 % of a core (ten reads a second, measured with
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
+use crate::exec::Stop;
 use crate::queue::error::Error;
 use crate::queue::store::{Store, StoreOptions};
 
@@ -29,6 +31,23 @@ pub trait Pause {
     fn sleep(&self, d: Duration);
     /// Whether the owner has stopped.
     fn stopped(&self) -> bool;
+}
+
+/// A stop request is a clock that a stop cuts short: the hub's.
+impl Pause for Stop {
+    fn sleep(&self, d: Duration) {
+        let until = std::time::Instant::now() + d;
+        loop {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() || self.graceful() {
+                return;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(10)));
+        }
+    }
+    fn stopped(&self) -> bool {
+        self.graceful()
+    }
 }
 
 /// A queue's change watcher, on a connection of its own.
@@ -68,6 +87,29 @@ impl Watcher {
     /// again and counts that as a change, since it may have missed one.
     pub fn step(&mut self, pause: &dyn Pause) -> bool {
         self.source.step(pause, &self.reads)
+    }
+
+    /// Reads the queue's mark every `every` ([`SQLITE_POLL`], [`PG_POLL`] unless set): on
+    /// PostgreSQL while no notification comes, and never closer than [`PG_GAP`].
+    pub fn set_poll(&mut self, every: Duration) {
+        match &mut self.source {
+            Source::Sqlite(s) => s.poll = every,
+            #[cfg(feature = "postgres")]
+            Source::Postgres(p) => p.poll = every,
+        }
+    }
+
+    /// Reads the queue's mark now, and on PostgreSQL takes the notifications that came, without
+    /// telling whether it changed: the next [`step`](Watcher::step) tells only of what comes
+    /// after. A hub settles its watcher after each of its own passes, whose clears and starts
+    /// would otherwise wake it again. A failed read is handled as [`step`](Watcher::step)
+    /// handles it: the next step that reads counts as a change.
+    pub fn settle(&mut self) {
+        match &mut self.source {
+            Source::Sqlite(s) => s.settle(&self.reads),
+            #[cfg(feature = "postgres")]
+            Source::Postgres(p) => p.settle(&self.reads),
+        }
     }
 
     /// How many times the watcher has read the database, shared so that its owner can count
@@ -123,6 +165,7 @@ struct SqliteSource {
     starts: PathBuf,
     store: Option<Store>,
     last: Option<SqliteMark>,
+    poll: Duration,
     failing: bool,
 }
 
@@ -135,6 +178,7 @@ impl SqliteSource {
             opts,
             store: Some(store),
             last: None,
+            poll: SQLITE_POLL,
             failing: false,
         };
         source.last = Some(source.mark(reads)?);
@@ -165,23 +209,41 @@ impl SqliteSource {
     }
 
     fn step(&mut self, pause: &dyn Pause, reads: &AtomicU64) -> bool {
-        pause.sleep(if self.failing { RETRY } else { SQLITE_POLL });
+        pause.sleep(if self.failing { RETRY } else { self.poll });
+        if self.failing && pause.stopped() {
+            return false;
+        }
         match self.mark(reads) {
             Ok(mark) => {
                 self.failing = false;
                 self.last.replace(mark) != Some(mark)
             }
             Err(e) => {
-                if !self.failing {
-                    tracing::warn!("the live view cannot read the queue (retrying): {e}");
-                }
-                self.failing = true;
-                // A new connection's data version is not comparable with the old one's.
-                self.store = None;
-                self.last = None;
+                self.failed(e);
                 false
             }
         }
+    }
+
+    fn settle(&mut self, reads: &AtomicU64) {
+        if self.failing {
+            // The next step reads, and counts what it finds as a change.
+            return;
+        }
+        match self.mark(reads) {
+            Ok(mark) => self.last = Some(mark),
+            Err(e) => self.failed(e),
+        }
+    }
+
+    fn failed(&mut self, e: Error) {
+        if !self.failing {
+            tracing::warn!("cannot watch the queue for changes (retrying): {e}");
+        }
+        self.failing = true;
+        // A new connection's data version is not comparable with the old one's.
+        self.store = None;
+        self.last = None;
     }
 }
 
@@ -210,6 +272,7 @@ mod pg {
         store: Option<PgStore>,
         last: Option<i64>,
         polled: Instant,
+        pub(super) poll: Duration,
         failing: bool,
     }
 
@@ -225,6 +288,7 @@ mod pg {
                 store: None,
                 last: None,
                 polled: Instant::now(),
+                poll: PG_POLL,
                 failing: false,
             };
             match source.mark(reads) {
@@ -296,9 +360,9 @@ mod pg {
                 }
             }
             let result = (|| -> Result<bool, PgError> {
-                let left = PG_POLL.saturating_sub(self.polled.elapsed());
+                let left = self.poll.saturating_sub(self.polled.elapsed());
                 let notified = self.notified(left.min(SLICE))?;
-                if !notified && self.polled.elapsed() < PG_POLL {
+                if !notified && self.polled.elapsed() < self.poll {
                     return Ok(false);
                 }
                 let since = self.polled.elapsed();
@@ -320,18 +384,39 @@ mod pg {
                     changed
                 }
                 Err(e) => {
-                    if !self.failing {
-                        tracing::warn!(
-                            "the live view cannot read queue {} (retrying): {e}",
-                            self.queue
-                        );
-                    }
-                    self.failing = true;
-                    self.store = None;
-                    self.last = None;
+                    self.failed(e);
                     false
                 }
             }
+        }
+
+        pub(super) fn settle(&mut self, reads: &AtomicU64) {
+            if self.failing {
+                // The next step reads, and counts what it finds as a change.
+                return;
+            }
+            let read = (|| -> Result<i64, PgError> {
+                // What came so far is answered by the read below.
+                self.notified(Duration::ZERO)?;
+                self.polled = Instant::now();
+                self.mark(reads)
+            })();
+            match read {
+                Ok(mark) => self.last = Some(mark),
+                Err(e) => self.failed(e),
+            }
+        }
+
+        fn failed(&mut self, e: PgError) {
+            if !self.failing {
+                tracing::warn!(
+                    "cannot watch queue {} for changes (retrying): {e}",
+                    self.queue
+                );
+            }
+            self.failing = true;
+            self.store = None;
+            self.last = None;
         }
     }
 }
@@ -377,5 +462,33 @@ mod tests {
             assert!(Instant::now() < hang, "the watcher never saw the commit");
         }
         assert!(watcher.reads().load(Ordering::Relaxed) >= 2);
+    }
+
+    #[test]
+    fn a_settled_watcher_tells_only_of_what_comes_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(dir.path());
+        std::fs::create_dir_all(ws.db_path().parent().unwrap()).unwrap();
+        let mut watcher = Queue::open(&ws).unwrap().watcher().unwrap();
+        watcher.set_poll(Duration::from_millis(1));
+        let add = |task: &str| {
+            Queue::open(&ws)
+                .unwrap()
+                .add_task(
+                    &TaskId::new(task).unwrap(),
+                    &PlanId::new("p").unwrap(),
+                    &Phase::new("todo.ready").unwrap(),
+                )
+                .unwrap();
+        };
+        // What a hub's own pass commits is settled, and wakes nothing.
+        add("t1");
+        watcher.settle();
+        assert!(!watcher.step(&Clock), "a commit from before the settle");
+        add("t2");
+        let hang = Instant::now() + Duration::from_secs(60);
+        while !watcher.step(&Clock) {
+            assert!(Instant::now() < hang, "the watcher never saw the commit after the settle");
+        }
     }
 }

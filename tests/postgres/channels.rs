@@ -4,11 +4,12 @@
 
 use std::time::{Duration, Instant};
 
-use hookq::queue::QueueStore;
+use hookq::exec::Stop;
+use hookq::queue::MoveFacts;
 use hookq::queue::pg::postgres::fallible_iterator::FallibleIterator;
 use hookq::queue::pg::postgres::types::Type;
-use hookq::queue::pg::{self, PgQueue, PgStore, QueueName, Target, record};
-use hookq::queue::{MoveFacts, Wait};
+use hookq::queue::pg::{self, PgStore, QueueName, Target, record};
+use hookq::queue::watch::Watcher;
 
 use super::cluster::cluster;
 use super::{fresh, open, ph, plan, task};
@@ -81,21 +82,39 @@ fn a_commit_wakes_its_own_queues_listeners_and_no_other() {
     mark(a.client());
     assert_eq!(until_marker(&mut listener), only_a, "a Notifier");
 
-    // The hub's connection listens on A's channel and the legacy one only.
-    let lock = a.lock(Wait::No).unwrap().unwrap();
-    let mut pq = PgQueue::new(a, lock).unwrap();
-    let seen = pq.change_mark().unwrap();
-    assert!(!pq.wait_for_change(seen, Duration::ZERO).unwrap());
-    let mut channels: Vec<String> = pq
-        .store()
-        .client()
-        .query("SELECT pg_listening_channels()", &[])
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    channels.sort();
-    assert_eq!(channels, ["hookq", "hookq:acme/a"]);
+    // The hub's listening connection, its watcher (its poll an hour, so that only a
+    // notification wakes it), hears nothing on B's channel or the legacy one naming B, and
+    // wakes on A's.
+    let mut watcher = Watcher::postgres(a.target().clone(), a.queue().clone()).unwrap();
+    watcher.set_poll(Duration::from_secs(3600));
+    let never = Stop::new();
+    a.client()
+        .batch_execute(&format!(
+            "NOTIFY \"{}\", 'acme/b'; SELECT pg_notify('{}', 'acme/b')",
+            b.channel(),
+            pg::LEGACY_CHANNEL
+        ))
+        .unwrap();
+    let quiet = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < quiet {
+        assert!(
+            !watcher.step(&never),
+            "woken by another queue's notification"
+        );
+    }
+    a.client()
+        .batch_execute("NOTIFY \"hookq:acme/a\", 'acme/a'")
+        .unwrap();
+    woken(&mut watcher);
+}
+
+/// Steps `watcher` until it tells of a change; fails on a hang.
+fn woken(watcher: &mut Watcher) {
+    let never = Stop::new();
+    let started = Instant::now();
+    while !watcher.step(&never) {
+        assert!(started.elapsed() < HANG, "never woken");
+    }
 }
 
 /// A host of an older hookq notifies `hookq` with the queue's name: a hub still wakes on it at
@@ -107,13 +126,9 @@ fn an_old_style_notification_on_hookq_still_wakes_a_hub() {
     }
     let (db, s) = fresh("legacy");
     let mut old_host = open(&db, "legacy");
-    let lock = s.lock(Wait::No).unwrap().unwrap();
-    let mut pq = PgQueue::new(s, lock)
-        .unwrap()
-        .poll_interval(Duration::from_secs(3600));
-    let seen = pq.change_mark().unwrap();
-    // The first wait listens, and compares the mark at once.
-    assert!(!pq.wait_for_change(seen, Duration::ZERO).unwrap());
+    let mut watcher = Watcher::postgres(s.target().clone(), s.queue().clone()).unwrap();
+    watcher.set_poll(Duration::from_secs(3600));
+    assert!(!watcher.step(&Stop::new()), "nothing changed yet");
 
     // The old host's commit, with no notification of the new kind.
     let q = old_host.queue().clone();
@@ -125,9 +140,7 @@ fn an_old_style_notification_on_hookq_still_wakes_a_hub() {
         .client()
         .batch_execute("SELECT pg_notify('hookq', 'legacy')")
         .unwrap();
-    let started = Instant::now();
-    assert!(pq.wait_for_change(seen, HANG).unwrap(), "never woken");
-    assert!(started.elapsed() < HANG);
+    woken(&mut watcher);
 }
 
 /// The rule of docs/postgres.md, as SQL a host in another language can run: the first fenced

@@ -811,6 +811,8 @@ fn eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains() {
     let stop = std::sync::Arc::new(Stop::new());
     let lock = s.lock(Wait::No).unwrap().expect("the queue's runner lock");
     let mut drained = PgQueue::new(open(&db, "busy"), lock).unwrap();
+    let mut watcher =
+        hookq::queue::watch::Watcher::postgres(s.target().clone(), q.clone()).unwrap();
     let hub = std::thread::spawn({
         let (stop, ws) = (std::sync::Arc::clone(&stop), ws.clone());
         move || {
@@ -819,6 +821,7 @@ fn eight_writers_each_recording_two_thousand_transitions_while_a_hub_drains() {
             hub::run(
                 &ws,
                 &mut drained,
+                &mut watcher,
                 &mut drainer,
                 &stop,
                 HubOptions::default(),
@@ -1069,7 +1072,13 @@ fn the_drains_reads_and_writes() {
         )
     })
     .unwrap();
-    let seen = s.change_mark().unwrap();
+    // The newest occurrence the queue knows, pending or in its history: what a recording raises.
+    let newest = |s: &mut PgStore| {
+        let pending = s.pending(0, 100, None).unwrap().into_iter().map(|r| r.id);
+        let history = s.history(None, None, 100).unwrap().into_iter();
+        pending.chain(history.map(|r| r.occurrence)).max()
+    };
+    let seen = newest(&mut s);
     // The next batch, in order, from a cursor; one task's points.
     let first = s.pending(0, 2, None).unwrap();
     assert_eq!(first.iter().map(|r| r.id).collect::<Vec<_>>(), [1, 2]);
@@ -1142,12 +1151,12 @@ fn the_drains_reads_and_writes() {
         Mark::Gone
     );
     assert!(pending(&mut s).is_empty());
-    assert_eq!(s.change_mark().unwrap(), seen, "clears record nothing");
+    assert_eq!(newest(&mut s), seen, "clears record nothing");
 
-    // Re-queued as a new occurrence, which changes what a hub compares.
+    // Re-queued as a new occurrence, a point recorded.
     let again = s.write(|tx, q| record::retry(tx, q, parked[0].id)).unwrap();
     assert_eq!(again.id, 4);
-    assert_ne!(s.change_mark().unwrap(), seen);
+    assert_eq!(newest(&mut s), Some(4));
     let stats = s.stats().unwrap();
     assert_eq!((stats.pending, stats.tasks, stats.interrupted), (1, 2, 0));
     assert_eq!(
@@ -1226,11 +1235,18 @@ after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
         .unwrap()
         .unwrap();
     let mut warnings = Vec::new();
+    let seen = pq.change_mark().unwrap();
     let report = Drainer::with_warnings(ws.clone(), &stop, |w| warnings.push(w.to_owned()))
         .jobs(2)
         .drain(&mut pq, &runner)
         .unwrap();
     drop(runner);
+    // What the hub compares after a pass does not see the pass's own starts and clears.
+    assert_eq!(
+        pq.change_mark().unwrap(),
+        seen,
+        "a pass's starts and clears"
+    );
     assert_eq!(
         (
             report.cleared,
@@ -1297,36 +1313,44 @@ after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
             .all(|r| r.log_path.as_deref().is_some_and(|p| p.ends_with(".log")))
     );
 
-    // The wait for a change: a rollback wakes no one, a commit does, and only this queue's.
-    let seen = pq.change_mark().unwrap();
-    assert!(
-        !pq.wait_for_change(seen, Duration::from_millis(200))
-            .unwrap()
-    );
+    // The queue's watcher, as a hub waits on it: a rollback wakes no one, a commit does, and
+    // only this queue's. Its poll is an hour: only a notification wakes it.
+    let mut watcher = hookq::queue::watch::Watcher::postgres(
+        pq.store().target().clone(),
+        pq.store().queue().clone(),
+    )
+    .unwrap();
+    watcher.set_poll(Duration::from_secs(3600));
+    let never = Stop::new();
+    let quiet_for = |watcher: &mut hookq::queue::watch::Watcher, d: Duration| {
+        let until = Instant::now() + d;
+        while Instant::now() < until {
+            assert!(!watcher.step(&never), "woken");
+        }
+    };
+    quiet_for(&mut watcher, Duration::from_millis(200));
     {
         let oq = other.queue().clone();
         let mut tx = other.client().transaction().unwrap();
         record::add_task(&mut tx, &oq, &task("t3"), &plan("p"), &ph("failed.z")).unwrap();
         tx.rollback().unwrap();
     }
-    assert!(
-        !pq.wait_for_change(seen, Duration::from_millis(300))
-            .unwrap()
-    );
+    quiet_for(&mut watcher, Duration::from_millis(300));
     let mut elsewhere = open(&db, "elsewhere");
     elsewhere
         .write(|tx, q| record::add_task(tx, q, &task("t3"), &plan("p"), &ph("failed.z")))
         .unwrap();
-    assert!(
-        !pq.wait_for_change(seen, Duration::from_millis(300))
-            .unwrap()
-    );
+    quiet_for(&mut watcher, Duration::from_millis(300));
     let (waiting, is_waiting) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || {
         waiting.send(()).unwrap();
         let started = Instant::now();
-        let woken = pq.wait_for_change(seen, Duration::from_secs(30)).unwrap();
-        (pq, woken, started.elapsed())
+        while !watcher.step(&Stop::new()) {
+            if started.elapsed() > Duration::from_secs(30) {
+                return (false, started.elapsed());
+            }
+        }
+        (true, started.elapsed())
     });
     // The commit comes once the waiter is about to wait. Nothing the server shows says when it
     // blocks on its connection (it sends no query to wait), and it need not: a commit it has
@@ -1335,7 +1359,7 @@ after_proposed = ['echo "proposed $ARC_TASK" >> ran', 'exit 3']
     other
         .write(|tx, q| record::add_task(tx, q, &task("t3"), &plan("p"), &ph("failed.z")))
         .unwrap();
-    let (pq, woken, waited) = waiter.join().unwrap();
+    let (woken, waited) = waiter.join().unwrap();
     assert!(woken && waited < Duration::from_secs(20), "{waited:?}");
 
     // Released, the lock is free for the next runner.

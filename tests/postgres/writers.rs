@@ -8,6 +8,7 @@ use std::time::Duration;
 use hookq::exec::Stop;
 use hookq::queue::hub::{self, HubOptions};
 use hookq::queue::pg::{self, PgQueue, PgStore, Target, record};
+use hookq::queue::watch::Watcher;
 use hookq::queue::{Drainer, MoveFacts, Wait};
 
 use super::cluster::cluster;
@@ -144,20 +145,25 @@ fn a_point_committed_after_points_with_higher_ids_is_run_by_the_hub() {
     std::thread::scope(|scope| {
         let hub = scope.spawn(|| {
             let lock = s.lock(Wait::No).unwrap().expect("the queue's runner lock");
-            // Only the mark can wake it: no rescan within the test's time.
-            let mut pq = PgQueue::new(s, lock)
-                .unwrap()
-                .poll_interval(Duration::from_millis(100));
+            let mut watcher = Watcher::postgres(s.target().clone(), s.queue().clone()).unwrap();
+            let mut pq = PgQueue::new(s, lock).unwrap();
             let mut drainer = Drainer::new(ws.clone(), &stop);
+            // Only the watcher's mark can wake it: no rescan within the test's time.
             let opts = HubOptions {
-                poll: Duration::from_millis(20),
+                poll: Duration::from_millis(100),
                 rescan: Duration::from_secs(3600),
                 ..HubOptions::default()
             };
             let mut errors = Vec::new();
-            hub::run(&ws, &mut pq, &mut drainer, &stop, opts, &mut |e| {
-                errors.push(e.to_string())
-            })
+            hub::run(
+                &ws,
+                &mut pq,
+                &mut watcher,
+                &mut drainer,
+                &stop,
+                opts,
+                &mut |e| errors.push(e.to_string()),
+            )
             .unwrap();
             assert!(errors.is_empty(), "{errors:?}");
             pq.release().unwrap()

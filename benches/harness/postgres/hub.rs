@@ -162,7 +162,7 @@ pub fn rows(h: &PgHub) -> Vec<Row> {
             String::new()
         }
     };
-    let poll = hookq::queue::pg::queue::DEFAULT_POLL_INTERVAL.as_secs_f64() * 1000.0;
+    let poll = hookq::queue::hub::PG_HUB_POLL.as_secs_f64() * 1000.0;
     vec![
         Row::new("P3a", "PostgreSQL: hub latency p50, commit -> hook start (notified after the commit)", percentile(&h.latencies, 50.0), "ms")
             .target(Target::value_at_most(10.0))

@@ -5,13 +5,13 @@ use crate::exec::Stop;
 use crate::queue::driver::{Driver, LockHolder, LockState, Place};
 use crate::queue::error::Error;
 use crate::queue::options::Options;
-use crate::queue::pass::{Attempt, PassOptions};
+use crate::queue::pass::{Attempt, Deadline, PassOptions, QueueLock};
 use crate::queue::ids::{PlanId, TaskId};
 use crate::queue::model::{
     HistoryFilter, HistoryRow, OutcomeCount, Paused, PendingFilter, PendingRow, Stats, TaskRow,
 };
 use crate::queue::pg::{
-    Lease, PgChoice, PgError, PgStore, connect, lock, record,
+    Lease, PgChoice, PgError, PgQueue, PgRunnerLock, PgStore, connect, lock, record,
 };
 use crate::queue::phase::Phase;
 use crate::queue::record::{MoveFacts, Occurrence, Transition};
@@ -214,7 +214,7 @@ impl Driver for PostgresDriver {
         crate::queue::watch::Watcher::postgres(self.store.target().clone(), self.store.queue().clone())
     }
 
-    /// The queue's runner lock, then the workspace's, each only if free right now.
+    /// The queue's runner lock, then the workspace's, both within `pass.wait`.
     fn pass(
         self: Box<Self>,
         ws: &Workspace,
@@ -222,9 +222,62 @@ impl Driver for PostgresDriver {
         pass: PassOptions,
         stop: &Stop,
     ) -> Attempt {
+        crate::queue::pass::over(ws, *self, options, pass, stop)
+    }
+}
+
+/// The queue's own lock is its advisory runner lock, held with the lease `options` set; the
+/// store that holds it is a [`PgQueue`].
+impl QueueLock for PostgresDriver {
+    type Held = PgQueue;
+
+    fn take(
+        self,
+        ws: &Workspace,
+        options: &Options,
+        deadline: &Deadline,
+        stop: &Stop,
+    ) -> Result<PgQueue, Box<Attempt>> {
+        let at = self.at();
+        let mut store = self.store;
         let lease = Lease {
             duration: options.lease,
         };
-        crate::queue::pass::on_postgres(ws, self.store, lease, pass, stop)
+        let queue = store.queue().clone();
+        let taken = PgRunnerLock::acquire_with(
+            store.target(),
+            &queue,
+            deadline.left(),
+            &|| !stop.graceful(),
+            lease,
+        );
+        let lock = match taken {
+            Ok(Some(lock)) => lock,
+            Ok(None) if stop.graceful() => {
+                let path = ws.lock_path();
+                return Err(Box::new(Attempt::NotTaken(Error::Stopped { path })));
+            }
+            Ok(None) => {
+                let holder = lock::holder(store.client(), &queue)
+                    .ok()
+                    .flatten()
+                    .map(|h| h.to_string());
+                return Err(Box::new(Attempt::NotTaken(at(PgError::Locked { holder }))));
+            }
+            Err(e) => return Err(Box::new(at(e).into())),
+        };
+        PgQueue::new(store, lock).map_err(|e| Box::new(at(e).into()))
+    }
+
+    fn left(held: &mut PgQueue) -> Option<i64> {
+        held.store().stats().ok().map(|s| s.pending)
+    }
+
+    fn release(mut held: PgQueue) -> Result<(), Error> {
+        let place = held.store().place();
+        held.release().map(drop).map_err(|source| Error::Postgres {
+            place: Box::new(place),
+            source,
+        })
     }
 }

@@ -1,5 +1,7 @@
 //! The hub on PostgreSQL: [`crate::queue::hub::run`] on a [`PgQueue`], riding out outages of
-//! the database; [`crate::queue::hub::run_queue`] runs it for a queue on PostgreSQL. It connects, takes the queue's runner lock and keeps it while it drains; when
+//! the database; [`crate::queue::hub::run_queue`] runs it for a queue on PostgreSQL. It
+//! connects (three connections: the store's, the runner lock's, and its [`Watcher`]'s, which
+//! listens on the queue's channel), takes the queue's runner lock and keeps it while it drains; when
 //! the database goes away (a restart, a network drop, its session ended, a lease that ran
 //! out) it connects again with a growing backoff, and it stops with one error on a failure
 //! that waiting does not mend (see [`PgError::is_transient`]).
@@ -19,6 +21,7 @@ use crate::queue::pg::name::QueueName;
 use crate::queue::pg::queue::PgQueue;
 use crate::queue::pg::store::PgStore;
 use crate::queue::pg::target::Target;
+use crate::queue::watch::Watcher;
 use crate::queue::workspace::Workspace;
 
 /// `source`, a failure of `queue`'s database at `target`.
@@ -34,33 +37,36 @@ fn transient(e: &Error) -> bool {
     matches!(e, Error::Postgres { source, .. } if source.is_transient())
 }
 
-/// Opens `queue` on `target`, its reads guarded with timeouts, and takes its runner lock
-/// (waiting until it is free or `stop` is requested: `Ok(None)`), saying whether it was taken
-/// from another holder. Sets `reached` once the database answered.
+/// Opens `queue` on `target`, its reads guarded with timeouts, takes its runner lock (waiting
+/// until it is free or `stop` is requested: `Ok(None)`), saying whether it was taken from
+/// another holder, and opens the queue's watcher. Sets `reached` once the database answered.
 fn connect(
     target: &Target,
     queue: &QueueName,
     stop: &Stop,
     lease: Lease,
-    poll_interval: Duration,
     reached: &mut bool,
-) -> Result<Option<(PgQueue, Option<Takeover>)>, PgError> {
-    let mut store = PgStore::open(target, queue.clone())?;
+) -> Result<Option<(PgQueue, Watcher, Option<Takeover>)>, Error> {
+    let at = |e| placed(queue, target, e);
+    let mut store = PgStore::open(target, queue.clone()).map_err(at)?;
     *reached = true;
-    guard_session(store.client(), target)?;
+    guard_session(store.client(), target).map_err(at)?;
     let Some(lock) =
-        PgRunnerLock::acquire_with(target, queue, Wait::Forever, &|| !stop.graceful(), lease)?
+        PgRunnerLock::acquire_with(target, queue, Wait::Forever, &|| !stop.graceful(), lease)
+            .map_err(at)?
     else {
         return Ok(None);
     };
     let took_over = lock.took_over();
-    PgQueue::new(store, lock).map(|q| Some((q.poll_interval(poll_interval), took_over)))
+    let held = PgQueue::new(store, lock).map_err(at)?;
+    let watcher = Watcher::postgres(target.clone(), queue.clone())?;
+    Ok(Some((held, watcher, took_over)))
 }
 
 /// Runs the hub of `queue` on `target` until `stop` is requested: takes the queue's runner
 /// lock (held with `lease`), keeps it while it drains on every commit
-/// ([`crate::queue::hub::run`], reading the queue every `poll_interval` when no notification
-/// came), and outlives outages of the database. An outage (connection lost or refused, the
+/// ([`crate::queue::hub::run`], its watcher reading the queue every `opts.poll` when no
+/// notification came), and outlives outages of the database. An outage (connection lost or refused, the
 /// server shutting down or restarting, the lock's lease lost) is reported once through
 /// `on_event` and waited out, connecting again after `opts.backoff_first`, then twice as long
 /// each time up to `opts.backoff_max`. A failure that waiting does not mend ends the hub with
@@ -75,7 +81,6 @@ pub(crate) fn run(
     stop: &Stop,
     opts: HubOptions,
     lease: Lease,
-    poll_interval: Duration,
     on_event: &mut dyn FnMut(HubEvent),
 ) -> Result<(), Error> {
     let database = target.to_string();
@@ -86,16 +91,9 @@ pub(crate) fn run(
         if stop.graceful() {
             return Ok(());
         }
-        let failure = match connect(
-            target,
-            queue,
-            stop,
-            lease,
-            poll_interval,
-            &mut connected_once,
-        ) {
+        let failure = match connect(target, queue, stop, lease, &mut connected_once) {
             Ok(None) => return Ok(()),
-            Ok(Some((mut held, took_over))) => {
+            Ok(Some((mut held, mut watcher, took_over))) => {
                 if down {
                     on_event(HubEvent::Connected {
                         database: database.clone(),
@@ -111,7 +109,16 @@ pub(crate) fn run(
                 down = false;
                 backoff = opts.backoff_first;
                 let mut on_error = |e| on_event(HubEvent::PassFailed(e));
-                match hub::run(ws, &mut held, drainer, stop, opts, &mut on_error) {
+                let ran = hub::run(
+                    ws,
+                    &mut held,
+                    &mut watcher,
+                    drainer,
+                    stop,
+                    opts,
+                    &mut on_error,
+                );
+                match ran {
                     Ok(()) => {
                         // Closing the connection releases the lock whatever this says.
                         let _ = held.release();
@@ -121,8 +128,8 @@ pub(crate) fn run(
                     Err(e) => return Err(e),
                 }
             }
-            Err(e) if e.is_transient() => placed(queue, target, e),
-            Err(e) => return Err(placed(queue, target, e)),
+            Err(e) if transient(&e) => e,
+            Err(e) => return Err(e),
         };
         if !down {
             let database = database.clone();

@@ -1,16 +1,15 @@
 //! [`PgQueue`]: the queue on PostgreSQL behind [`QueueStore`], so that the
 //! [`Drainer`](crate::queue::Drainer) and the [hub](crate::queue::hub) run on it unchanged.
 //!
-//! It holds two connections: the store's, for the reads and for `LISTEN`, and the runner
-//! lock's, through which every write of the drain goes. Only the holder of the queue's runner
+//! It holds two connections: the store's, for the reads, and the runner lock's, through which
+//! every write of the drain goes. (A hub waits between passes on a third, its
+//! [`Watcher`](crate::queue::watch::Watcher)'s, which listens for the queue's notifications.) Only the holder of the queue's runner
 //! lock can make one, and a runner whose lock connection was lost clears nothing: its points run
 //! again under the next holder.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 use std::time::{Duration, Instant};
-
-use postgres::fallible_iterator::FallibleIterator;
 
 use crate::queue::backend::{ChangeMark, Mark, MarkStarts, QueueStore};
 use crate::queue::driver::Place;
@@ -19,29 +18,15 @@ use crate::queue::lock::RunnerLock;
 use crate::queue::pg::error::PgError;
 use crate::queue::pg::lock::{LeaseClock, PgRunnerLock, lease_live};
 use crate::queue::pg::name::QueueName;
-use crate::queue::pg::notify::{self, Listening};
 use crate::queue::pg::store::{self, PgStore};
 use crate::queue::row_error::RowError;
 use crate::queue::model::{Cleared, PendingRow};
 use crate::queue::store::{StoreError};
 
-/// How often [`QueueStore::wait_for_change`] reads the queue's mark when no notification came,
-/// by default ([`PgQueue::poll_interval`]): the longest a commit waits for a hub when nobody
-/// notified the hubs of it (a host that does not call
-/// [`notify_hubs`](crate::queue::pg::notify_hubs) after its commits, or a notification lost with
-/// a connection).
-pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
-
 /// A queue on PostgreSQL, drained by the holder of its runner lock.
 pub struct PgQueue {
     store: PgStore,
     lock: SharedLock,
-    listening: bool,
-    polled: Instant,
-    poll_interval: Duration,
-    /// The mark the last wait was given: a wait given another one is the first after a pass,
-    /// and compares at once.
-    waited_for: Option<ChangeMark>,
     /// Tells the lease's renewing thread to stop.
     renewing: Arc<AtomicBool>,
 }
@@ -106,7 +91,6 @@ impl std::fmt::Debug for PgQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgQueue")
             .field("store", &self.store)
-            .field("listening", &self.listening)
             .finish_non_exhaustive()
     }
 }
@@ -154,21 +138,8 @@ impl PgQueue {
         Ok(Self {
             store,
             lock: shared,
-            listening: false,
-            polled: Instant::now(),
-            poll_interval: DEFAULT_POLL_INTERVAL,
-            waited_for: None,
             renewing,
         })
-    }
-
-    /// Reads the queue's mark every `interval` while no notification comes
-    /// ([`DEFAULT_POLL_INTERVAL`] unless set): the longest a commit nobody notified waits for
-    /// this hub. The read costs the same on an idle queue as on a full one (two index probes
-    /// and the lock table).
-    pub fn poll_interval(mut self, interval: Duration) -> Self {
-        self.poll_interval = interval;
-        self
     }
 
     /// The store: its connection reads, and records a host's transitions.
@@ -205,36 +176,6 @@ impl PgQueue {
 
     fn placed(&self, source: PgError) -> Error {
         placed(&self.lock.place, source)
-    }
-
-    /// Whether a notification for this queue is buffered or arrives within `timeout`.
-    fn notified(&mut self, timeout: Duration) -> Result<bool, PgError> {
-        let listening = Listening::new(self.store.queue());
-        let ours = |n: &postgres::Notification| listening.wakes(n);
-        let mut notes = self.store.client().notifications();
-        let mut woken = false;
-        {
-            // What came while other statements ran is buffered already.
-            let mut buffered = notes.iter();
-            while let Some(n) = buffered.next()? {
-                woken |= ours(&n);
-            }
-        }
-        if woken {
-            return Ok(true);
-        }
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(false);
-            }
-            match notes.timeout_iter(left).next()? {
-                Some(n) if ours(&n) => return Ok(true),
-                Some(_) => {}
-                None => return Ok(false),
-            }
-        }
     }
 }
 
@@ -338,42 +279,14 @@ impl QueueStore for PgQueue {
             .map_err(|e| self.placed(e))
     }
 
-    /// Waits on `LISTEN` for the notification sent after a recording commits, and reads the
-    /// queue's mark then, on the first wait after a pass (a commit during the pass, whose
-    /// notification may have been folded into one the pass already answered), and every
-    /// [`poll_interval`](PgQueue::poll_interval) (a commit nobody notified of), checking then
-    /// that the runner lock is still held (an error when it is not).
-    fn wait_for_change(&mut self, seen: ChangeMark, timeout: Duration) -> Result<bool, Error> {
-        if !self.listening {
-            let listen = notify::listen(self.store.queue());
-            let listen = self.store.client().batch_execute(&listen);
-            listen.map_err(|e| self.placed(e.into()))?;
-            self.listening = true;
-            // A commit before the LISTEN took effect sent its notification to no one.
-            self.waited_for = None;
-        }
-        if self.waited_for != Some(seen) {
-            self.waited_for = Some(seen);
-            self.polled = Instant::now();
-            if self.change_mark()? != seen {
-                return Ok(true);
-            }
-        }
-        let woken = self.notified(timeout).map_err(|e| self.placed(e))?;
-        // A closed connection ends the wait at once, with no notification: reading the mark
-        // then fails, and says why.
-        if !woken && self.polled.elapsed() < self.poll_interval && !self.store.client().is_closed()
-        {
-            return Ok(false);
-        }
-        self.polled = Instant::now();
-        if !woken {
-            // Nothing else uses the lock's connection while a hub waits: a lock lost with it
-            // is found here, so that the hub connects again rather than wait on without it.
-            let held = self.lock().and_then(|mut l| l.check());
-            held.map_err(|e| self.placed(e))?;
-        }
-        Ok(self.change_mark()? != seen)
+    /// Checks the runner lock on its connection, and that the store's connection answers:
+    /// nothing else uses either while a hub waits, so a lock or a connection lost is found
+    /// here, and the hub connects again rather than wait on without it.
+    fn check_held(&mut self) -> Result<(), Error> {
+        let held = self.lock().and_then(|mut l| l.check());
+        held.map_err(|e| self.placed(e))?;
+        let answers = self.store.client().batch_execute("");
+        answers.map_err(|e| self.placed(e.into()))
     }
 
     fn pass<T, E: From<Error>>(

@@ -232,12 +232,6 @@ impl PgStore {
     pub fn drop_occurrence(&mut self, id: i64) -> Result<PendingRow, PgError> {
         drop_occurrence(&mut self.client, &self.queue, id)
     }
-
-    /// A mark that differs from one read earlier when a point may have been committed since
-    /// (`change_mark`'s rules).
-    pub fn change_mark(&mut self) -> Result<i64, PgError> {
-        change_mark(&mut self.client, &self.queue)
-    }
 }
 
 fn application_name() -> String {
@@ -280,14 +274,18 @@ pub(crate) fn change_mark(client: &mut impl GenericClient, queue: &QueueName) ->
 }
 
 /// How many of a queue's oldest pending points [`view_mark`] looks at for starts.
-pub const VIEW_MARK_HEAD: i64 = 1024;
+pub(crate) const VIEW_MARK_HEAD: i64 = 1024;
 
 const VIEW_MARK: &str = "SELECT
         (SELECT MAX(id) FROM hookq_pending_hooks WHERE queue = $1),
         (SELECT MAX(id) FROM hookq_hook_history WHERE queue = $1),
         (SELECT paused_ms FROM hookq_queues WHERE queue = $1),
         (SELECT host || ' ' || pid || ' ' || since_ms FROM hookq_runners WHERE queue = $1),
-        head.started, head.passes
+        head.started, head.passes,
+        (SELECT string_agg(l.virtualtransaction, ',' ORDER BY l.virtualtransaction)
+         FROM pg_locks l
+         WHERE l.locktype = 'relation' AND l.relation = 'hookq_pending_hooks'::regclass
+           AND l.mode = 'RowExclusiveLock' AND l.pid IS DISTINCT FROM pg_backend_pid())
     FROM (SELECT MAX(last_started_ms) AS started, SUM(passes)::BIGINT AS passes
           FROM (SELECT last_started_ms, passes FROM hookq_pending_hooks WHERE queue = $1
                 ORDER BY id LIMIT $2) h) head";
@@ -298,10 +296,15 @@ const VIEW_MARK: &str = "SELECT
 /// [`VIEW_MARK_HEAD`] oldest pending points: a pass starts points in the order they were
 /// recorded, so a point it starts is among them unless that many wait before it), when the
 /// queue was paused or resumed, or its runner lock changed hands. A start is an `UPDATE` that
-/// notifies nobody, so only a poll sees it. Four index probes and one short index range scan,
-/// whatever the queue holds: 0.4 ms of the server's time with 1,000,000 points pending (0.7 ms
-/// a round trip over loopback), prepared once per connection. Only equality means anything.
-pub fn view_mark(store: &mut PgStore) -> Result<i64, PgError> {
+/// notifies nobody, so only a poll sees it. Like [`change_mark`], it also names the
+/// transactions now writing the outbox table on other connections, so that a point whose id was
+/// taken before a read and committed after it (a lower id than one seen already) changes it
+/// when its transaction ends; writers of other queues are in that set too, which costs a page,
+/// or a hub's pass, that finds nothing new. Four index probes, one short index range scan and a
+/// read of the lock table, whatever the queue holds: 0.4 ms of the server's time with 1,000,000
+/// points pending (0.7 ms a round trip over loopback), prepared once per connection. Only
+/// equality means anything.
+pub(crate) fn view_mark(store: &mut PgStore) -> Result<i64, PgError> {
     use std::hash::{Hash, Hasher};
     // Prepared once per connection: a watcher reads it a few times a second.
     let statement = store.prepared(VIEW_MARK)?;
@@ -316,7 +319,8 @@ pub fn view_mark(store: &mut PgStore) -> Result<i64, PgError> {
     row.get::<_, Option<String>>(3).hash(&mut h);
     row.get::<_, Option<i64>>(4).hash(&mut h);
     row.get::<_, Option<i64>>(5).hash(&mut h);
-Ok(h.finish() as i64)
+    row.get::<_, Option<String>>(6).hash(&mut h);
+    Ok(h.finish() as i64)
 }
 
 /// Column `i` of `r`, parsed into its type: a stored value the type refuses is the row's
@@ -744,7 +748,7 @@ pub fn pause(tx: &mut Transaction<'_>, queue: &QueueName) -> Result<Paused, PgEr
 /// Resumes `queue`: the next pass of any host starts its points. `None` when it was not
 /// paused. Call it in a transaction, as [`PgStore::write`] runs one, which then wakes the
 /// queue's hubs ([`notify_hubs`](crate::queue::pg::notify_hubs)); a hub nobody notifies finds
-/// the resume at its next poll, since it changes the queue's `change_mark`.
+/// the resume at its watcher's next poll, since it changes the mark the watcher reads.
 pub fn resume(tx: &mut Transaction<'_>, queue: &QueueName) -> Result<Option<Paused>, PgError> {
     // Locked, so that of two resumes at once only one says it resumed the queue.
     let since: Option<i64> = tx

@@ -6,7 +6,7 @@ use crate::exec::Stop;
 use crate::queue::driver::{Driver, LockHolder, LockState, Place};
 use crate::queue::error::Error;
 use crate::queue::options::Options;
-use crate::queue::pass::{Attempt, PassOptions};
+use crate::queue::pass::{Attempt, Deadline, PassOptions, QueueLock};
 use crate::queue::ids::{PlanId, TaskId};
 use crate::queue::lock;
 use crate::queue::model::{
@@ -184,15 +184,38 @@ impl Driver for SqliteDriver {
     fn pass(
         self: Box<Self>,
         ws: &Workspace,
-        _options: &Options,
+        options: &Options,
         pass: PassOptions,
         stop: &Stop,
     ) -> Attempt {
-        let mut store = self.store;
-        crate::queue::pass::on_sqlite(ws, &mut store, pass, stop)
+        crate::queue::pass::over(ws, *self, options, pass, stop)
     }
 
     fn sqlite_store(&mut self) -> Option<&mut Store> {
         Some(&mut self.store)
+    }
+}
+
+/// On SQLite the runner lock is the workspace's `runner.lock` alone: the queue has no lock of
+/// its own to take first.
+impl QueueLock for SqliteDriver {
+    type Held = Store;
+
+    fn take(
+        self,
+        _ws: &Workspace,
+        _options: &Options,
+        _deadline: &Deadline,
+        _stop: &Stop,
+    ) -> Result<Store, Box<Attempt>> {
+        Ok(self.store)
+    }
+
+    fn left(held: &mut Store) -> Option<i64> {
+        held.stats().ok().map(|s| s.pending)
+    }
+
+    fn release(_held: Store) -> Result<(), Error> {
+        Ok(())
     }
 }
