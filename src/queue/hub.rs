@@ -185,6 +185,7 @@ pub fn run<S: QueueStore>(
 ) -> Result<(), Error> {
     let config_path = ws.config_path();
     watcher.set_poll(opts.poll);
+    watcher.prompt();
     loop {
         if stop.graceful() {
             return Ok(());
@@ -222,13 +223,18 @@ pub fn run<S: QueueStore>(
         // The pass's own clears and starts are changes to the watcher too: settled first, it
         // tells only of what comes after. What another process committed while the pass ran
         // moved the store's mark, read after the watcher's so that no commit falls between.
+        // A notification that came meanwhile stays for the watcher's next step; a commit
+        // nobody notified is looked for at the next poll, not at once: on PostgreSQL the mark
+        // also moves with writers of other queues, and a hub that drained again at once for
+        // each of those would spin while they write.
         watcher.settle();
-        if store.change_mark()? != seen {
-            continue;
-        }
+        let moved = store.change_mark()? != seen;
         // Points held for a settled config are decided by the pass after it settled, even when
         // nothing else changes meanwhile.
-        let rescan = retry_in.map_or(opts.rescan, |r| r.min(opts.rescan));
+        let mut rescan = retry_in.map_or(opts.rescan, |r| r.min(opts.rescan));
+        if moved {
+            rescan = rescan.min(opts.poll);
+        }
         let since = Instant::now();
         let mut checked: Option<Instant> = None;
         loop {

@@ -90,7 +90,8 @@ impl Watcher {
     }
 
     /// Reads the queue's mark every `every` ([`SQLITE_POLL`], [`PG_POLL`] unless set): on
-    /// PostgreSQL while no notification comes, and never closer than [`PG_GAP`].
+    /// PostgreSQL while no notification comes, and never closer than [`PG_GAP`] unless
+    /// [`prompt`](Watcher::prompt).
     pub fn set_poll(&mut self, every: Duration) {
         match &mut self.source {
             Source::Sqlite(s) => s.poll = every,
@@ -99,10 +100,21 @@ impl Watcher {
         }
     }
 
-    /// Reads the queue's mark now, and on PostgreSQL takes the notifications that came, without
-    /// telling whether it changed: the next [`step`](Watcher::step) tells only of what comes
-    /// after. A hub settles its watcher after each of its own passes, whose clears and starts
-    /// would otherwise wake it again. A failed read is handled as [`step`](Watcher::step)
+    /// Answers a notification at once, instead of keeping [`PG_GAP`] between two reads so
+    /// that a burst costs one: for a hub, whose next pass takes whatever the burst recorded and
+    /// whose start should follow a commit by milliseconds. Nothing changes on SQLite.
+    pub fn prompt(&mut self) {
+        #[cfg(feature = "postgres")]
+        if let Source::Postgres(p) = &mut self.source {
+            p.gap = Duration::ZERO;
+        }
+    }
+
+    /// Reads the queue's mark now, without telling whether it changed: the next
+    /// [`step`](Watcher::step) tells only of what comes after. A hub settles its watcher after
+    /// each of its own passes, whose clears and starts would otherwise wake it again. A
+    /// notification that came meanwhile stays to be answered by the next step: it may be of a
+    /// commit the pass did not see. A failed read is handled as [`step`](Watcher::step)
     /// handles it: the next step that reads counts as a change.
     pub fn settle(&mut self) {
         match &mut self.source {
@@ -273,6 +285,8 @@ mod pg {
         last: Option<i64>,
         polled: Instant,
         pub(super) poll: Duration,
+        /// The least time between two reads ([`PG_GAP`] unless [`Watcher::prompt`]).
+        pub(super) gap: Duration,
         failing: bool,
     }
 
@@ -289,6 +303,7 @@ mod pg {
                 last: None,
                 polled: Instant::now(),
                 poll: PG_POLL,
+                gap: GAP,
                 failing: false,
             };
             match source.mark(reads) {
@@ -366,8 +381,8 @@ mod pg {
                     return Ok(false);
                 }
                 let since = self.polled.elapsed();
-                if since < GAP {
-                    pause.sleep(GAP - since);
+                if since < self.gap {
+                    pause.sleep(self.gap - since);
                     // What came meanwhile is answered by the read below.
                     self.notified(Duration::ZERO)?;
                 }
@@ -396,8 +411,6 @@ mod pg {
                 return;
             }
             let read = (|| -> Result<i64, PgError> {
-                // What came so far is answered by the read below.
-                self.notified(Duration::ZERO)?;
                 self.polled = Instant::now();
                 self.mark(reads)
             })();

@@ -89,13 +89,13 @@ fn one_hub_drains_many_workspaces_each_by_its_own_config() {
 }
 
 #[test]
-fn minus_c_twice_is_for_the_hub_only() {
+fn minus_c_twice_is_for_the_hub_and_the_view_only() {
     let ws = Ws::init();
     let root = path(ws.root());
     let out = ws.hookq(&["-C", root, "-C", root, "run"]).expect_code(2);
     assert!(
         out.stderr()
-            .contains("only `hookq hub` drains several workspaces"),
+            .contains("only `hookq hub` and `hookq ui` take several workspaces"),
         "{}",
         out.describe()
     );
