@@ -105,9 +105,9 @@ impl Watcher {
 
     /// Reads the queue's mark every `every` ([`SQLITE_POLL`], [`PG_POLL`] unless set). On
     /// PostgreSQL the listener reads every queue of its server at the shortest poll its watchers
-    /// set, and never closer than [`PG_GAP`] but when a watcher starts or settles: a watcher
-    /// is told of a change at its step after the read that saw it, within its own poll and
-    /// sooner when another watcher of the server polls faster.
+    /// set, and never closer than [`PG_GAP`] but when a watcher starts or settles; a watcher
+    /// looks at the latest of those reads when its own poll is due, and wants one of its own
+    /// when that read is older than half its poll.
     pub fn set_poll(&mut self, every: Duration) {
         match &mut self.source {
             Source::Sqlite(s) => s.poll = every,

@@ -13,12 +13,14 @@
 //! One statement ([`MARKS`]) reads the marks of every queue subscribed. The listener reads:
 //! every poll of its fastest subscriber ([`Watcher::set_poll`](crate::queue::watch::Watcher));
 //! [`PG_GAP`] after a notification of a subscribed queue (a burst costs a read a gap); when a
-//! subscriber's own poll is due and no read started since it was; and at once when a
+//! subscriber's poll is due and no read fresh enough for it is in; and at once when a
 //! subscriber joins or settles. Never two reads closer than [`PG_GAP`] but for those last two.
-//! Each subscriber is told, at its next step, of what the reads since its last step found: so
-//! a watcher hears of a change within its own poll, and sooner when another watcher of the same
-//! server polls faster. A connection lost is a change for every subscriber (it may have missed
-//! a notification): the listener connects again a second later and reads every queue again.
+//! A subscriber looks at a read when its own poll is due (the latest read, if it started at
+//! most half a poll before), when a notification of its queue came before the read, or when
+//! the read is the first on a new connection: so a watcher hears of a commit nobody announced
+//! within about its own poll, and watchers of one poll fall into step, answered by one read
+//! between them. A connection lost is a change for every subscriber (it may have missed a
+//! notification): the listener connects again a second later and reads every queue again.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
