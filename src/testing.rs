@@ -13,3 +13,9 @@ pub mod counters {
 pub mod starts {
     pub use crate::queue::starts::{Start, apply, path_for, read};
 }
+
+/// The listener the PostgreSQL watchers of a server share: how many mark statements it sent.
+#[cfg(feature = "postgres")]
+pub mod listener {
+    pub use crate::queue::pg::listener::{APPLICATION_NAME, statements};
+}

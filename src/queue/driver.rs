@@ -182,8 +182,9 @@ pub trait Driver: Send {
     /// Ends every unfinished task of plan `plan` in `failed.cancelled`.
     fn cancel_plan(&mut self, plan: &PlanId) -> Result<Vec<Transition>, Error>;
 
-    /// A watcher of this queue's changes, on a connection of its own: what a view's live
-    /// updates come from.
+    /// A watcher of this queue's changes (on SQLite on a connection of its own, on PostgreSQL
+    /// through the process's one listener of the server): what a view's live updates come
+    /// from.
     fn watcher(&self) -> Result<crate::queue::watch::Watcher, Error>;
 
     /// One pass over what is pending ([`crate::queue::pass`]): the runner lock taken within

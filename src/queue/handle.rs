@@ -371,7 +371,8 @@ impl Queue {
     }
 
     /// A watcher of this queue's changes (new points, clears, drops, starts, a pause), on a
-    /// connection of its own: a host's live view of the queue it already has.
+    /// connection of its own (SQLite) or through the process's one listener of the server
+    /// (PostgreSQL): a host's live view of the queue it already has.
     pub fn watcher(&self) -> Result<crate::queue::watch::Watcher, Error> {
         self.driver.watcher()
     }

@@ -1,20 +1,25 @@
 //! The change watcher: tells when a queue changed, by reading one small mark of it over and
-//! over on a connection of its own. The web view's live updates and the hub's waits between
-//! passes ([`crate::queue::hub::run`]) come from one of these; what the database is (SQLite's
-//! data version and start log, PostgreSQL's LISTEN, poll and reconnect) is known here and
-//! nowhere in the view or the hub.
+//! over. The web view's live updates and the hub's waits between passes
+//! ([`crate::queue::hub::run`]) come from one of these; what the database is (SQLite's data
+//! version and start log, PostgreSQL's LISTEN, poll and reconnect) is known here and nowhere in
+//! the view or the hub.
 //!
-//! - **SQLite**: `PRAGMA data_version` every [`SQLITE_POLL`] unless set otherwise (it changes
-//!   whenever another connection commits: a recording, a clear, a pause), and the size and time
-//!   of the start log `arc.db-starts`, where a runner notes a point's start without a commit.
-//! - **PostgreSQL**: `LISTEN` on the queue's channel (a recording or a pause, notified by the
-//!   writer), and a read of the queue's marks every [`PG_POLL`] unless set otherwise: a start, a
-//!   clear and a recording nobody notified of send no notification.
+//! - **SQLite**: on a connection of its own, `PRAGMA data_version` every [`SQLITE_POLL`] unless
+//!   set otherwise (it changes whenever another connection commits: a recording, a clear, a
+//!   pause), and the size and time of the start log `arc.db-starts`, where a runner notes a
+//!   point's start without a commit.
+//! - **PostgreSQL**: a subscription to the process's one listener of the queue's server, shared
+//!   by every watcher of a queue there: one connection, `LISTEN`ing on the channel of each
+//!   queue watched (a recording or a pause, notified by the writer), and one statement that
+//!   reads the marks of all of them, at the shortest poll any of them asked for ([`PG_POLL`]
+//!   unless set otherwise): a start, a clear and a recording nobody notified of send no
+//!   notification. A commit wakes only its own queue's watchers.
 //!
 //! Either way a change reaches every open page within a poll and a page's fetch. With nothing
 //! changing, the SQLite watcher costs about 0.05 % of a core (ten reads a second, measured with
 //! ten pages open); the PostgreSQL one four round trips a second of under a millisecond each,
-//! whatever the queue holds.
+//! whatever the queue holds, and as many for all the queues a process watches on one server
+//! (each adds a few index probes to the one statement).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -50,7 +55,9 @@ impl Pause for Stop {
     }
 }
 
-/// A queue's change watcher, on a connection of its own.
+/// A queue's change watcher: on a connection of its own (SQLite), or on its server's listener,
+/// which it shares with every other watcher of the process on that server (PostgreSQL). Each
+/// watcher is stepped by one thread at a time; many threads may each own one.
 pub struct Watcher {
     source: Source,
     reads: Arc<AtomicU64>,
@@ -70,62 +77,74 @@ impl Watcher {
         Ok(Watcher { source, reads })
     }
 
-    /// The watcher of PostgreSQL queue `queue` at `target`, on a connection of its own.
+    /// The watcher of PostgreSQL queue `queue` at `target`: a subscription to the process's
+    /// listener of that server, started by the first watcher of the server and ended (its
+    /// connection closed) with the last. Returns once the listener listens on the queue's
+    /// channel and has read its mark, so that what commits after is a change; fails when that
+    /// connection or read fails.
     #[cfg(feature = "postgres")]
     pub fn postgres(
         target: crate::queue::pg::Target,
         queue: crate::queue::pg::QueueName,
     ) -> Result<Watcher, Error> {
         let reads = Arc::new(AtomicU64::new(0));
-        let source = pg::PgSource::open(target, queue, &reads)
-            .map(|p| Source::Postgres(Box::new(p)))?;
-        Ok(Watcher { source, reads })
+        let subscription = crate::queue::pg::listener::Subscription::open(&target, &queue, &reads)?;
+        Ok(Watcher {
+            source: Source::Postgres(Box::new(subscription)),
+            reads,
+        })
     }
 
-    /// Waits about one poll (less when `pause` stops), then tells whether the queue changed
-    /// since the last call. A failed read is logged once; the watcher opens its connection
-    /// again and counts that as a change, since it may have missed one.
+    /// Waits about one poll (on PostgreSQL a tenth of a second at most unless a read is due;
+    /// less when `pause` stops), then tells whether the queue changed since the last call. A
+    /// failed read is logged once; the watcher (on PostgreSQL its listener) opens its
+    /// connection again and counts that as a change, since it may have missed one.
     pub fn step(&mut self, pause: &dyn Pause) -> bool {
         self.source.step(pause, &self.reads)
     }
 
-    /// Reads the queue's mark every `every` ([`SQLITE_POLL`], [`PG_POLL`] unless set): on
-    /// PostgreSQL while no notification comes, and never closer than [`PG_GAP`] unless
-    /// [`prompt`](Watcher::prompt).
+    /// Reads the queue's mark every `every` ([`SQLITE_POLL`], [`PG_POLL`] unless set). On
+    /// PostgreSQL the listener reads every queue of its server at the shortest poll its watchers
+    /// set, and never closer than [`PG_GAP`] but when a watcher starts or settles; a watcher
+    /// looks at the latest of those reads when its own poll is due, and wants one of its own
+    /// when that read is older than half its poll.
     pub fn set_poll(&mut self, every: Duration) {
         match &mut self.source {
             Source::Sqlite(s) => s.poll = every,
             #[cfg(feature = "postgres")]
-            Source::Postgres(p) => p.poll = every,
+            Source::Postgres(p) => p.set_poll(every),
         }
     }
 
-    /// Answers a notification at once, instead of keeping [`PG_GAP`] between two reads so
-    /// that a burst costs one: for a hub, whose next pass takes whatever the burst recorded and
-    /// whose start should follow a commit by milliseconds. Nothing changes on SQLite.
+    /// Answers a notification of its queue at once, without waiting for the listener's read
+    /// of the mark (which comes at least [`PG_GAP`] after the last, so that a burst costs one):
+    /// for a hub, whose next pass takes whatever the burst recorded and whose start should
+    /// follow a commit by milliseconds. Nothing changes on SQLite.
     pub fn prompt(&mut self) {
         #[cfg(feature = "postgres")]
         if let Source::Postgres(p) = &mut self.source {
-            p.gap = Duration::ZERO;
+            p.prompt();
         }
     }
 
-    /// Reads the queue's mark now, without telling whether it changed: the next
-    /// [`step`](Watcher::step) tells only of what comes after. A hub settles its watcher after
-    /// each of its own passes, whose clears and starts would otherwise wake it again. A
-    /// notification that came meanwhile stays to be answered by the next step: it may be of a
-    /// commit the pass did not see. A failed read is handled as [`step`](Watcher::step)
-    /// handles it: the next step that reads counts as a change.
+    /// Reads the queue's mark now (on PostgreSQL, has the listener read it, within a few
+    /// milliseconds), without telling whether it changed: the next [`step`](Watcher::step)
+    /// tells only of what comes after. A hub settles its watcher after each of its own passes,
+    /// whose clears and starts would otherwise wake it again. A notification that came
+    /// meanwhile stays for the next step to tell of: it may announce a commit the pass did not
+    /// see. A failed read is handled as [`step`](Watcher::step) handles it: the next step that
+    /// reads counts as a change.
     pub fn settle(&mut self) {
         match &mut self.source {
             Source::Sqlite(s) => s.settle(&self.reads),
             #[cfg(feature = "postgres")]
-            Source::Postgres(p) => p.settle(&self.reads),
+            Source::Postgres(p) => p.settle(),
         }
     }
 
-    /// How many times the watcher has read the database, shared so that its owner can count
-    /// while the watcher runs on a thread of its own.
+    /// How many times the watcher has read the database (on PostgreSQL, how many of its
+    /// listener's reads covered its queue: one statement covers every queue of the server),
+    /// shared so that its owner can count while the watcher runs on a thread of its own.
     pub fn reads(&self) -> Arc<AtomicU64> {
         Arc::clone(&self.reads)
     }
@@ -141,13 +160,13 @@ pub const PG_GAP: Duration = Duration::from_millis(50);
 /// How long the watcher waits before it opens the database again after a failed read.
 const RETRY: Duration = Duration::from_secs(1);
 
-/// What the watcher reads: the queue's database, on a connection of its own.
+/// What the watcher reads: the queue's database.
 enum Source {
     /// A SQLite queue.
     Sqlite(Box<SqliteSource>),
-    /// A PostgreSQL queue.
+    /// A PostgreSQL queue, through its server's listener.
     #[cfg(feature = "postgres")]
-    Postgres(Box<pg::PgSource>),
+    Postgres(Box<crate::queue::pg::listener::Subscription>),
 }
 
 impl Source {
@@ -158,7 +177,7 @@ impl Source {
         match self {
             Source::Sqlite(s) => s.step(pause, reads),
             #[cfg(feature = "postgres")]
-            Source::Postgres(p) => p.step(pause, reads),
+            Source::Postgres(p) => p.step(pause),
         }
     }
 }
@@ -256,181 +275,6 @@ impl SqliteSource {
         // A new connection's data version is not comparable with the old one's.
         self.store = None;
         self.last = None;
-    }
-}
-
-#[cfg(feature = "postgres")]
-mod pg {
-    use std::time::{Duration, Instant};
-
-    use postgres::fallible_iterator::FallibleIterator;
-
-    use crate::queue::error::Error;
-    use crate::queue::pg::connect::guard_session;
-    use crate::queue::pg::notify::{self, Listening};
-    use crate::queue::pg::{PgError, PgStore, QueueName, Target};
-
-    use super::Pause;
-    use std::sync::atomic::AtomicU64;
-    use super::{PG_GAP as GAP, PG_POLL, RETRY};
-
-    /// How long one wait for a notification lasts, so that a stop is seen soon.
-    const SLICE: Duration = Duration::from_millis(100);
-
-    /// A PostgreSQL queue's watcher connection, listening on the queue's channel.
-    pub(super) struct PgSource {
-        target: Target,
-        queue: QueueName,
-        store: Option<PgStore>,
-        last: Option<i64>,
-        polled: Instant,
-        pub(super) poll: Duration,
-        /// The least time between two reads ([`PG_GAP`] unless [`Watcher::prompt`]).
-        pub(super) gap: Duration,
-        failing: bool,
-    }
-
-    impl PgSource {
-        pub(super) fn open(
-            target: Target,
-            queue: QueueName,
-            reads: &AtomicU64,
-        ) -> Result<PgSource, Error> {
-            let mut source = PgSource {
-                target,
-                queue,
-                store: None,
-                last: None,
-                polled: Instant::now(),
-                poll: PG_POLL,
-                gap: GAP,
-                failing: false,
-            };
-            match source.mark(reads) {
-                Ok(mark) => source.last = Some(mark),
-                Err(e) => return Err(source.placed(e)),
-            }
-            Ok(source)
-        }
-
-        fn placed(&self, source: PgError) -> Error {
-            Error::Postgres {
-                place: Box::new(crate::queue::driver::Place::postgres(
-                    &self.queue,
-                    &self.target,
-                )),
-                source,
-            }
-        }
-
-        fn connect(&mut self) -> Result<&mut PgStore, PgError> {
-            if self.store.is_none() {
-                let mut store = PgStore::open(&self.target, self.queue.clone())?;
-                // A server that stops answering fails a read instead of hanging the watcher.
-                guard_session(store.client(), &self.target)?;
-                // The queue's own channel, and the one older hosts notify every queue on.
-                store.client().batch_execute(&notify::listen(&self.queue))?;
-                self.store = Some(store);
-            }
-            Ok(self.store.as_mut().expect("connected above"))
-        }
-
-        fn mark(&mut self, reads: &AtomicU64) -> Result<i64, PgError> {
-            let store = self.connect()?;
-            reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            crate::queue::pg::store::view_mark(store)
-        }
-
-        /// Whether a notification for this queue is buffered or comes within `timeout`. Takes
-        /// every buffered one, so that a burst answered by one read is not answered again.
-        fn notified(&mut self, timeout: Duration) -> Result<bool, PgError> {
-            let listening = Listening::new(&self.queue);
-            let ours = |n: &postgres::Notification| listening.wakes(n);
-            let store = self.connect()?;
-            let mut notes = store.client().notifications();
-            let mut woken = false;
-            {
-                let mut buffered = notes.iter();
-                while let Some(n) = buffered.next()? {
-                    woken |= ours(&n);
-                }
-            }
-            if woken || timeout.is_zero() {
-                return Ok(woken);
-            }
-            let mut waiting = notes.timeout_iter(timeout);
-            while let Some(n) = waiting.next()? {
-                if ours(&n) {
-                    return Ok(true);
-                }
-            }
-            Ok(false)
-        }
-
-        pub(super) fn step(&mut self, pause: &dyn Pause, reads: &AtomicU64) -> bool {
-            if self.failing {
-                pause.sleep(RETRY);
-                if pause.stopped() {
-                    return false;
-                }
-            }
-            let result = (|| -> Result<bool, PgError> {
-                let left = self.poll.saturating_sub(self.polled.elapsed());
-                let notified = self.notified(left.min(SLICE))?;
-                if !notified && self.polled.elapsed() < self.poll {
-                    return Ok(false);
-                }
-                let since = self.polled.elapsed();
-                if since < self.gap {
-                    pause.sleep(self.gap - since);
-                    // What came meanwhile is answered by the read below.
-                    self.notified(Duration::ZERO)?;
-                }
-                self.polled = Instant::now();
-                let mark = self.mark(reads)?;
-                // A notification counts even when the mark did not move: a task moved with
-                // no point recorded, a write the mark does not see.
-                Ok(self.last.replace(mark) != Some(mark) || notified)
-            })();
-            match result {
-                // Back after a failure, `last` is `None`: what changed meanwhile counts.
-                Ok(changed) => {
-                    self.failing = false;
-                    changed
-                }
-                Err(e) => {
-                    self.failed(e);
-                    false
-                }
-            }
-        }
-
-        pub(super) fn settle(&mut self, reads: &AtomicU64) {
-            if self.failing {
-                // The next step reads, and counts what it finds as a change.
-                return;
-            }
-            let read = (|| -> Result<i64, PgError> {
-                self.polled = Instant::now();
-                self.mark(reads)
-            })();
-            match read {
-                Ok(mark) => self.last = Some(mark),
-                Err(e) => self.failed(e),
-            }
-        }
-
-        fn failed(&mut self, e: PgError) {
-            if !self.failing {
-                tracing::warn!(
-                    "cannot watch queue {} for changes (retrying): {e}",
-                    self.queue
-                );
-            }
-            self.failing = true;
-            self.store = None;
-            self.last = None;
-        }
     }
 }
 

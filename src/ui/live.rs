@@ -1,9 +1,9 @@
 //! Live updates of the web view: one watcher per server tells every open page when the queue
 //! changed, and a log page is sent what its hook appends.
 //!
-//! [`Live::start`] spawns the watcher, one thread with one connection of its own that reads a
-//! small mark of the queue a few times a second (see [`crate::queue::watch`] for what it reads on SQLite and
-//! PostgreSQL) and bumps a [`generation`](Live::generation) when the mark moves. [`routes`]
+//! [`Live::start`] spawns the watcher's thread; the watcher reads a small mark of the queue a
+//! few times a second, on a connection of its own on SQLite and through the process's one
+//! listener of the server on PostgreSQL (see [`crate::queue::watch`] for what it reads) and bumps a [`generation`](Live::generation) when the mark moves. [`routes`]
 //! serves:
 //!
 //! - `GET /events`: Server-Sent Events. First `event: hello` with the current generation,
@@ -120,10 +120,10 @@ impl std::fmt::Debug for Live {
 
 impl Live {
     /// Opens the queue `ws` names (its SQLite file, or the PostgreSQL queue `HOOKQ_DATABASE_URL`
-    /// or its config names) on a connection of the watcher's own, creating the database or
-    /// schema as a runner would, and starts the watcher's thread. Fails when the database
-    /// cannot be opened, or the environment's options are invalid ([`Options::from_env`]); a
-    /// read that fails later is logged once and retried every second.
+    /// or its config names) for the watcher, creating the database or schema as a runner
+    /// would, and starts the watcher's thread. Fails when the database cannot be opened, or the
+    /// environment's options are invalid ([`Options::from_env`]); a read that fails later is
+    /// logged once and retried every second.
     pub fn start(ws: Workspace) -> Result<Arc<Live>, LiveError> {
         let watcher = crate::queue::Queue::open_with(&ws, Options::from_env()?)?.watcher()?;
         Live::watching(ws, watcher)

@@ -24,6 +24,7 @@ mod fleet;
 #[cfg(feature = "ui")]
 mod live;
 // The live view's test client, shared with the `ui` binary's live tests.
+mod listener;
 #[cfg(feature = "ui")]
 #[allow(dead_code)]
 #[path = "../ui_live/client.rs"]

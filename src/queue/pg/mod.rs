@@ -12,6 +12,7 @@ pub mod connect;
 pub mod driver;
 pub mod error;
 pub(crate) mod hub;
+pub(crate) mod listener;
 pub mod lock;
 pub mod name;
 pub(crate) mod prune;

@@ -17,8 +17,7 @@ use postgres::Client;
 
 use crate::queue::pg::connect::connect;
 use crate::queue::pg::error::PgError;
-use crate::queue::pg::name::{QueueName, quote_ident};
-use crate::queue::pg::record::LEGACY_CHANNEL;
+use crate::queue::pg::name::QueueName;
 use crate::queue::pg::target::Target;
 
 /// A thread that wakes hubs, on a connection of its own to one database. Cheap to clone: the
@@ -221,38 +220,4 @@ fn calls<'a>(queues: impl IntoIterator<Item = &'a QueueName>) -> String {
         .map(|q| format!("pg_notify('{}', '{}')", q.channel(), q.as_str()))
         .collect();
     calls.join(", ")
-}
-
-/// The statement that makes a connection listen for the commits of `queue`: on its own channel,
-/// and on [`LEGACY_CHANNEL`], which hosts of an older hookq notify for every queue. The legacy
-/// `LISTEN` goes in hookq 0.3 (with the constant); until then a fleet can upgrade its hubs and
-/// views before its writers.
-pub(crate) fn listen(queue: &QueueName) -> String {
-    format!(
-        "LISTEN {}; LISTEN {}",
-        quote_ident(&queue.channel()),
-        quote_ident(LEGACY_CHANNEL)
-    )
-}
-
-/// What a listener of one queue keeps to tell its notifications from others'.
-pub(crate) struct Listening {
-    queue: String,
-    channel: String,
-}
-
-impl Listening {
-    /// For `queue`'s listener.
-    pub(crate) fn new(queue: &QueueName) -> Self {
-        Self {
-            queue: queue.as_str().to_owned(),
-            channel: queue.channel(),
-        }
-    }
-
-    /// Whether `n` tells of a commit of this queue: on its channel or the legacy one, naming it.
-    /// The payload is compared on both, since queues whose names are cut to one channel share it.
-    pub(crate) fn wakes(&self, n: &postgres::Notification) -> bool {
-        (n.channel() == self.channel || n.channel() == LEGACY_CHANNEL) && n.payload() == self.queue
-    }
 }

@@ -36,8 +36,8 @@ use crate::queue::model::now_ms;
 /// ([`QueueName::channel`]), with the queue's name as the payload. hookq notifies it no more;
 /// its hubs and views still listen on it, beside their queue's own, so that hosts of an older
 /// hookq keep waking them while a fleet upgrades: until hookq 0.3, which drops it (this constant,
-/// and its `LISTEN` and its match in `notify::listen` and `notify::Listening::wakes`, which the
-/// hubs and the live view's watcher share).
+/// and its `LISTEN` and its match in the listener that the hubs' and the live view's watchers
+/// share, `pg/listener.rs`).
 pub const LEGACY_CHANNEL: &str = "hookq";
 
 /// Tells the hubs of `queue` that a transaction recording its points committed, so that they

@@ -273,56 +273,6 @@ pub(crate) fn change_mark(client: &mut impl GenericClient, queue: &QueueName) ->
     Ok(h.finish() as i64)
 }
 
-/// How many of a queue's oldest pending points [`view_mark`] looks at for starts.
-pub(crate) const VIEW_MARK_HEAD: i64 = 1024;
-
-const VIEW_MARK: &str = "SELECT
-        (SELECT MAX(id) FROM hookq_pending_hooks WHERE queue = $1),
-        (SELECT MAX(id) FROM hookq_hook_history WHERE queue = $1),
-        (SELECT paused_ms FROM hookq_queues WHERE queue = $1),
-        (SELECT host || ' ' || pid || ' ' || since_ms FROM hookq_runners WHERE queue = $1),
-        head.started, head.passes,
-        (SELECT string_agg(l.virtualtransaction, ',' ORDER BY l.virtualtransaction)
-         FROM pg_locks l
-         WHERE l.locktype = 'relation' AND l.relation = 'hookq_pending_hooks'::regclass
-           AND l.mode = 'RowExclusiveLock' AND l.pid IS DISTINCT FROM pg_backend_pid())
-    FROM (SELECT MAX(last_started_ms) AS started, SUM(passes)::BIGINT AS passes
-          FROM (SELECT last_started_ms, passes FROM hookq_pending_hooks WHERE queue = $1
-                ORDER BY id LIMIT $2) h) head";
-
-/// A mark of what a view of `queue` shows, for a watcher that polls it: it differs from one
-/// read earlier when a point was recorded (the highest pending id), cleared, dropped or parked
-/// (the highest history id), started (the latest start and the passes counted among the
-/// [`VIEW_MARK_HEAD`] oldest pending points: a pass starts points in the order they were
-/// recorded, so a point it starts is among them unless that many wait before it), when the
-/// queue was paused or resumed, or its runner lock changed hands. A start is an `UPDATE` that
-/// notifies nobody, so only a poll sees it. Like [`change_mark`], it also names the
-/// transactions now writing the outbox table on other connections, so that a point whose id was
-/// taken before a read and committed after it (a lower id than one seen already) changes it
-/// when its transaction ends; writers of other queues are in that set too, which costs a page,
-/// or a hub's pass, that finds nothing new. Four index probes, one short index range scan and a
-/// read of the lock table, whatever the queue holds: 0.4 ms of the server's time with 1,000,000
-/// points pending (0.7 ms a round trip over loopback), prepared once per connection. Only
-/// equality means anything.
-pub(crate) fn view_mark(store: &mut PgStore) -> Result<i64, PgError> {
-    use std::hash::{Hash, Hasher};
-    // Prepared once per connection: a watcher reads it a few times a second.
-    let statement = store.prepared(VIEW_MARK)?;
-    let queue = store.queue().as_str().to_owned();
-    let row = store
-        .client()
-        .query_one(&statement, &[&queue, &VIEW_MARK_HEAD])?;
-    let mut h = std::hash::DefaultHasher::new();
-    row.get::<_, Option<i64>>(0).hash(&mut h);
-    row.get::<_, Option<i64>>(1).hash(&mut h);
-    row.get::<_, Option<i64>>(2).hash(&mut h);
-    row.get::<_, Option<String>>(3).hash(&mut h);
-    row.get::<_, Option<i64>>(4).hash(&mut h);
-    row.get::<_, Option<i64>>(5).hash(&mut h);
-    row.get::<_, Option<String>>(6).hash(&mut h);
-    Ok(h.finish() as i64)
-}
-
 /// Column `i` of `r`, parsed into its type: a stored value the type refuses is the row's
 /// error ([`RowError::BadRow`]), never a panic.
 fn cell<'a, T: postgres::types::FromSql<'a>>(r: &'a Row, i: usize) -> Result<T, PgError> {
