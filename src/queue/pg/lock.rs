@@ -301,46 +301,19 @@ impl PgRunnerLock {
     /// server still lists the lock as this backend's. Answers within a quarter of the lease
     /// or fails.
     pub fn check(&mut self) -> Result<(), PgError> {
+        self.check_held()
+    }
+
+    fn check_held(&self) -> Result<(), PgError> {
         self.live()?;
         let lost = |reason: String| PgError::LockLost {
             queue: self.queue.to_string(),
             reason,
         };
-        let mut conn = self.session.conn();
-        if let Err(e) = conn
-            .client
-            .is_valid(self.lease().renew_every().max(Duration::from_millis(250)))
-        {
-            let why = crate::queue::pg::error::error_chain(&e);
-            self.session.fail(&format!("the server did not answer: {why}"));
-            return Err(lost(why));
-        }
-        let row = conn.client.query_one(
-            &format!(
-                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
-                     AND pid = pg_backend_pid() AND classid = $1::bigint::oid
-                     AND objid = $2::bigint::oid AND objsubid = 2),
-                 EXISTS (SELECT 1 FROM hookq_runners WHERE queue = $3
-                     AND backend_pid = pg_backend_pid() AND lease_until_ms > {SERVER_NOW_MS})"
-            ),
-            &[
-                &i64::from(ADVISORY_CLASS),
-                &i64::from(self.number),
-                &self.queue.as_str(),
-            ],
-        );
-        let row = match row {
-            Ok(row) => row,
-            Err(e) => {
-                let why = crate::queue::pg::error::error_chain(&e);
-                if conn.client.is_closed() {
-                    self.session.fail(&format!("its connection closed: {why}"));
-                }
-                return Err(lost(why));
-            }
-        };
-        drop(conn);
-        let (held, leased): (bool, bool) = (row.get(0), row.get(1));
+        let (held, leased) = self
+            .session
+            .verified(&self.queue, self.number)
+            .map_err(lost)?;
         if !held || !self.session.holds(&self.queue, self.share) {
             return Err(lost("the server no longer lists it".into()));
         }

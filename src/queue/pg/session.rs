@@ -171,10 +171,19 @@ impl Session {
 
     /// Marks the session gone: every queue it holds lost, for `why`. Its connection closes
     /// once the last lock taken on it is dropped.
+    /// Said once, in a warning naming the queues lost, whichever thread finds it.
     pub(crate) fn fail(&self, why: &str) {
         let mut st = self.state();
         if st.dead.is_none() {
             st.dead = Some(why.to_owned());
+            if !st.held.is_empty() {
+                let mut queues: Vec<&str> = st.held.keys().map(QueueName::as_str).collect();
+                queues.sort_unstable();
+                tracing::warn!(
+                    "{}",
+                    lost_named(queues.join(", "), why.to_owned())
+                );
+            }
         }
         for held in st.held.values() {
             held.clock.set(Err(why.to_owned()));
@@ -465,6 +474,49 @@ impl Session {
         Ok(())
     }
 
+    /// Whether the server lists `queue`'s lock (number `number`) as this session's, and its
+    /// lease as live. `Err` says why the session is lost (it did not answer within a quarter
+    /// of the lease).
+    pub(crate) fn verified(&self, queue: &QueueName, number: i32) -> Result<(bool, bool), String> {
+        let mut conn = self.conn();
+        if let Some(why) = self.dead() {
+            return Err(why);
+        }
+        if let Err(e) = conn
+            .client
+            .is_valid(self.lease.renew_every().max(Duration::from_millis(250)))
+        {
+            let why = error_chain(&e);
+            self.fail(&format!("the server did not answer: {why}"));
+            return Err(why);
+        }
+        let row = conn.client.query_one(
+            &format!(
+                "SELECT ARRAY(SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory'
+                     AND granted AND pid = pg_backend_pid() AND classid = $1::bigint::oid
+                     AND objsubid = 2),
+                 ARRAY(SELECT queue FROM hookq_runners WHERE backend_pid = pg_backend_pid()
+                     AND lease_until_ms > {SERVER_NOW_MS})"
+            ),
+            &[&i64::from(ADVISORY_CLASS)],
+        );
+        let row = match row {
+            Ok(row) => row,
+            Err(e) => {
+                let why = error_chain(&e);
+                if conn.client.is_closed() {
+                    self.fail(&format!("its connection closed: {why}"));
+                }
+                return Err(why);
+            }
+        };
+        let (held, leased): (Vec<i64>, Vec<String>) = (row.get(0), row.get(1));
+        Ok((
+            held.contains(&i64::from(number)),
+            leased.iter().any(|q| q == queue.as_str()),
+        ))
+    }
+
     /// Whether share `share` holds `queue` now.
     pub(crate) fn holds(&self, queue: &QueueName, share: u64) -> bool {
         self.state().held.get(queue).is_some_and(|h| h.share == Some(share))
@@ -609,9 +661,8 @@ fn renew_leases(session: Weak<Session>, every: Duration) {
         if session.dead().is_some() {
             return;
         }
-        if let Err(e) = session.renew(None) {
-            tracing::warn!("{e}");
-        }
+        // A queue lost, or the session, is said where it is found.
+        let _ = session.renew(None);
     }
 }
 
