@@ -73,7 +73,7 @@ fn connections(db: &str, pid: i32) -> (usize, usize, usize) {
         .query(
             "SELECT application_name FROM pg_stat_activity
              WHERE datname = current_database() AND application_name LIKE $1",
-            &[&format!("hookq % pid {pid} on %")],
+            &[&format!("hookq%pid {pid} on %")],
         )
         .unwrap()
         .iter()
@@ -92,6 +92,7 @@ fn connections(db: &str, pid: i32) -> (usize, usize, usize) {
 
 /// One hub over twenty queues of one server holds one lock session and at most two pooled
 /// connections there, while it drains every queue: the number does not grow with the queues.
+/// (Its watchers' connections, named `hookq pid ...`, are counted apart and printed.)
 #[test]
 fn a_hub_of_twenty_queues_holds_one_lock_session_and_a_pool_of_two() {
     if crate::postgres::without_postgres(
