@@ -19,6 +19,7 @@ mod server;
 mod channels;
 pub(crate) mod cli;
 mod cluster;
+mod conns;
 mod fault;
 mod fleet;
 #[cfg(feature = "ui")]

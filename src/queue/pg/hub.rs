@@ -1,7 +1,9 @@
 //! The hub on PostgreSQL: [`crate::queue::hub::run`] on a [`PgQueue`], riding out outages of
 //! the database; [`crate::queue::hub::run_queue`] runs it for a queue on PostgreSQL. It
-//! connects (three connections: the store's, the runner lock's, and its [`Watcher`]'s, which
-//! listens on the queue's channel), takes the queue's runner lock and keeps it while it drains; when
+//! opens the queue through the process's [`Server`] of its database, which every queue of the
+//! process on that server shares (its runner lock on the server's one lock session, its reads
+//! on the server's small pool), opens its [`Watcher`], which listens on the queue's channel,
+//! takes the queue's runner lock and keeps it while it drains; when
 //! the database goes away (a restart, a network drop, its session ended, a lease that ran
 //! out) it connects again with a growing backoff, and it stops with one error on a failure
 //! that waiting does not mend (see [`PgError::is_transient`]).
@@ -13,13 +15,11 @@ use crate::queue::drain::Drainer;
 use crate::queue::driver::Place;
 use crate::queue::error::Error;
 use crate::queue::hub::{self, HubEvent, HubOptions};
-use crate::queue::lock::Wait;
-use crate::queue::pg::connect::guard_session;
 use crate::queue::pg::error::PgError;
-use crate::queue::pg::lock::{Lease, PgRunnerLock, Takeover};
+use crate::queue::pg::lock::{Lease, Takeover};
 use crate::queue::pg::name::QueueName;
 use crate::queue::pg::queue::PgQueue;
-use crate::queue::pg::store::PgStore;
+use crate::queue::pg::server::{Server, ServerReads};
 use crate::queue::pg::target::Target;
 use crate::queue::watch::Watcher;
 use crate::queue::workspace::Workspace;
@@ -37,7 +37,12 @@ fn transient(e: &Error) -> bool {
     matches!(e, Error::Postgres { source, .. } if source.is_transient())
 }
 
-/// Opens `queue` on `target`, its reads guarded with timeouts, takes its runner lock (waiting
+/// A queue held by a hub: drained through the server's lock session and pool, watched, and
+/// whether its lock was taken from another holder.
+type Attached = (PgQueue<ServerReads>, Watcher, Option<Takeover>);
+
+/// Opens `queue` on `target` through the process's [`Server`] of it (creating or upgrading the
+/// schema and the queue's row), takes its runner lock on the server's lock session (waiting
 /// until it is free or `stop` is requested: `Ok(None)`), saying whether it was taken from
 /// another holder, and opens the queue's watcher. Sets `reached` once the database answered.
 fn connect(
@@ -46,19 +51,16 @@ fn connect(
     stop: &Stop,
     lease: Lease,
     reached: &mut bool,
-) -> Result<Option<(PgQueue, Watcher, Option<Takeover>)>, Error> {
+) -> Result<Option<Attached>, Error> {
     let at = |e| placed(queue, target, e);
-    let mut store = PgStore::open(target, queue.clone()).map_err(at)?;
+    let server = Server::get(target, lease);
+    server.open_queue(queue).map_err(at)?;
     *reached = true;
-    guard_session(store.client(), target).map_err(at)?;
-    let Some(lock) =
-        PgRunnerLock::acquire_with(target, queue, Wait::Forever, &|| !stop.graceful(), lease)
-            .map_err(at)?
-    else {
+    let Some(lock) = server.take(queue, &|| !stop.graceful()).map_err(at)? else {
         return Ok(None);
     };
     let took_over = lock.took_over();
-    let held = PgQueue::new(store, lock).map_err(at)?;
+    let held = PgQueue::over(ServerReads::new(server, queue.clone()), lock).map_err(at)?;
     let watcher = Watcher::postgres(target.clone(), queue.clone())?;
     Ok(Some((held, watcher, took_over)))
 }
@@ -120,8 +122,8 @@ pub(crate) fn run(
                 );
                 match ran {
                     Ok(()) => {
-                        // Closing the connection releases the lock whatever this says.
-                        let _ = held.release();
+                        // A session that failed lets go of its locks as it closes.
+                        let _ = held.let_go();
                         return Ok(());
                     }
                     Err(e) if transient(&e) => e,

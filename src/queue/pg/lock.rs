@@ -1,11 +1,13 @@
 //! One runner per queue, across hosts: a session-level advisory lock keyed by the queue, held on
-//! the connection of the pass or hub that runs hooks. It goes with its connection: a holder
-//! that dies, or whose connection is closed or terminated, lets the next runner take over.
+//! the session of the pass or hub that runs hooks (a hub's queues on one server share one
+//! session, which holds all their locks and renews all their leases in one statement). It goes
+//! with its session: a holder that dies,
+//! or whose connection is closed or terminated, lets the next runner take over.
 //!
 //! A session can outlive its holder's usefulness: a host that vanished without closing its
 //! connection keeps it until the server's TCP keepalives notice, and a frozen holder (SIGSTOP,
 //! a stuck VM), whose kernel still answers, keeps it for ever. So the holder also keeps a
-//! [`Lease`] in its `hookq_runners` row, renewed on the lock's own connection, and a waiter
+//! [`Lease`] in its `hookq_runners` row, renewed on the lock's own session, and a waiter
 //! that finds it run out ends the holder's session (`pg_terminate_backend`), which frees the
 //! lock. A holder that could not renew in time starts nothing more ([`PgRunnerLock::live`]).
 //!
@@ -13,18 +15,16 @@
 //! and in a `hookq_runners` row (host, pid, since when) tied to its backend, so that
 //! [`holder`] tells the live holder from a past one.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use postgres::{Client, GenericClient};
 use serde::Serialize;
 
 use crate::queue::lock::Wait;
-use crate::queue::pg::connect::{
-    LOCK_TIMEOUT, Prepared, STATEMENT_TIMEOUT, connect, guard_session,
-};
 use crate::queue::pg::error::PgError;
 use crate::queue::pg::name::QueueName;
+use crate::queue::pg::session::{Conn, Session};
 use crate::queue::pg::target::Target;
 use crate::queue::model::now_ms;
 
@@ -32,15 +32,9 @@ use crate::queue::model::now_ms;
 /// the queue's number, or 0 for migrations.
 pub const ADVISORY_CLASS: i32 = 0x686b_7100;
 
-/// How often a waiting [`PgRunnerLock::acquire`] tries again.
-const RETRY: Duration = Duration::from_millis(50);
-
-/// How often a waiter looks for a holder whose lease ran out.
-const BREAK_CHECK: Duration = Duration::from_secs(1);
-
 /// The server's clock in unix ms, in SQL: leases are written and compared on the server's
 /// clock alone, so the hosts' clocks never matter.
-const SERVER_NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+pub(crate) const SERVER_NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 
 /// The runner lock's lease: how long a holder that stopped renewing keeps the queue. A waiter
 /// ends the holder's session once its lease has run out, so a frozen holder, or one cut off
@@ -77,11 +71,15 @@ impl Default for Lease {
 pub(crate) struct LeaseClock(Mutex<Result<Instant, String>>);
 
 impl LeaseClock {
-    fn get(&self) -> Result<Instant, String> {
+    pub(crate) fn new(until: Result<Instant, String>) -> Self {
+        Self(Mutex::new(until))
+    }
+
+    pub(crate) fn get(&self) -> Result<Instant, String> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    fn set(&self, until: Result<Instant, String>) {
+    pub(crate) fn set(&self, until: Result<Instant, String>) {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = until;
     }
 }
@@ -106,19 +104,21 @@ pub fn queue_number(client: &mut impl GenericClient, queue: &QueueName) -> Resul
     Ok(client.query_one(select, &[&queue.as_str()])?.get(0))
 }
 
-/// The runner lock of one queue, held on a connection of its own. The drain's writes go through
-/// [`PgRunnerLock::client`], so that a runner whose connection (and lock) was lost cannot clear
+/// The runner lock of one queue: a share of the session holding it, alone (a session of its
+/// own, as [`PgRunnerLock::acquire`] opens) or beside other queues' locks (a hub's, one session
+/// per server). The drain's writes go through the session's connection
+/// ([`PgRunnerLock::client`]), so that a runner whose session (and lock) was lost cannot clear
 /// anything: its points run again under the next holder.
 pub struct PgRunnerLock {
-    client: Client,
+    session: Arc<Session>,
     queue: QueueName,
     number: i32,
+    /// Which of the session's shares this is.
+    share: u64,
     since_ms: i64,
-    /// Statements the drain sends on this connection for every point.
-    prepared: Prepared,
-    lease: Lease,
     clock: Arc<LeaseClock>,
     took_over: Option<Takeover>,
+    released: bool,
 }
 
 /// How a lock was taken from another holder ([`PgRunnerLock::took_over`]).
@@ -139,9 +139,33 @@ impl std::fmt::Debug for PgRunnerLock {
     }
 }
 
+/// The connection of a lock's session, while this thread uses it.
+pub struct SessionClient<'a>(MutexGuard<'a, Conn>);
+
+impl std::ops::Deref for SessionClient<'_> {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.0.client
+    }
+}
+
+impl std::ops::DerefMut for SessionClient<'_> {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.0.client
+    }
+}
+
+impl SessionClient<'_> {
+    /// `sql` prepared on the session's connection, once per connection.
+    pub(crate) fn prepared(&mut self, sql: &'static str) -> Result<postgres::Statement, postgres::Error> {
+        self.0.prepared(sql)
+    }
+}
+
 impl PgRunnerLock {
-    /// Opens a connection to `target` and takes `queue`'s runner lock on it, waiting as `wait`
-    /// says. `Ok(None)` when another connection held it throughout. The schema must exist.
+    /// Opens a session of its own on `target` and takes `queue`'s runner lock on it, waiting
+    /// as `wait` says. `Ok(None)` when another session held it throughout. The schema must
+    /// exist.
     pub fn acquire(
         target: &Target,
         queue: &QueueName,
@@ -180,79 +204,29 @@ impl PgRunnerLock {
         keep_waiting: &dyn Fn() -> bool,
         lease: Lease,
     ) -> Result<Option<Self>, PgError> {
-        let pid = std::process::id();
-        let host = host_name();
-        let mut client = connect(target, &format!("hookq runner pid {pid} on {host}"))?;
-        guard_session(&mut client, target)?;
-        // A statement holds the connection, and so the lease's renewal, while it runs: none
-        // may run long enough to let the lease run out under a holder that is alive.
-        client.batch_execute(&format!(
-            "SET statement_timeout = {}; SET lock_timeout = {}",
-            (lease.duration / 2).min(STATEMENT_TIMEOUT).as_millis().max(1),
-            (lease.duration / 4).min(LOCK_TIMEOUT).as_millis().max(1),
-        ))?;
-        let number = queue_number(&mut client, queue)?;
-        let mut last_break_check = Instant::now();
-        let mut may_break = true;
-        let mut took_over: Option<Takeover> = None;
-        let deadline = match wait {
-            Wait::No => Some(Instant::now()),
-            Wait::For(d) => Instant::now().checked_add(d),
-            Wait::Forever => None,
-        };
-        loop {
-            let taken: bool = client
-                .query_one(
-                    "SELECT pg_try_advisory_lock($1, $2)",
-                    &[&ADVISORY_CLASS, &number],
-                )?
-                .get(0);
-            if taken {
-                break;
-            }
-            took_over.get_or_insert(Takeover {
-                ended_expired: false,
-            });
-            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            if left.is_some_and(|l| l.is_zero()) || !keep_waiting() {
-                return Ok(None);
-            }
-            if may_break && last_break_check.elapsed() >= BREAK_CHECK {
-                last_break_check = Instant::now();
-                let ended = break_expired(&mut client, queue, number)?;
-                may_break = ended.is_some();
-                if ended.is_some_and(|n| n > 0) {
-                    took_over = Some(Takeover {
-                        ended_expired: true,
-                    });
-                }
-                continue;
-            }
-            std::thread::sleep(left.map_or(RETRY, |l| l.min(RETRY)));
-        }
-        let since_ms = now_ms();
-        let lease_ms = i64::try_from(lease.duration.as_millis()).unwrap_or(i64::MAX);
-        let sent = Instant::now();
-        client.execute(
-            &format!(
-                "INSERT INTO hookq_runners (queue, host, pid, since_ms, backend_pid, lease_until_ms)
-                 VALUES ($1, $2, $3, $4, pg_backend_pid(), {SERVER_NOW_MS} + $5)
-                 ON CONFLICT (queue) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid,
-                     since_ms = EXCLUDED.since_ms, backend_pid = EXCLUDED.backend_pid,
-                     lease_until_ms = EXCLUDED.lease_until_ms"
-            ),
-            &[&queue.as_str(), &host, &i64::from(pid), &since_ms, &lease_ms],
-        )?;
-        Ok(Some(Self {
-            client,
-            queue: queue.clone(),
+        Session::open(target, lease)?.take(queue, wait, keep_waiting)
+    }
+
+    /// The share of `session` holding `queue`, as [`Session::take`] hands it.
+    pub(crate) fn share(
+        session: Arc<Session>,
+        queue: QueueName,
+        number: i32,
+        share: u64,
+        since_ms: i64,
+        clock: Arc<LeaseClock>,
+        took_over: Option<Takeover>,
+    ) -> Self {
+        Self {
+            session,
+            queue,
             number,
+            share,
             since_ms,
-            prepared: Prepared::default(),
-            lease,
-            clock: Arc::new(LeaseClock(Mutex::new(Ok(sent + lease.duration)))),
+            clock,
             took_over,
-        }))
+            released: false,
+        }
     }
 
     /// `Some` when the lock was taken after waiting for another holder, whoever it was (a
@@ -264,7 +238,7 @@ impl PgRunnerLock {
 
     /// The lease this lock keeps.
     pub fn lease(&self) -> Lease {
-        self.lease
+        self.session.lease()
     }
 
     /// Renews the lease on the lock's connection. The connection is first asked to answer
@@ -273,53 +247,17 @@ impl PgRunnerLock {
     /// fail from then on, when it does not answer, when the lease's row is no longer this
     /// connection's, or when the lease ran out meanwhile.
     pub fn renew(&mut self) -> Result<(), PgError> {
-        let renewed = self.try_renew();
+        let renewed = self.live().and_then(|()| self.session.renew(Some(&self.queue)));
         if let Err(e) = &renewed {
             self.clock.set(Err(e.to_string()));
         }
         renewed
     }
 
-    fn try_renew(&mut self) -> Result<(), PgError> {
-        self.live()?;
-        let sent = Instant::now();
-        let lost = |reason: String| PgError::LockLost {
-            queue: self.queue.to_string(),
-            reason,
-        };
-        self.client
-            .is_valid(self.lease.renew_every().max(Duration::from_millis(250)))
-            .map_err(|e| {
-                lost(format!(
-                    "the server did not answer: {}",
-                    crate::queue::pg::error::error_chain(&e)
-                ))
-            })?;
-        let lease_ms = i64::try_from(self.lease.duration.as_millis()).unwrap_or(i64::MAX);
-        let renewed = self
-            .client
-            .execute(
-                &format!(
-                    "UPDATE hookq_runners SET lease_until_ms = {SERVER_NOW_MS} + $2
-                     WHERE queue = $1 AND backend_pid = pg_backend_pid()
-                         AND lease_until_ms > {SERVER_NOW_MS}"
-                ),
-                &[&self.queue.as_str(), &lease_ms],
-            )
-            .map_err(|e| lost(crate::queue::pg::error::error_chain(&e)))?;
-        if renewed == 0 {
-            return Err(lost(
-                "its lease had run out, or its row names another runner".into(),
-            ));
-        }
-        // The lease counted from now could have been renewed meanwhile: keep the later end.
-        let until = sent + self.lease.duration;
-        match self.clock.get() {
-            Ok(old) if old > until => {}
-            Ok(_) => self.clock.set(Ok(until)),
-            Err(why) => return Err(lost(why)),
-        }
-        Ok(())
+    /// Has the session renew this lock's lease with its other locks', every quarter of the
+    /// lease, from now on.
+    pub(crate) fn renew_with_others(&self) -> Result<(), PgError> {
+        self.session.renew_with_others(&self.queue, self.share)
     }
 
     /// Whether this process may still start points under the lock: its last renewal is not
@@ -334,18 +272,19 @@ impl PgRunnerLock {
         Arc::clone(&self.clock)
     }
 
-    /// The connection that holds the lock. A statement failing on it because the connection
-    /// is gone means the lock is gone too.
-    pub fn client(&mut self) -> &mut Client {
-        &mut self.client
+    /// The connection of the session that holds the lock. A statement failing on it because
+    /// the connection is gone means the lock is gone too.
+    pub fn client(&mut self) -> SessionClient<'_> {
+        SessionClient(self.session.conn())
     }
 
-    /// `sql` prepared on the lock's connection, once per connection.
-    pub(crate) fn prepared(
-        &mut self,
-        sql: &'static str,
-    ) -> Result<postgres::Statement, postgres::Error> {
-        self.prepared.get(&mut self.client, sql)
+    /// The session's connection for a write under the lock: refused once the lease is lost,
+    /// read after the connection is this thread's, so that no write follows a renewal that
+    /// found the lease gone.
+    pub(crate) fn conn(&self) -> Result<SessionClient<'_>, PgError> {
+        let conn = self.session.conn();
+        self.live()?;
+        Ok(SessionClient(conn))
     }
 
     /// The queue.
@@ -362,33 +301,20 @@ impl PgRunnerLock {
     /// server still lists the lock as this backend's. Answers within a quarter of the lease
     /// or fails.
     pub fn check(&mut self) -> Result<(), PgError> {
+        self.check_held()
+    }
+
+    fn check_held(&self) -> Result<(), PgError> {
         self.live()?;
         let lost = |reason: String| PgError::LockLost {
             queue: self.queue.to_string(),
             reason,
         };
-        self.client
-            .is_valid(self.lease.renew_every().max(Duration::from_millis(250)))
-            .map_err(|e| lost(crate::queue::pg::error::error_chain(&e)))?;
-        let row = self
-            .client
-            .query_one(
-                &format!(
-                    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
-                         AND pid = pg_backend_pid() AND classid = $1::bigint::oid
-                         AND objid = $2::bigint::oid AND objsubid = 2),
-                     EXISTS (SELECT 1 FROM hookq_runners WHERE queue = $3
-                         AND backend_pid = pg_backend_pid() AND lease_until_ms > {SERVER_NOW_MS})"
-                ),
-                &[
-                    &i64::from(ADVISORY_CLASS),
-                    &i64::from(self.number),
-                    &self.queue.as_str(),
-                ],
-            )
-            .map_err(|e| lost(crate::queue::pg::error::error_chain(&e)))?;
-        let (held, leased): (bool, bool) = (row.get(0), row.get(1));
-        if !held {
+        let (held, leased) = self
+            .session
+            .verified(&self.queue, self.number)
+            .map_err(lost)?;
+        if !held || !self.session.holds(&self.queue, self.share) {
             return Err(lost("the server no longer lists it".into()));
         }
         if !leased {
@@ -400,15 +326,19 @@ impl PgRunnerLock {
         Ok(())
     }
 
-    /// Releases the lock and closes its connection. Dropping the lock does the same, by
-    /// closing the connection.
+    /// Releases the lock and ends its lease, leaving the session's other locks; a session of
+    /// its own closes as the lock drops. Dropping the lock releases it too.
     pub fn release(mut self) -> Result<(), PgError> {
-        self.client.execute(
-            "SELECT pg_advisory_unlock($1, $2)",
-            &[&ADVISORY_CLASS, &self.number],
-        )?;
-        self.client.close()?;
-        Ok(())
+        self.released = true;
+        self.session.release(&self.queue, self.share)
+    }
+}
+
+impl Drop for PgRunnerLock {
+    fn drop(&mut self) {
+        if !self.released {
+            let _ = self.session.release(&self.queue, self.share);
+        }
     }
 }
 
@@ -428,47 +358,6 @@ pub(crate) fn lease_live(clock: &LeaseClock, queue: &QueueName) -> Result<(), Pg
             reason: why,
         }),
     }
-}
-
-/// Ends the session of `queue`'s holder when its lease has run out, which frees the lock.
-/// Returns how many sessions it ended, or `None` not to look again: the server refused to end
-/// it (this role may not signal the holder's), after one warning.
-fn break_expired(
-    client: &mut Client,
-    queue: &QueueName,
-    number: i32,
-) -> Result<Option<usize>, PgError> {
-    let ended = client.query(
-        &format!(
-            "SELECT r.backend_pid, r.host, r.pid, {SERVER_NOW_MS} - r.lease_until_ms,
-                    pg_terminate_backend(r.backend_pid)
-             FROM hookq_runners r
-             JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.pid = r.backend_pid
-                 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                 AND l.classid = $2::bigint::oid AND l.objid = $3::bigint::oid AND l.objsubid = 2
-             WHERE r.queue = $1 AND r.lease_until_ms < {SERVER_NOW_MS}"
-        ),
-        &[&queue.as_str(), &i64::from(ADVISORY_CLASS), &i64::from(number)],
-    );
-    let rows = match ended {
-        Ok(rows) => rows,
-        Err(e) if e.code() == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) => {
-            tracing::warn!(
-                "queue {queue}: the runner lock's holder let its lease run out, but this role may not end its session ({}); waiting for the server's keepalives to end it",
-                crate::queue::pg::error::error_chain(&e)
-            );
-            return Ok(None);
-        }
-        Err(e) => return Err(e.into()),
-    };
-    for r in &rows {
-        let (backend, host, pid, late): (i32, String, i64, i64) =
-            (r.get(0), r.get(1), r.get(2), r.get(3));
-        tracing::warn!(
-            "queue {queue}: ended the session of the runner lock's holder, pid {pid} on {host} (backend {backend}): its lease ran out {late} ms ago (it is stopped, or cut off from the server); taking the queue over"
-        );
-    }
-    Ok(Some(rows.len()))
 }
 
 /// Who holds a queue's runner lock.

@@ -20,6 +20,8 @@ pub mod notify;
 pub mod queue;
 pub mod record;
 pub mod schema;
+pub(crate) mod server;
+pub(crate) mod session;
 pub mod store;
 pub mod target;
 mod values;

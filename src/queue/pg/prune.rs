@@ -24,7 +24,8 @@ pub fn prune_history(
     let q = queue.as_str();
     let host = this_host();
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let client = lock.client();
+    let mut conn = lock.conn()?;
+    let client = &mut *conn;
     // One round trip when there is nothing to do: the rows to go, and the tasks handed to
     // this host.
     let mut ids: Vec<i64> = Vec::new();

@@ -1,15 +1,14 @@
 //! [`PgQueue`]: the queue on PostgreSQL behind [`QueueStore`], so that the
 //! [`Drainer`](crate::queue::Drainer) and the [hub](crate::queue::hub) run on it unchanged.
 //!
-//! It holds two connections: the store's, for the reads, and the runner lock's, through which
-//! every write of the drain goes. (A hub waits between passes on a third, its
-//! [`Watcher`](crate::queue::watch::Watcher)'s, which listens for the queue's notifications.) Only the holder of the queue's runner
-//! lock can make one, and a runner whose lock connection was lost clears nothing: its points run
-//! again under the next holder.
+//! It reads on a connection other than the lock's (a [`PgStore`]'s own, or a hub's pool of the
+//! server), and every write of the drain goes through the runner lock's session. (A hub waits
+//! between passes on its [`Watcher`](crate::queue::watch::Watcher), which listens for the
+//! queue's notifications.) Only the holder of the queue's runner lock can make one, and a
+//! runner whose lock was lost clears nothing: its points run again under the next holder.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::time::Duration;
 
 use crate::queue::backend::{ChangeMark, Mark, MarkStarts, QueueStore};
 use crate::queue::driver::Place;
@@ -23,22 +22,83 @@ use crate::queue::row_error::RowError;
 use crate::queue::model::{Cleared, PendingRow};
 use crate::queue::store::{StoreError};
 
-/// A queue on PostgreSQL, drained by the holder of its runner lock.
-pub struct PgQueue {
-    store: PgStore,
+/// A queue on PostgreSQL, drained by the holder of its runner lock: its reads go through `R`
+/// (a [`PgStore`]'s own connection, or a hub's pool of the server), its writes through the
+/// lock's session.
+pub struct PgQueue<R = PgStore> {
+    reads: R,
     lock: SharedLock,
-    /// Tells the lease's renewing thread to stop.
-    renewing: Arc<AtomicBool>,
 }
 
-/// The runner lock, shared by the drain, its workers and the thread that renews its lease,
-/// with the lease's clock beside it, readable while a statement holds the lock.
+mod sealed {
+    use crate::queue::driver::Place;
+    use crate::queue::model::PendingRow;
+    use crate::queue::pg::error::PgError;
+    use crate::queue::pg::name::QueueName;
+
+    /// Where a [`PgQueue`](super::PgQueue) reads: the drain's reads, on a connection other
+    /// than the lock's.
+    pub trait Reads: Send {
+        /// The queue.
+        fn queue(&self) -> &QueueName;
+        /// Where the queue lives, as errors name it.
+        fn place(&self) -> Place;
+        /// Pending points after `after`, at most `limit`, in the order they run.
+        fn next_batch(&mut self, after: i64, limit: i64) -> Result<Vec<PendingRow>, PgError>;
+        /// Whether the queue is paused.
+        fn paused(&mut self) -> Result<bool, PgError>;
+        /// The queue's change mark.
+        fn change_mark(&mut self) -> Result<i64, PgError>;
+        /// Fails when a connection of its own no longer answers.
+        fn answers(&mut self) -> Result<(), PgError>;
+    }
+}
+
+pub(crate) use sealed::Reads;
+
+impl Reads for PgStore {
+    fn queue(&self) -> &QueueName {
+        PgStore::queue(self)
+    }
+
+    fn place(&self) -> Place {
+        PgStore::place(self)
+    }
+
+    /// A prepared statement: the plan of the drain's most frequent read is made once per
+    /// connection rather than on every batch.
+    fn next_batch(&mut self, after: i64, limit: i64) -> Result<Vec<PendingRow>, PgError> {
+        let queue = PgStore::queue(self).clone();
+        let next = self.prepared(store::NEXT_BATCH)?;
+        let rows = self
+            .client()
+            .query(&next, &[&queue.as_str(), &after, &limit])?;
+        store::pending_rows(&rows)
+    }
+
+    fn paused(&mut self) -> Result<bool, PgError> {
+        let queue = PgStore::queue(self).clone();
+        store::paused(self.client(), &queue).map(|p| p.is_some())
+    }
+
+    fn change_mark(&mut self) -> Result<i64, PgError> {
+        let queue = PgStore::queue(self).clone();
+        store::change_mark(self.client(), &queue)
+    }
+
+    fn answers(&mut self) -> Result<(), PgError> {
+        Ok(self.client().batch_execute("")?)
+    }
+}
+
+/// The runner lock, shared by the drain and its workers, with the lease's clock beside it,
+/// readable while a statement holds the lock.
 #[derive(Clone)]
 struct SharedLock {
     lock: Arc<Mutex<PgRunnerLock>>,
     clock: Arc<LeaseClock>,
     queue: QueueName,
-    /// The queue and its database, as errors name them.
+    /// The queue and its database, as errors name it.
     place: Place,
 }
 
@@ -62,35 +122,21 @@ impl SharedLock {
             }
         }
     }
-}
 
-/// Renews the lease of `lock` every quarter of it until `stop` is set or the lock is gone;
-/// a renewal that fails marks the lease lost (the lock's clock says why) and ends the thread.
-fn renew_lease(lock: Weak<Mutex<PgRunnerLock>>, stop: Arc<AtomicBool>, every: Duration) {
-    let mut next = Instant::now() + every;
-    loop {
-        while Instant::now() < next {
-            if stop.load(Ordering::Relaxed) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50).min(every));
-        }
-        let Some(lock) = lock.upgrade() else { return };
-        next = Instant::now() + every;
-        let renewed = lock.lock().unwrap_or_else(PoisonError::into_inner).renew();
-        if let Err(e) = renewed {
-            if !stop.load(Ordering::Relaxed) {
-                tracing::warn!("{e}");
-            }
-            return;
+    /// Releases the lock, unless a start marker still alive holds it: then it goes when that
+    /// marker drops.
+    fn release(self) -> Result<(), PgError> {
+        match Arc::try_unwrap(self.lock) {
+            Ok(lock) => lock.into_inner().unwrap_or_else(PoisonError::into_inner).release(),
+            Err(_) => Ok(()),
         }
     }
 }
 
-impl std::fmt::Debug for PgQueue {
+impl<R: Reads> std::fmt::Debug for PgQueue<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgQueue")
-            .field("store", &self.store)
+            .field("place", &self.lock.place)
             .finish_non_exhaustive()
     }
 }
@@ -106,68 +152,53 @@ impl PgQueue {
     /// `wal_writer_delay`, 600 ms by default). Only a crash of the server within that window
     /// can undo it, which at worst runs a point again or counts one start fewer. Transitions are
     /// never committed this way: a host's recording transaction keeps the server's setting.
-    pub fn new(store: PgStore, mut lock: PgRunnerLock) -> Result<Self, PgError> {
-        if lock.queue() != store.queue() {
-            return Err(RowError::Invalid(format!(
-                "the runner lock is queue {}'s, not queue {}'s",
-                lock.queue(),
-                store.queue()
-            )).into());
-        }
-        lock.renew()?;
-        lock.client()
-            .batch_execute("SET synchronous_commit = off")?;
-        let every = lock.lease().renew_every();
-        let shared = SharedLock {
-            clock: lock.clock(),
-            queue: lock.queue().clone(),
-            place: store.place(),
-            lock: Arc::new(Mutex::new(lock)),
-        };
-        let renewing = Arc::new(AtomicBool::new(false));
-        let (weak, stop) = (Arc::downgrade(&shared.lock), Arc::clone(&renewing));
-        std::thread::Builder::new()
-            .name("hookq-lease".into())
-            .spawn(move || renew_lease(weak, stop, every))
-            .map_err(|e| {
-                PgError::LockLost {
-                    queue: shared.queue.to_string(),
-                    reason: format!("cannot start the thread that renews its lease: {e}"),
-                }
-            })?;
-        Ok(Self {
-            store,
-            lock: shared,
-            renewing,
-        })
+    pub fn new(store: PgStore, lock: PgRunnerLock) -> Result<Self, PgError> {
+        Self::over(store, lock)
     }
 
     /// The store: its connection reads, and records a host's transitions.
     pub fn store(&mut self) -> &mut PgStore {
-        &mut self.store
+        &mut self.reads
     }
 
     /// Releases the runner lock and hands the store back. A start marker still alive (none is
     /// once a pass returned) keeps the lock until it is dropped.
     pub fn release(self) -> Result<PgStore, PgError> {
-        self.renewing.store(true, Ordering::Relaxed);
-        // The renewing thread holds the lock for a moment at most, unless it is stuck on a
-        // silent connection: then the lock goes with that connection.
-        let deadline = Instant::now() + Duration::from_millis(500);
-        let mut lock = self.lock.lock;
-        while Instant::now() < deadline {
-            match Arc::try_unwrap(lock) {
-                Ok(l) => {
-                    l.into_inner()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .release()?;
-                    return Ok(self.store);
-                }
-                Err(back) => lock = back,
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        self.lock.release()?;
+        Ok(self.reads)
+    }
+}
+
+impl<R: Reads> PgQueue<R> {
+    /// The queue `reads` reads, drained with `lock` (see [`PgQueue::new`]); its lease renewed
+    /// with the other locks of its session.
+    pub(crate) fn over(reads: R, mut lock: PgRunnerLock) -> Result<Self, PgError> {
+        if lock.queue() != reads.queue() {
+            return Err(RowError::Invalid(format!(
+                "the runner lock is queue {}'s, not queue {}'s",
+                lock.queue(),
+                reads.queue()
+            ))
+            .into());
         }
-        Ok(self.store)
+        lock.renew()?;
+        lock.client().batch_execute("SET synchronous_commit = off")?;
+        lock.renew_with_others()?;
+        let shared = SharedLock {
+            clock: lock.clock(),
+            queue: lock.queue().clone(),
+            place: reads.place(),
+            lock: Arc::new(Mutex::new(lock)),
+        };
+        Ok(Self {
+            reads,
+            lock: shared,
+        })
+    }
+
+    /// Releases the runner lock, leaving the session's others.
+    pub(crate) fn let_go(self) -> Result<(), PgError> {
+        self.lock.release()
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, PgRunnerLock>, PgError> {
@@ -207,22 +238,13 @@ impl MarkStarts for PgStartMarker {
 
 /// A start is committed as it is marked (one more pass counted in the point's row), so there
 /// is never a start left to fold; a pass's first call checks that the lock is still held.
-impl QueueStore for PgQueue {
+impl<R: Reads> QueueStore for PgQueue<R> {
     type Marker = PgStartMarker;
 
-    /// A prepared statement: the plan of the drain's most frequent read is made once per
-    /// connection rather than on every batch.
     fn next_batch(&mut self, after: i64, limit: usize) -> Result<Vec<PendingRow>, Error> {
-        let queue = self.store.queue().clone();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let read = self.store.prepared(store::NEXT_BATCH).and_then(|next| {
-            self.store
-                .client()
-                .query(&next, &[&queue.as_str(), &after, &limit])
-        });
-        read.map_err(PgError::from)
-            .and_then(|rows| store::pending_rows(&rows))
-            .map_err(|e| self.placed(e))
+        let read = self.reads.next_batch(after, limit);
+        read.map_err(|e| self.placed(e))
     }
 
     fn mark_started(&mut self, entry: &PendingRow, _lock: &RunnerLock) -> Result<Mark, Error> {
@@ -231,10 +253,8 @@ impl QueueStore for PgQueue {
     }
 
     fn paused(&mut self) -> Result<bool, Error> {
-        let queue = self.store.queue().clone();
-        store::paused(self.store.client(), &queue)
-            .map(|p| p.is_some())
-            .map_err(|e| self.placed(e))
+        let paused = self.reads.paused();
+        paused.map_err(|e| self.placed(e))
     }
 
     fn start_marker(&mut self, _lock: &RunnerLock) -> PgStartMarker {
@@ -273,20 +293,18 @@ impl QueueStore for PgQueue {
     }
 
     fn change_mark(&mut self) -> Result<ChangeMark, Error> {
-        let queue = self.store.queue().clone();
-        store::change_mark(self.store.client(), &queue)
-            .map(ChangeMark)
-            .map_err(|e| self.placed(e))
+        let mark = self.reads.change_mark();
+        mark.map(ChangeMark).map_err(|e| self.placed(e))
     }
 
-    /// Checks the runner lock on its connection, and that the store's connection answers:
-    /// nothing else uses either while a hub waits, so a lock or a connection lost is found
-    /// here, and the hub connects again rather than wait on without it.
+    /// Checks the runner lock on its session, and that the reads' own connection (if they
+    /// have one) answers: a lock or a connection lost is found here, and the hub connects
+    /// again rather than wait on without it.
     fn check_held(&mut self) -> Result<(), Error> {
         let held = self.lock().and_then(|mut l| l.check());
         held.map_err(|e| self.placed(e))?;
-        let answers = self.store.client().batch_execute("");
-        answers.map_err(|e| self.placed(e.into()))
+        let answers = self.reads.answers();
+        answers.map_err(|e| self.placed(e))
     }
 
     fn pass<T, E: From<Error>>(

@@ -643,20 +643,20 @@ const MARK_STARTED: &str = "UPDATE hookq_pending_hooks
 /// [`Mark::Gone`]) or the queue is paused, by any host ([`Mark::Paused`]): the pause is read
 /// in the statement that marks, so a start costs no round trip more for it.
 pub fn mark_started(lock: &mut PgRunnerLock, entry: &PendingRow) -> Result<Mark, PgError> {
-    lock.live()?;
     let queue = lock.queue().clone();
-    // Prepared once per connection: a start is marked before every command.
-    let mark = lock.prepared(MARK_STARTED)?;
-    let n = lock
-        .client()
-        .execute(&mark, &[&queue.as_str(), &entry.id, &now_ms()])?;
+    let n = {
+        let mut conn = lock.conn()?;
+        // Prepared once per connection: a start is marked before every command.
+        let mark = conn.prepared(MARK_STARTED)?;
+        conn.execute(&mark, &[&queue.as_str(), &entry.id, &now_ms()])?
+    };
     if n == 1 {
         return Ok(Mark::Started);
     }
     // Dropped since it was read, paused, or the lease is gone: the last is an error.
     lock.check()?;
-    let client = lock.client();
-    Ok(if paused(client, &queue)?.is_some() {
+    let mut client = lock.conn()?;
+    Ok(if paused(&mut *client, &queue)?.is_some() {
         Mark::Paused
     } else {
         Mark::Gone
@@ -726,8 +726,9 @@ pub fn clear_all(lock: &mut PgRunnerLock, points: &[Cleared]) -> Result<(), PgEr
         return Ok(());
     }
     let queue = lock.queue().clone();
-    let clear = lock.prepared(CLEAR)?;
-    let mut tx = lock.client().transaction()?;
+    let mut conn = lock.conn()?;
+    let clear = conn.prepared(CLEAR)?;
+    let mut tx = conn.transaction()?;
     clear_in(&mut tx, Some(&clear), &queue, points)?;
     tx.commit()?;
     Ok(())
@@ -741,8 +742,9 @@ pub fn try_clear_all(lock: &mut PgRunnerLock, points: &[Cleared]) -> Result<bool
         return Ok(true);
     }
     let queue = lock.queue().clone();
-    let clear = lock.prepared(CLEAR)?;
-    let mut tx = lock.client().transaction()?;
+    let mut conn = lock.conn()?;
+    let clear = conn.prepared(CLEAR)?;
+    let mut tx = conn.transaction()?;
     tx.batch_execute(&format!(
         "SET LOCAL lock_timeout = '{}ms'",
         TRY_LOCK_TIMEOUT.as_millis()

@@ -68,6 +68,8 @@ pub struct Target {
     ssl_mode: SslMode,
     roots: RootCerts,
     masked: String,
+    /// The string as written: targets of one string share a process's connections.
+    identity: String,
 }
 
 impl std::fmt::Debug for Target {
@@ -97,6 +99,7 @@ impl Target {
     /// Reads a connection string in either of libpq's forms.
     pub fn parse(text: &str) -> Result<Self, PgError> {
         let masked = mask(text);
+        let identity = text.trim().to_owned();
         let bad = |reason: String| PgError::BadTarget {
             reason: unquote_hidden(&reason, &masked),
             target: masked.clone(),
@@ -153,6 +156,7 @@ impl Target {
             ssl_mode,
             roots,
             masked,
+            identity,
         })
     }
 
@@ -169,6 +173,12 @@ impl Target {
     /// The CAs a verifying connection trusts.
     pub fn roots(&self) -> &RootCerts {
         &self.roots
+    }
+
+    /// The connection string as written, password and all: what tells two targets apart when
+    /// a process shares its connections by target. Never shown.
+    pub(crate) fn identity(&self) -> &str {
+        &self.identity
     }
 
     /// The client's config (TLS mode set; hookq's own TLS keys taken out).
