@@ -10,7 +10,9 @@
 //! watch and dropped.
 //!
 //! A wait is cut into slices of [`SLICE`] so that a stop is seen within one: a stop request is
-//! a flag, which nothing can wait on.
+//! a flag, which nothing can wait on (a signal that stops the process ends the slice of the
+//! thread it lands on at once). A slice is long because each wake-up costs: with a hundred
+//! queues in one hub, one wake-up a second each is about 1.5 % of a core on a small VM.
 
 use std::ffi::{OsStr, OsString};
 use std::mem::MaybeUninit;
@@ -26,7 +28,7 @@ use rustix::io::Errno;
 use crate::queue::watch::Pause;
 
 /// The longest one wait on the watch lasts before the waiter looks at its stop request.
-pub const SLICE: Duration = Duration::from_millis(250);
+pub const SLICE: Duration = Duration::from_millis(1000);
 
 /// An inotify watch on the folder of a SQLite queue, telling of writes to its files.
 pub(crate) struct Wake {

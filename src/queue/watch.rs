@@ -16,9 +16,9 @@
 //!   clear and a recording nobody notified of send no notification.
 //!
 //! Either way a change reaches every open page within a poll and a page's fetch. With nothing
-//! changing, the SQLite watcher reads once a second and wakes four times a second to look at
-//! its owner's stop; the PostgreSQL one makes four round trips a second of under a millisecond
-//! each, whatever the queue holds.
+//! changing, the SQLite watcher wakes once a second to read and look at its owner's stop; the
+//! PostgreSQL one makes four round trips a second of under a millisecond each, whatever the
+//! queue holds.
 
 use std::path::PathBuf;
 use std::sync::Arc;
