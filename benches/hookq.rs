@@ -13,7 +13,8 @@
 //! `-- --ui` only the web view's figures (U1a-U4);
 //! `-- --postgres` only the queue on PostgreSQL (P0-P5b, P8), on a server the bench starts;
 //! `-- --takeover` only P8a and P8b (takeover of a frozen or cut-off holder); `-- --writers`
-//! only P6 and P7 (many writers on one queue).
+//! only P6 and P7 (many writers on one queue); `-- --fleet` only Q1-Q4 (one hub of many
+//! queues).
 
 mod harness;
 // The tests' one bounded wait, with which the PostgreSQL cluster the bench shares with them
@@ -54,6 +55,23 @@ fn main() {
         });
     }
     let sizes = harness::Sizes::from_env(&args);
+    if args.iter().any(|a| a == "--fleet") {
+        alone(sizes, |dir, sizes| {
+            let step = |what: &str| eprintln!("hookq-bench {what}");
+            #[allow(unused_mut)]
+            let mut rows = Vec::new();
+            #[cfg(feature = "postgres")]
+            rows.extend(harness::postgres::fleet::rows(
+                &harness::postgres::fleet::measure(dir, sizes, None, &step),
+            ));
+            step("Q3, Q4: one hub of many SQLite queues");
+            let q3 = harness::fleet::measure_sqlite(dir, sizes);
+            let q4 = harness::fleet::measure_fairness(dir, sizes);
+            rows.extend(harness::fleet::rows(&q3, &q4));
+            rows
+        });
+        return;
+    }
     if args.iter().any(|a| a == "--agent") {
         alone(sizes, |dir, sizes| {
             harness::agent::rows(&harness::agent::measure(dir, sizes))

@@ -75,7 +75,7 @@ pub fn early_note(latencies: &[f64]) -> String {
 }
 
 /// Starts the hub, commits `sizes.hub_transitions` transitions one at a time (each waited for,
-/// then a random 0-50 ms pause so commits fall at every phase of the hub's 50 ms poll), then
+/// then a random 0-50 ms pause so commits fall at every moment of the hub's wait), then
 /// watches the hub idle.
 pub fn measure(dir: &Path, sizes: &Sizes) -> Hub {
     let n = sizes.hub_transitions;
@@ -228,7 +228,7 @@ pub fn rows(h: &Hub, spawn_log: f64) -> Vec<Row> {
     };
     let mib = |k: u64| k as f64 / 1024.0;
     vec![
-        Row::new("4a", "hub latency p50: commit -> hook start (`hookq hub`, poll 50 ms)", percentile(&h.latencies, 50.0), "ms")
+        Row::new("4a", "hub latency p50: commit -> hook start (`hookq hub`, woken by the kernel)", percentile(&h.latencies, 50.0), "ms")
             .vs("spawn -> new log (F2)", spawn_log)
             .target(Target::value_at_most(100.0))
             .note(format!(

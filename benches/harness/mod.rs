@@ -9,6 +9,7 @@ pub mod agent;
 pub mod compare;
 pub mod drain;
 pub mod fixture;
+pub mod fleet;
 pub mod floors;
 pub mod hub;
 pub mod lifecycle;

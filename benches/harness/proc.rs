@@ -148,3 +148,73 @@ fn field_kib(status: &str, field: &str) -> Option<u64> {
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
+
+/// The CPU time of a process and of every live process below it (a server and its backends),
+/// each read from /proc: seconds per pid.
+pub fn tree_cpu(root: u32) -> std::collections::HashMap<u32, f64> {
+    let mut parents: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        // Field 4 of stat(5), the parent's pid; the text after the name starts at field 3.
+        if let Some(ppid) = stat[close + 2..]
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+        {
+            parents.insert(pid, ppid);
+        }
+    }
+    let below = |mut pid: u32| loop {
+        if pid == root {
+            return true;
+        }
+        match parents.get(&pid) {
+            Some(&p) if p != 0 && p != pid => pid = p,
+            _ => return false,
+        }
+    };
+    let ticks = clock_ticks() as f64;
+    parents
+        .keys()
+        .copied()
+        .filter(|&pid| below(pid))
+        .filter_map(|pid| {
+            // A process that ended since the listing has no CPU to read.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let rest = &stat[stat.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let secs = match std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            {
+                Some(ns) => ns as f64 / 1e9,
+                None => (f[11].parse::<u64>().ok()? + f[12].parse::<u64>().ok()?) as f64 / ticks,
+            };
+            Some((pid, secs))
+        })
+        .collect()
+}
+
+/// The CPU seconds a tree of processes spent between two [`tree_cpu`] readings: each process's
+/// growth, a process that started between them counted from 0 (one that ended is lost).
+pub fn tree_cpu_spent(
+    before: &std::collections::HashMap<u32, f64>,
+    after: &std::collections::HashMap<u32, f64>,
+) -> f64 {
+    after
+        .iter()
+        .map(|(pid, a)| (a - before.get(pid).copied().unwrap_or(0.0)).max(0.0))
+        .sum()
+}

@@ -73,6 +73,20 @@ pub struct Sizes {
     pub ui_runs: usize,
     /// How long the idle web view is watched.
     pub ui_idle: Duration,
+    /// PostgreSQL queues one hub of many workspaces serves in Q1.
+    pub fleet_pg_queues: usize,
+    /// Queues whose listeners one hub holds while Q2's writers commit.
+    pub fleet_listeners: usize,
+    /// SQLite workspaces one hub serves in Q3.
+    pub fleet_sqlite: usize,
+    /// Commits timed from commit to hook start in Q1 and Q3.
+    pub fleet_commits: usize,
+    /// How long an idle hub of many queues (and its server) is watched.
+    pub fleet_idle: Duration,
+    /// Points of the long queue in Q4.
+    pub fleet_points: usize,
+    /// How long each hook of Q4 sleeps.
+    pub fleet_hook: Duration,
 }
 
 impl Sizes {
@@ -107,6 +121,13 @@ impl Sizes {
             ui_small: 1_000,
             ui_runs: 31,
             ui_idle: Duration::from_secs(20),
+            fleet_pg_queues: 500,
+            fleet_listeners: 1_000,
+            fleet_sqlite: 100,
+            fleet_commits: 200,
+            fleet_idle: Duration::from_secs(10),
+            fleet_points: 1_000,
+            fleet_hook: Duration::from_millis(100),
         }
     }
 
@@ -141,6 +162,13 @@ impl Sizes {
             ui_small: 10,
             ui_runs: 2,
             ui_idle: Duration::from_millis(300),
+            fleet_pg_queues: 10,
+            fleet_listeners: 10,
+            fleet_sqlite: 3,
+            fleet_commits: 3,
+            fleet_idle: Duration::from_millis(300),
+            fleet_points: 100,
+            fleet_hook: Duration::from_millis(50),
         }
     }
 
@@ -179,6 +207,13 @@ impl Sizes {
             ui_small: full.ui_small,
             ui_runs: full.ui_runs,
             ui_idle: full.ui_idle,
+            fleet_pg_queues: s(full.fleet_pg_queues, small.fleet_pg_queues),
+            fleet_listeners: s(full.fleet_listeners, small.fleet_listeners),
+            fleet_sqlite: s(full.fleet_sqlite, small.fleet_sqlite),
+            fleet_commits: s(full.fleet_commits, small.fleet_commits),
+            fleet_idle: full.fleet_idle,
+            fleet_points: s(full.fleet_points, small.fleet_points),
+            fleet_hook: full.fleet_hook,
         }
     }
 

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use super::report::{self, Machine, Report, Row};
 use super::sizes::Sizes;
-use super::{agent, drain, fixture, floors, hub, lifecycle, memory, scale, transitions, ui};
+use super::{agent, drain, fixture, fleet, floors, hub, lifecycle, memory, scale, transitions, ui};
 
 /// Runs every measurement at `sizes`, printing progress on stderr, and returns the report.
 pub fn run(sizes: Sizes) -> Report {
@@ -36,6 +36,9 @@ pub fn run(sizes: Sizes) -> Report {
     let u = ui::measure(dir, &sizes);
     step("7: agent tool hooks");
     let a = agent::measure(dir, &sizes);
+    step("Q3, Q4: one hub of many SQLite queues");
+    let q3 = fleet::measure_sqlite(dir, &sizes);
+    let q4 = fleet::measure_fairness(dir, &sizes);
     // Last: its repositories are the run's most files, which would slow file creation after.
     step("L: worktree lifecycle");
     let l = lifecycle::measure(dir, &sizes);
@@ -93,6 +96,7 @@ pub fn run(sizes: Sizes) -> Report {
     rows.extend(lifecycle::rows(&l));
     #[cfg(feature = "postgres")]
     rows.extend(super::postgres::rows(&pg, &sizes));
+    rows.extend(fleet::rows(&q3, &q4));
     Report {
         machine: Machine::detect(dir),
         sizes,

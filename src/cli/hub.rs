@@ -31,10 +31,12 @@ pub(super) struct Args {
     /// most N points in all, shared fairly among them.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     jobs: u16,
-    /// How often to look for new commits, in milliseconds: 50 by default on SQLite (a read of
-    /// the file's change counter); 1000 on PostgreSQL, where hookq's own commits (and a host
-    /// that calls `notify_hubs` after its own) wake the hub at once, and the poll only bounds
-    /// how long a commit nobody announced waits.
+    /// How often to look for new commits, in milliseconds. On SQLite a write to the queue's
+    /// files wakes the hub at once (an inotify watch), and it looks once a second without one,
+    /// or every N ms if longer, in case a wake-up was missed; every N ms (50 by default) where
+    /// the kernel cannot tell of writes. On PostgreSQL 1000 by default: hookq's own commits
+    /// (and a host that calls `notify_hubs` after its own) wake the hub at once, and the poll
+    /// only bounds how long a commit nobody announced waits.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=60_000))]
     poll_ms: Option<u64>,
     /// Serve the hub's own Prometheus metrics at `http://ADDR/metrics` (hooks run by point and

@@ -18,8 +18,10 @@ use crate::queue::store::Store;
 use crate::queue::watch::Watcher;
 use crate::queue::workspace::Workspace;
 
-/// How often a hub's watcher reads a SQLite queue's mark, unless `--poll-ms` or
-/// [`Options::poll`] says otherwise.
+/// How often a hub's watcher reads a SQLite queue's mark where the kernel cannot tell of writes
+/// to the queue's files, unless `--poll-ms` or [`Options::poll`] says otherwise. With the
+/// kernel's word a write wakes the hub at once, and the watcher reads every
+/// [`SQLITE_COVER`](crate::queue::watch::SQLITE_COVER) (or this, if longer) without one.
 pub const SQLITE_HUB_POLL: Duration = Duration::from_millis(50);
 /// How often a hub's watcher reads a PostgreSQL queue's mark when no notification came, unless
 /// `--poll-ms` or [`Options::poll`] says otherwise: the longest a commit waits for a hub when
@@ -31,8 +33,9 @@ pub const PG_HUB_POLL: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, Copy)]
 pub struct HubOptions {
     /// How often the hub's [`Watcher`] reads the queue's mark, looking for a commit by another
-    /// process (on PostgreSQL, when no notification came), and how often a hub on PostgreSQL
-    /// checks that it still holds the runner lock. [`run_queue`] takes it from
+    /// process (on PostgreSQL, when no notification came; on SQLite, when no write to the
+    /// queue's files woke it, at most this often), and how often a hub on PostgreSQL checks
+    /// that it still holds the runner lock. [`run_queue`] takes it from
     /// [`Options::poll`] when that is set, and on PostgreSQL from [`Options::poll_for`].
     pub poll: Duration,
     /// Drain at least this often even when nothing seems to have changed (sooner when a pass
@@ -186,6 +189,8 @@ pub fn run<S: QueueStore>(
     let config_path = ws.config_path();
     watcher.set_poll(opts.poll);
     watcher.prompt();
+    // Whether this pass followed the last at once, for a commit seen while that one ran.
+    let mut again = false;
     loop {
         if stop.graceful() {
             return Ok(());
@@ -223,12 +228,17 @@ pub fn run<S: QueueStore>(
         // The pass's own clears and starts are changes to the watcher too: settled first, it
         // tells only of what comes after. What another process committed while the pass ran
         // moved the store's mark, read after the watcher's so that no commit falls between.
-        // A notification that came meanwhile stays for the watcher's next step; a commit
-        // nobody notified is looked for at the next poll, not at once: on PostgreSQL the mark
-        // also moves with writers of other queues, and a hub that drained again at once for
-        // each of those would spin while they write.
+        // A notification that came meanwhile stays for the watcher's next step. A commit
+        // nobody notified drains again at once, but once in a row: on PostgreSQL the mark also
+        // moves with writers of other queues, and a hub that drained again at once for each of
+        // those would spin while they write; after that, it is looked for at the next poll.
         watcher.settle();
         let moved = store.change_mark()? != seen;
+        if moved && !again {
+            again = true;
+            continue;
+        }
+        again = false;
         // Points held for a settled config are decided by the pass after it settled, even when
         // nothing else changes meanwhile.
         let mut rescan = retry_in.map_or(opts.rescan, |r| r.min(opts.rescan));

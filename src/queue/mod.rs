@@ -63,6 +63,7 @@ pub mod shown;
 pub(crate) mod starts;
 pub mod store;
 pub mod times;
+pub(crate) mod wake;
 pub mod watch;
 pub mod workspace;
 

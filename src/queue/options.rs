@@ -33,7 +33,8 @@ pub struct Options {
     /// holder keeps the queue.
     pub lease: Duration,
     /// How often the hub looks for commits nobody announced; `None` for the database's
-    /// default (50 ms on SQLite, a read of the file's change counter; 1 s on PostgreSQL,
+    /// default (on SQLite, where a write to the queue's files wakes the hub, once a second or
+    /// this if longer, and 50 ms where the kernel cannot tell of writes; 1 s on PostgreSQL,
     /// whose commits by hookq wake the hub at once).
     pub poll: Option<Duration>,
 }

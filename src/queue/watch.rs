@@ -4,10 +4,13 @@
 //! version and start log, PostgreSQL's LISTEN, poll and reconnect) is known here and nowhere in
 //! the view or the hub.
 //!
-//! - **SQLite**: on a connection of its own, `PRAGMA data_version` every [`SQLITE_POLL`] unless
-//!   set otherwise (it changes whenever another connection commits: a recording, a clear, a
-//!   pause), and the size and time of the start log `arc.db-starts`, where a runner notes a
-//!   point's start without a commit.
+//! - **SQLite**: `PRAGMA data_version` (it changes whenever another connection commits: a
+//!   recording, a clear, a pause), and the size and time of the start log `arc.db-starts`, where
+//!   a runner notes a point's start without a commit. They are read when the kernel tells of a
+//!   write to the database, its `-wal` file or the start log (an inotify watch on their
+//!   folder), at once unless a change was told less than a poll ago ([`SQLITE_POLL`] unless set
+//!   otherwise), and every [`SQLITE_COVER`] without a write, in case a wake-up was missed. Where
+//!   the watch cannot be set up (the kernel's inotify limits reached), every poll, as said once.
 //! - **PostgreSQL**: a subscription to the process's one listener of the queue's server, shared
 //!   by every watcher of a queue there: one connection, `LISTEN`ing on the channel of each
 //!   queue watched (a recording or a pause, notified by the writer), and one statement that
@@ -16,19 +19,20 @@
 //!   notification. A commit wakes only its own queue's watchers.
 //!
 //! Either way a change reaches every open page within a poll and a page's fetch. With nothing
-//! changing, the SQLite watcher costs about 0.05 % of a core (ten reads a second, measured with
-//! ten pages open); the PostgreSQL one four round trips a second of under a millisecond each,
-//! whatever the queue holds, and as many for all the queues a process watches on one server
-//! (each adds a few index probes to the one statement).
+//! changing, the SQLite watcher wakes once a second to read and look at its owner's stop; the
+//! PostgreSQL one makes four round trips a second of under a millisecond each, whatever the
+//! queue holds, and as many for all the queues a process watches on one server (each adds a few
+//! index probes to the one statement).
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::exec::Stop;
 use crate::queue::error::Error;
 use crate::queue::store::{Store, StoreOptions};
+use crate::queue::wake::{Wake, WakeError};
 
 /// How a [`Watcher`] waits between reads: its owner's clock, which a stop cuts short.
 pub trait Pause {
@@ -95,10 +99,12 @@ impl Watcher {
         })
     }
 
-    /// Waits about one poll (on PostgreSQL a tenth of a second at most unless a read is due;
-    /// less when `pause` stops), then tells whether the queue changed since the last call. A
-    /// failed read is logged once; the watcher (on PostgreSQL its listener) opens its
-    /// connection again and counts that as a change, since it may have missed one.
+    /// Waits about one poll (on SQLite, until a write to the queue's files wakes it or the
+    /// cover's second is up; on PostgreSQL a tenth of a second at most unless a read is due;
+    /// less when `pause` stops), then tells whether the queue changed since the last call (on
+    /// SQLite a step that `pause` stopped tells of nothing). A failed read is logged once; the
+    /// watcher (on PostgreSQL its listener) opens its connection again and counts that as a
+    /// change, since it may have missed one.
     pub fn step(&mut self, pause: &dyn Pause) -> bool {
         self.source.step(pause, &self.reads)
     }
@@ -150,8 +156,13 @@ impl Watcher {
     }
 }
 
-/// How often the watcher reads a SQLite queue's mark.
+/// How often the watcher reads a SQLite queue's mark: at most this often when writes to the
+/// queue's files wake it, and this often when the kernel cannot tell of them.
 pub const SQLITE_POLL: Duration = Duration::from_millis(100);
+/// How often the watcher of a SQLite queue reads its mark when no write woke it (or its poll,
+/// if longer): the cover for a wake-up the kernel did not give (a write through another
+/// machine's mount of the folder, or the folder replaced under the watch).
+pub const SQLITE_COVER: Duration = Duration::from_secs(1);
 /// How often the watcher reads a PostgreSQL queue's mark, notifications aside.
 pub const PG_POLL: Duration = Duration::from_millis(250);
 /// The least time between two reads of a PostgreSQL queue's mark: a burst of notifications
@@ -189,7 +200,8 @@ struct SqliteMark {
     starts: Option<(u64, Option<SystemTime>)>,
 }
 
-/// A SQLite queue's watcher connection.
+/// A SQLite queue's watcher connection, woken by writes to the queue's files when the kernel
+/// can tell of them.
 struct SqliteSource {
     db: PathBuf,
     opts: StoreOptions,
@@ -198,22 +210,153 @@ struct SqliteSource {
     last: Option<SqliteMark>,
     poll: Duration,
     failing: bool,
+    /// The watch on the queue's files; `None` when it could not be set up or ended: the
+    /// watcher then reads every poll.
+    wake: Option<Wake>,
+    /// When the mark was last read.
+    read_at: Instant,
+    /// Whether the owner settled since the last change told: reads then answer a write at
+    /// once, rather than a poll after the last read.
+    settled: bool,
+    /// Reads due again soon: a write was told of but the read found no change yet.
+    recheck: Option<Recheck>,
 }
+
+/// The reads that follow a write the read after it did not find committed: SQLite publishes a
+/// commit (in its shared-memory index, which tells the kernel nothing) only after writing and
+/// syncing the `-wal` file, so a read woken by the write can come too early.
+#[derive(Debug, Clone, Copy)]
+struct Recheck {
+    /// When the write came.
+    since: Instant,
+    /// The wait before the next read.
+    next: Duration,
+}
+
+/// The first wait of a [`Recheck`]; each next one is twice as long.
+const RECHECK_FIRST: Duration = Duration::from_millis(1);
+/// How long after a write its [`Recheck`] goes on: past that, a commit it told of is found by
+/// the cover's read.
+const RECHECK_FOR: Duration = Duration::from_millis(250);
+
+/// What ended a SQLite watcher's wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// A write to the queue's files.
+    Write,
+    /// A [`Recheck`]'s time.
+    Recheck,
+    /// The cover's time, a poll without a watch, or a stop.
+    Time,
+}
+
+/// Whether a watcher has said that it polls for want of a watch: said once a process, since a
+/// hub of many workspaces that runs out of inotify instances would say it for each.
+static POLLING_SAID: AtomicBool = AtomicBool::new(false);
 
 impl SqliteSource {
     fn open(db: PathBuf, opts: StoreOptions, reads: &AtomicU64) -> Result<SqliteSource, Error> {
         let store = Store::open_with(&db, opts).map_err(|e| Error::store(&db, e))?;
+        let starts = crate::queue::starts::path_for(&db);
         let mut source = SqliteSource {
-            starts: crate::queue::starts::path_for(&db),
+            wake: None,
+            starts,
             db,
             opts,
             store: Some(store),
             last: None,
             poll: SQLITE_POLL,
             failing: false,
+            read_at: Instant::now(),
+            settled: false,
+            recheck: None,
         };
+        // Watched before the first read, so that no commit falls between the two.
+        match Wake::new(&source.db, &source.starts) {
+            Ok(wake) => source.wake = Some(wake),
+            Err(e) => source.polling(&e),
+        }
+        source.take_wakes();
         source.last = Some(source.mark(reads)?);
         Ok(source)
+    }
+
+    /// Goes on without the watch, saying why (once a process).
+    fn polling(&mut self, why: &WakeError) {
+        self.wake = None;
+        if !POLLING_SAID.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "{why}; polling {} for changes instead (other queues of this process may poll too)",
+                self.db.display()
+            );
+        } else {
+            tracing::debug!("{why}; polling {}", self.db.display());
+        }
+    }
+
+    /// Takes the writes told so far, for the next read to answer: whether one was to the
+    /// queue's files.
+    fn take_wakes(&mut self) -> bool {
+        let Some(wake) = &mut self.wake else {
+            return false;
+        };
+        match wake.take() {
+            Ok(woken) => woken,
+            Err(e) => {
+                self.polling(&e);
+                false
+            }
+        }
+    }
+
+    /// Waits for a write to the queue's files, a [`Recheck`]'s time, or [`SQLITE_COVER`] (the
+    /// poll if longer) since the last read; without a watch, a poll. Unless the owner settled
+    /// since the last change told, never less than a poll (at most [`SQLITE_POLL`]) after the
+    /// last read: a burst of commits is told once a poll, as polling tells it, while a hub,
+    /// which settles after each pass, hears of the next commit at once. Less when `pause`
+    /// stops.
+    fn wait(&mut self, pause: &dyn Pause) -> Ended {
+        let Some(wake) = &mut self.wake else {
+            pause.sleep(self.poll);
+            return Ended::Time;
+        };
+        if !self.settled {
+            let gap = self.poll.min(SQLITE_POLL);
+            if let Some(left) = gap.checked_sub(self.read_at.elapsed()) {
+                pause.sleep(left);
+            }
+        }
+        let cover = self
+            .poll
+            .max(SQLITE_COVER)
+            .saturating_sub(self.read_at.elapsed());
+        let timeout = self.recheck.map_or(cover, |r| r.next.min(cover));
+        match wake.wait(pause, timeout) {
+            Ok(true) => Ended::Write,
+            Ok(false) if self.recheck.is_some() && timeout < cover => Ended::Recheck,
+            Ok(false) => Ended::Time,
+            Err(e) => {
+                self.polling(&e);
+                Ended::Time
+            }
+        }
+    }
+
+    /// What follows a read that found no change after `ended`: a write starts a [`Recheck`],
+    /// whose reads come twice as far apart each time, for [`RECHECK_FOR`].
+    fn unchanged(&mut self, ended: Ended) {
+        self.recheck = match (ended, self.recheck) {
+            (Ended::Write, _) => Some(Recheck {
+                since: Instant::now(),
+                next: RECHECK_FIRST,
+            }),
+            (Ended::Recheck, Some(r)) if r.since.elapsed() < RECHECK_FOR => Some(Recheck {
+                since: r.since,
+                next: r.next * 2,
+            }),
+            (Ended::Recheck, _) => None,
+            (Ended::Time, r) => r,
+        };
     }
 
     fn mark(&mut self, reads: &AtomicU64) -> Result<SqliteMark, Error> {
@@ -230,6 +373,7 @@ impl SqliteSource {
             .ok()
             .map(|m| (m.len(), m.modified().ok()));
         reads.fetch_add(1, Ordering::Relaxed);
+        self.read_at = Instant::now();
         let data_version = store
             .data_version()
             .map_err(|e| Error::store(&self.db, e))?;
@@ -240,14 +384,27 @@ impl SqliteSource {
     }
 
     fn step(&mut self, pause: &dyn Pause, reads: &AtomicU64) -> bool {
-        pause.sleep(if self.failing { RETRY } else { self.poll });
-        if self.failing && pause.stopped() {
+        let ended = if self.failing {
+            pause.sleep(RETRY);
+            self.recheck = None;
+            Ended::Time
+        } else {
+            self.wait(pause)
+        };
+        if pause.stopped() {
             return false;
         }
         match self.mark(reads) {
             Ok(mark) => {
                 self.failing = false;
-                self.last.replace(mark) != Some(mark)
+                let changed = self.last.replace(mark) != Some(mark);
+                if changed {
+                    self.settled = false;
+                    self.recheck = None;
+                } else {
+                    self.unchanged(ended);
+                }
+                changed
             }
             Err(e) => {
                 self.failed(e);
@@ -261,6 +418,12 @@ impl SqliteSource {
             // The next step reads, and counts what it finds as a change.
             return;
         }
+        // What was written so far is answered by the read below, and what comes after it at
+        // once. A write taken here may be a commit not published yet: read again soon.
+        if self.take_wakes() {
+            self.unchanged(Ended::Write);
+        }
+        self.settled = true;
         match self.mark(reads) {
             Ok(mark) => self.last = Some(mark),
             Err(e) => self.failed(e),
@@ -319,6 +482,51 @@ mod tests {
             assert!(Instant::now() < hang, "the watcher never saw the commit");
         }
         assert!(watcher.reads().load(Ordering::Relaxed) >= 2);
+    }
+
+    /// The plain clock, stopping at a deadline: a step cut short by it reads nothing.
+    struct Until(Instant);
+
+    impl Pause for Until {
+        fn sleep(&self, d: Duration) {
+            std::thread::sleep(d.min(self.0.saturating_duration_since(Instant::now())));
+        }
+        fn stopped(&self) -> bool {
+            Instant::now() >= self.0
+        }
+    }
+
+    #[test]
+    fn a_commit_wakes_the_watcher_long_before_its_poll() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(dir.path());
+        std::fs::create_dir_all(ws.db_path().parent().unwrap()).unwrap();
+        let mut watcher = Queue::open(&ws).unwrap().watcher().unwrap();
+        // Read without a write only every ten minutes: only the write's wake-up can end the
+        // step before the hang bound stops it, and a stopped step tells of nothing.
+        watcher.set_poll(Duration::from_secs(600));
+        let hang = Until(Instant::now() + Duration::from_secs(60));
+        let committer = std::thread::spawn({
+            let ws = ws.clone();
+            move || {
+                Queue::open(&ws)
+                    .unwrap()
+                    .add_task(
+                        &TaskId::new("t1").unwrap(),
+                        &PlanId::new("p").unwrap(),
+                        &Phase::new("todo.ready").unwrap(),
+                    )
+                    .unwrap();
+            }
+        });
+        // A write that is not a commit (none is expected) wakes a step that tells of nothing.
+        while !watcher.step(&hang) {
+            assert!(
+                !hang.stopped(),
+                "the commit did not wake the watcher within the hang bound"
+            );
+        }
+        committer.join().unwrap();
     }
 
     #[test]

@@ -189,7 +189,8 @@ impl Live {
 
     /// Ends the watcher (closing its connection) and every event and tail stream, so that a
     /// server shutting down gracefully is not held open by its pages. Waits for the watcher's
-    /// thread, at most one poll. Also done when the last [`Arc`] of the view is dropped.
+    /// thread, at most a second (how often it looks at the stop while it waits).
+    /// Also done when the last [`Arc`] of the view is dropped.
     pub fn stop(&self) {
         *self
             .shared

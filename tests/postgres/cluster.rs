@@ -66,8 +66,22 @@ pub enum Durability {
 /// `durability`; stopped and removed when the process ends.
 #[allow(dead_code)]
 pub fn cluster_with(parent: Option<&Path>, durability: Durability) -> Cluster {
-    Cluster::start_in(parent, durability)
+    Cluster::start_in(parent, durability, MAX_CONNECTIONS)
 }
+
+/// [`cluster_with`], taking up to `max_connections` connections at once rather than
+/// [`MAX_CONNECTIONS`]: the bench's hub of many queues holds connections per queue.
+#[allow(dead_code)]
+pub fn cluster_sized(
+    parent: Option<&Path>,
+    durability: Durability,
+    max_connections: usize,
+) -> Cluster {
+    Cluster::start_in(parent, durability, max_connections)
+}
+
+/// How many connections a cluster takes at once.
+const MAX_CONNECTIONS: usize = 200;
 
 /// `(uid, gid)` of the `postgres` user when this process runs as root, else `None`.
 fn server_user() -> Option<(u32, u32)> {
@@ -234,10 +248,10 @@ fn chown_tree(path: &Path, user: Option<(u32, u32)>) {
 
 impl Cluster {
     fn start() -> Self {
-        Self::start_in(None, Durability::Off)
+        Self::start_in(None, Durability::Off, MAX_CONNECTIONS)
     }
 
-    fn start_in(parent: Option<&Path>, durability: Durability) -> Self {
+    fn start_in(parent: Option<&Path>, durability: Durability, max_connections: usize) -> Self {
         let user = server_user();
         let bin = bin_dir();
         let mut made = tempfile::Builder::new();
@@ -332,7 +346,7 @@ impl Cluster {
                 "-c",
                 flushed("full_page_writes"),
                 "-c",
-                "max_connections=200",
+                &format!("max_connections={max_connections}"),
                 "-c",
                 "log_min_messages=warning",
             ]

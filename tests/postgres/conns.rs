@@ -129,7 +129,10 @@ fn a_hub_of_twenty_queues_holds_one_lock_session_and_a_pool_of_two() {
     assert_eq!(runner, 1, "one lock session for every queue's runner lock");
     assert!(pool <= 2, "at most two pooled connections, found {pool}");
     assert_eq!(rest, 1, "one listener for every queue's watcher");
-    assert!(most.0 <= 1 && most.1 <= 2 && most.2 <= 1, "while draining: {most:?}");
+    assert!(
+        most.0 <= 1 && most.1 <= 2 && most.2 <= 1,
+        "while draining: {most:?}"
+    );
     // Every queue's lock is held on that one session.
     let mut s = open(&url, "q0");
     let backends: std::collections::HashSet<i32> = (0..n)

@@ -11,6 +11,7 @@
 mod cluster;
 pub mod drain;
 pub mod fixture;
+pub mod fleet;
 pub mod hub;
 pub mod record;
 #[allow(dead_code)]
@@ -43,6 +44,22 @@ impl Server {
         Self {
             cluster: cluster::cluster_with(Some(dir), cluster::Durability::Full),
         }
+    }
+
+    /// A durable cluster in `dir` taking up to `max_connections` connections at once.
+    pub fn start_sized(dir: &Path, max_connections: usize) -> Self {
+        Self {
+            cluster: cluster::cluster_sized(Some(dir), cluster::Durability::Full, max_connections),
+        }
+    }
+
+    /// The server's own pid (the postmaster's), from `postmaster.pid`: every server process
+    /// is below it.
+    pub fn pid(&self) -> u32 {
+        std::fs::read_to_string(self.cluster.dir.join("data/postmaster.pid"))
+            .ok()
+            .and_then(|t| t.lines().next()?.trim().parse().ok())
+            .expect("the server's pid in postmaster.pid")
     }
 
     /// A new empty database: its URL, as the `hookq` role over loopback TCP without TLS.
@@ -113,6 +130,8 @@ pub struct PgFigures {
     pub scale: scale::PgScale,
     /// P6, P6b, P6c, P7.
     pub writers: writers::Writers,
+    /// Q1, Q2.
+    pub fleet: fleet::PgFleet,
 }
 
 /// Measures every P figure on a server started in `dir`, `step` printing progress.
@@ -136,6 +155,10 @@ pub fn measure(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> PgFigures {
     let writers = writers::measure(&server, dir, sizes);
     step("P5: PostgreSQL at scale");
     let scale = scale::measure(&server, sizes);
+    // The Q figures take a server of their own, sized for a hub of many queues.
+    drop(server);
+    let p6c = (writers.p6c_alone_ms, writers.beside_hubs_ms);
+    let fleet = fleet::measure(dir, sizes, Some(p6c), step);
     PgFigures {
         version,
         record,
@@ -145,6 +168,7 @@ pub fn measure(dir: &Path, sizes: &Sizes, step: &dyn Fn(&str)) -> PgFigures {
         failed,
         scale,
         writers,
+        fleet,
     }
 }
 
@@ -157,5 +181,6 @@ pub fn rows(p: &PgFigures, sizes: &Sizes) -> Vec<Row> {
     rows.extend(takeover::failed_rows(&p.failed));
     rows.extend(scale::rows(&p.scale, sizes));
     rows.extend(writers::rows(&p.writers));
+    rows.extend(fleet::rows(&p.fleet));
     rows
 }

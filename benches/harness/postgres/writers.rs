@@ -55,26 +55,8 @@ pub struct Writers {
 /// Measures P6 and P7 on one database of `server`, P6c's hubs' workspaces in `dir`.
 pub fn measure(server: &Server, dir: &Path, sizes: &Sizes) -> Writers {
     let url = server.database();
-    let per_connection = (sizes.transitions / 2).max(4);
-    let rounds = if sizes.mode == Mode::Full { 5 } else { 1 };
-    // Opening a store creates the schema the setup writes into.
-    drop(fixture::open(&url));
-    let mut setup = fixture::client(&url);
-    for c in 0..CONNECTIONS {
-        fixture::add_tasks(&mut setup, &format!("w{c}-"), "todo.ready", TASKS_EACH);
-    }
-    fixture::add_tasks(&mut setup, "p7-", "todo.ready", sizes.transitions + 2);
-    setup
-        .batch_execute(
-            "CREATE TABLE bare_task (id TEXT PRIMARY KEY, phase TEXT NOT NULL);
-             INSERT INTO bare_task (id, phase)
-                 SELECT 'w' || c || '-' || i, 'todo.ready'
-                 FROM generate_series(0, 7) AS c, generate_series(0, 15) AS i",
-        )
-        .expect("the bare table");
-    setup
-        .batch_execute("VACUUM (ANALYZE) bare_task, hookq_tasks")
-        .expect("vacuum");
+    let (per_connection, rounds) = (per_connection(sizes), rounds(sizes));
+    setup(&url, sizes);
     server.checkpoint();
 
     let (mut bare, mut recording, mut notify_each) = (Vec::new(), Vec::new(), Vec::new());
@@ -84,24 +66,8 @@ pub fn measure(server: &Server, dir: &Path, sizes: &Sizes) -> Writers {
         notify_each.push(round(&url, per_connection, Writer::NotifyEach));
     }
 
-    // P6c: the same writers while idle hubs of other queues listen, each a `hookq hub` process
-    // with its two connections, as a fleet's hubs of many queues sharing a server are.
-    let idle_hubs = if sizes.mode == Mode::Full {
-        IDLE_HUBS
-    } else {
-        2
-    };
-    // Each round with hubs beside one without, the hubs started anew for it: the machine's load
-    // drifts over the minute this takes.
-    let (mut p6c_alone, mut beside_hubs) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        p6c_alone.push(round(&url, per_connection, Writer::Notifier));
-        let mut hubs = start_idle_hubs(&url, dir, idle_hubs);
-        beside_hubs.push(round(&url, per_connection, Writer::Notifier));
-        for hub in &mut hubs {
-            super::hub::stop(hub);
-        }
-    }
+    let idle_hubs = idle_hubs(sizes);
+    let (p6c_alone, beside_hubs) = beside_idle_hubs(&url, dir, sizes);
 
     // P7: one connection's recordings, alone and beside another's open recording transaction.
     let p7_n = (sizes.transitions / 4).max(2);
@@ -146,8 +112,8 @@ pub fn measure(server: &Server, dir: &Path, sizes: &Sizes) -> Writers {
         bare_ms: median(&bare),
         recording_ms: median(&recording),
         notify_each_ms: median(&notify_each),
-        beside_hubs_ms: median(&beside_hubs),
-        p6c_alone_ms: median(&p6c_alone),
+        beside_hubs_ms: beside_hubs,
+        p6c_alone_ms: p6c_alone,
         idle_hubs,
         per_connection,
         rounds,
@@ -155,6 +121,66 @@ pub fn measure(server: &Server, dir: &Path, sizes: &Sizes) -> Writers {
         beside_open_ms: median(&beside),
         p7_n,
     }
+}
+
+/// Transitions each P6 connection commits in a round.
+pub fn per_connection(sizes: &Sizes) -> usize {
+    (sizes.transitions / 2).max(4)
+}
+
+/// Rounds of P6 and of P6c.
+pub fn rounds(sizes: &Sizes) -> usize {
+    if sizes.mode == Mode::Full { 5 } else { 1 }
+}
+
+/// Idle hubs beside P6c's writers.
+pub fn idle_hubs(sizes: &Sizes) -> usize {
+    if sizes.mode == Mode::Full {
+        IDLE_HUBS
+    } else {
+        2
+    }
+}
+
+/// The tasks P6's and P7's writers move on the queue [`fixture::QUEUE`] of `url`, and P6's
+/// bare table.
+pub fn setup(url: &str, sizes: &Sizes) {
+    // Opening a store creates the schema the setup writes into.
+    drop(fixture::open(url));
+    let mut setup = fixture::client(url);
+    for c in 0..CONNECTIONS {
+        fixture::add_tasks(&mut setup, &format!("w{c}-"), "todo.ready", TASKS_EACH);
+    }
+    fixture::add_tasks(&mut setup, "p7-", "todo.ready", sizes.transitions + 2);
+    setup
+        .batch_execute(
+            "CREATE TABLE bare_task (id TEXT PRIMARY KEY, phase TEXT NOT NULL);
+             INSERT INTO bare_task (id, phase)
+                 SELECT 'w' || c || '-' || i, 'todo.ready'
+                 FROM generate_series(0, 7) AS c, generate_series(0, 15) AS i",
+        )
+        .expect("the bare table");
+    setup
+        .batch_execute("VACUUM (ANALYZE) bare_task, hookq_tasks")
+        .expect("vacuum");
+}
+
+/// P6c (and Q2a, the same measurement): P6's writers while [`idle_hubs`] idle hubs of other
+/// queues listen, each a `hookq hub` process with its connections, as the hubs of many queues
+/// sharing a server are; against the same writers alone. Each round with hubs beside one
+/// without, the hubs started anew for it: the machine's load drifts over the minute this
+/// takes. Medians, ms per transition: (alone, beside the hubs). `url` is [`setup`].
+pub fn beside_idle_hubs(url: &str, dir: &Path, sizes: &Sizes) -> (f64, f64) {
+    let (mut alone, mut beside) = (Vec::new(), Vec::new());
+    for _ in 0..rounds(sizes) {
+        alone.push(round(url, per_connection(sizes), Writer::Notifier));
+        let mut hubs = start_idle_hubs(url, dir, idle_hubs(sizes));
+        beside.push(round(url, per_connection(sizes), Writer::Notifier));
+        for hub in &mut hubs {
+            super::hub::stop(hub);
+        }
+    }
+    (median(&alone), median(&beside))
 }
 
 /// Starts `n` `hookq hub` processes on `url`, each of a queue of its own (`idle-<i>`, no hooks),
@@ -199,7 +225,7 @@ fn start_idle_hubs(url: &str, dir: &Path, n: usize) -> Vec<Child> {
 
 /// What the writers of a round commit.
 #[derive(Clone, Copy, PartialEq)]
-enum Writer {
+pub enum Writer {
     /// Bare one-row updates.
     Bare,
     /// Transitions recording a point through `PgStore::write`, the hubs woken through one
@@ -211,7 +237,7 @@ enum Writer {
 
 /// One round: [`CONNECTIONS`] threads, each on its own connection, commit `n` transactions as
 /// fast as they can, all started together; ms of wall time per transaction.
-fn round(url: &str, n: usize, writer: Writer) -> f64 {
+pub fn round(url: &str, n: usize, writer: Writer) -> f64 {
     let start = Barrier::new(CONNECTIONS + 1);
     // Only the round that shares one starts a notifier (and its thread).
     let notifier = (writer == Writer::Notifier)
