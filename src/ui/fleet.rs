@@ -204,17 +204,7 @@ impl Fleet {
         });
         let opened = open_all(&source, &recipes, &relay);
         let mut members: Vec<Member> = Vec::new();
-        for (recipe, state) in recipes.into_iter().zip(opened) {
-            let name = name_of(&recipe);
-            let slug = slug_of(&name, members.iter().map(|m| m.slug.as_str()));
-            members.push(Member {
-                recipe,
-                name,
-                slug,
-                state,
-                tried: Instant::now(),
-            });
-        }
+        join(&mut members, recipes, opened);
         let stopper = Arc::new(Stopper {
             stopped: Mutex::new(false),
             wake: Condvar::new(),
@@ -378,17 +368,7 @@ impl Fleet {
             .into_iter()
             .partition(|m| matches!(&m.recipe, Recipe::Dir(d) if dirs.contains(d)));
         *members = kept;
-        for (recipe, state) in new.into_iter().zip(opened) {
-            let name = name_of(&recipe);
-            let slug = slug_of(&name, members.iter().map(|m| m.slug.as_str()));
-            members.push(Member {
-                recipe,
-                name,
-                slug,
-                state,
-                tried: Instant::now(),
-            });
-        }
+        join(&mut members, new, opened);
         let at = |m: &Member| match &m.recipe {
             Recipe::Dir(d) => dirs.iter().position(|x| x == d),
             Recipe::Config(_) => None,
@@ -438,6 +418,22 @@ fn keep_up(fleet: &Weak<Inner>, stopper: &Stopper) {
 }
 
 /// Opens each of `recipes`, at the same time (a database slow to answer delays only its own).
+/// Adds a member for each of `recipes`, opened as `opened` says, each under a slug no member
+/// has yet.
+fn join(members: &mut Vec<Member>, recipes: Vec<Recipe>, opened: Vec<Opened>) {
+    for (recipe, state) in recipes.into_iter().zip(opened) {
+        let name = name_of(&recipe);
+        let slug = slug_of(&name, members.iter().map(|m| m.slug.as_str()));
+        members.push(Member {
+            recipe,
+            name,
+            slug,
+            state,
+            tried: Instant::now(),
+        });
+    }
+}
+
 fn open_all(source: &Source, recipes: &[Recipe], relay: &Arc<Relay>) -> Vec<Opened> {
     std::thread::scope(|scope| {
         let opening: Vec<_> = recipes

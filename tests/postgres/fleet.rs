@@ -70,16 +70,16 @@ fn one_hub_drains_sqlite_and_postgres_queues_and_a_standby_takes_over() {
 /// three on one connection (its listener's), and drains each on its commits.
 #[test]
 fn one_hub_of_three_postgres_queues_listens_on_one_connection() {
-    use std::os::unix::fs::PermissionsExt;
-
-    use crate::postgres::cli::{open, pg_config};
-    use crate::postgres::cluster::cluster;
-
     if crate::postgres::without_postgres(
         "one_hub_of_three_postgres_queues_listens_on_one_connection",
     ) {
         return;
     }
+    use std::os::unix::fs::PermissionsExt;
+
+    use crate::postgres::cli::{open, pg_config};
+    use crate::postgres::cluster::cluster;
+
     let hooks = r#"after_fail = ['echo "$ARC_TASK" >> ran']"#;
     let db = cluster().database();
     let url = cluster().url(&db, "");
