@@ -405,7 +405,7 @@ fn a_server_restart_mid_drain_and_a_server_down_during_task_move() {
         dir.path().join("rework").display()
     );
     let hosts = [host(&url, &hooks), host(&url, &hooks)];
-    let mut hubs = [hub(&hosts[0]), hub(&hosts[1])];
+    let hubs = [hub(&hosts[0]), hub(&hosts[1])];
     let tasks = 20;
     for n in 0..tasks {
         hosts[n % 2]
@@ -422,15 +422,18 @@ fn a_server_restart_mid_drain_and_a_server_down_during_task_move() {
         pending_count(&mut s) == 0
     });
     every_task_ran_and_was_cleared(&mut s, &times, "r", tasks);
-    for h in &mut hubs {
-        assert!(!h.exited(), "a hub exited: {}", h.stderr_so_far());
-        assert!(
-            h.stderr_so_far()
-                .contains("warning: hub lost the queue's database"),
-            "each hub lost its connection: {}",
-            h.stderr_so_far()
-        );
-    }
+    // The hub that took the queue back may drain it all before the other, which waits for
+    // the lock, has tried again and found its connection gone: each says so in its own time.
+    until(
+        "each hub to say it lost the database",
+        &[&hubs[0], &hubs[1]],
+        || {
+            hubs.iter().all(|h| {
+                h.stderr_so_far()
+                    .contains("warning: hub lost the queue's database")
+            })
+        },
+    );
     drop(hubs);
     drop(s);
 
