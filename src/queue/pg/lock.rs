@@ -301,10 +301,17 @@ impl PgRunnerLock {
     /// server still lists the lock as this backend's. Answers within a quarter of the lease
     /// or fails.
     pub fn check(&mut self) -> Result<(), PgError> {
-        self.check_held()
+        self.check_held(false)
     }
 
-    fn check_held(&self) -> Result<(), PgError> {
+    /// [`PgRunnerLock::check`], answered from the session's list of its locks when another
+    /// queue's check read it a moment ago: a hub of many queues checks each every poll, and one
+    /// statement then answers them all.
+    pub(crate) fn check_recent(&mut self) -> Result<(), PgError> {
+        self.check_held(true)
+    }
+
+    fn check_held(&self, recent: bool) -> Result<(), PgError> {
         self.live()?;
         let lost = |reason: String| PgError::LockLost {
             queue: self.queue.to_string(),
@@ -312,7 +319,7 @@ impl PgRunnerLock {
         };
         let (held, leased) = self
             .session
-            .verified(&self.queue, self.number)
+            .verified(&self.queue, self.number, recent)
             .map_err(lost)?;
         if !held || !self.session.holds(&self.queue, self.share) {
             return Err(lost("the server no longer lists it".into()));

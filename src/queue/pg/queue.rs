@@ -264,7 +264,7 @@ impl<R: Reads> QueueStore for PgQueue<R> {
     }
 
     fn fold_starts(&mut self, _lock: &RunnerLock) -> Result<usize, Error> {
-        let held = self.lock().and_then(|mut l| l.check());
+        let held = self.lock().and_then(|mut l| l.check_recent());
         held.map(|()| 0).map_err(|e| self.placed(e))
     }
 
@@ -301,7 +301,7 @@ impl<R: Reads> QueueStore for PgQueue<R> {
     /// have one) answers: a lock or a connection lost is found here, and the hub connects
     /// again rather than wait on without it.
     fn check_held(&mut self) -> Result<(), Error> {
-        let held = self.lock().and_then(|mut l| l.check());
+        let held = self.lock().and_then(|mut l| l.check_recent());
         held.map_err(|e| self.placed(e))?;
         let answers = self.reads.answers();
         answers.map_err(|e| self.placed(e))
