@@ -69,14 +69,23 @@ const HEAD: i64 = 1024;
 /// among the [`HEAD`] oldest pending points: a pass starts points in the order they were
 /// recorded, so a point it starts is among them unless that many wait before it), when the
 /// queue was paused or resumed, or its runner lock changed hands. A start is an `UPDATE` that
-/// notifies nobody, so only a poll sees it. It also names the transactions now writing the
-/// outbox table on other connections (read once for all the queues), so that a point whose id
-/// was taken before a read and committed after it (a lower id than one seen already) changes
-/// it when its transaction ends; writers of other queues are in that set too, which costs a
-/// page, or a hub's pass, that finds nothing new. Four index probes and one short index range
-/// scan a queue and one read of the lock table, whatever the queues hold (0.4 ms of the
-/// server's time for one queue with 1,000,000 points pending); prepared once per connection.
-const MARKS: &str = "SELECT q.queue,
+/// notifies nobody, so only a poll sees it. It also names the transactions now recording on the
+/// queue on other connections (their writer tags,
+/// [`WRITER_CLASS`](crate::queue::pg::lock::WRITER_CLASS), read once for all the queues), so
+/// that a point whose id was taken before a read and committed after it (a lower id than one
+/// seen already) changes it when its transaction ends; writers of other queues leave it as it
+/// is (but for a rare clash of two names' hashes, which costs a read that finds nothing). Four
+/// index probes and one short index range scan a queue and one read of the lock table, whatever
+/// the queues hold (0.4 ms of the server's time for one queue with 1,000,000 points pending);
+/// prepared once per connection.
+pub(crate) const MARKS: &str = "WITH w AS MATERIALIZED (
+        SELECT l.objid, string_agg(l.virtualtransaction, ',' ORDER BY l.virtualtransaction)
+            AS writers
+        FROM pg_locks l
+        WHERE l.locktype = 'advisory' AND l.classid = 1751871745::oid AND l.objsubid = 2
+          AND l.pid IS DISTINCT FROM pg_backend_pid()
+        GROUP BY l.objid)
+    SELECT q.queue,
         (SELECT MAX(p.id) FROM hookq_pending_hooks p WHERE p.queue = q.queue),
         (SELECT MAX(h.id) FROM hookq_hook_history h WHERE h.queue = q.queue),
         (SELECT s.paused_ms FROM hookq_queues s WHERE s.queue = q.queue),
@@ -88,11 +97,7 @@ const MARKS: &str = "SELECT q.queue,
         SELECT MAX(o.last_started_ms) AS started, SUM(o.passes)::BIGINT AS passes
         FROM (SELECT p.last_started_ms, p.passes FROM hookq_pending_hooks p
               WHERE p.queue = q.queue ORDER BY p.id LIMIT $2) o) head
-    CROSS JOIN (
-        SELECT string_agg(l.virtualtransaction, ',' ORDER BY l.virtualtransaction) AS writers
-        FROM pg_locks l
-        WHERE l.locktype = 'relation' AND l.relation = 'hookq_pending_hooks'::regclass
-          AND l.mode = 'RowExclusiveLock' AND l.pid IS DISTINCT FROM pg_backend_pid()) w";
+    LEFT JOIN w ON w.objid = (hashtext(q.queue)::bigint & 4294967295)::oid";
 
 /// One row of [`MARKS`] as a mark: only equality means anything.
 fn mark_of(row: &postgres::Row) -> i64 {
