@@ -156,6 +156,16 @@ impl Watcher {
     }
 }
 
+/// Wakes every watcher of this process that waits on a PostgreSQL queue's listener, so that
+/// each looks at its owner's stop at once: a stop request is a flag nothing can wait on, and a
+/// watcher that nobody rings sees it within a second. A host that requests a stop rings after
+/// it ([`fleet::run`](crate::queue::fleet::run) and the `hookq` command do); ringing when
+/// nothing stopped costs each waiting watcher a look at its state.
+pub fn ring() {
+    #[cfg(feature = "postgres")]
+    crate::queue::pg::listener::ring();
+}
+
 /// How often the watcher reads a SQLite queue's mark: at most this often when writes to the
 /// queue's files wake it, and this often when the kernel cannot tell of them.
 pub const SQLITE_POLL: Duration = Duration::from_millis(100);

@@ -55,8 +55,9 @@ const WAIT_BUSY: Duration = Duration::from_millis(2);
 /// How long the listener stays busy after a change or an ask.
 const BUSY: Duration = Duration::from_secs(1);
 /// How long a step waits for a read or its poll before it returns, so that its owner sees a
-/// stop (and on a hub, its config and its lock) soon.
-const SLICE: Duration = Duration::from_millis(100);
+/// stop that nobody rang ([`ring`]) and, on a hub, a change of its config. Each waiting watcher
+/// costs a wake-up a slice: a hub of 500 queues, 500 a second.
+const SLICE: Duration = Duration::from_secs(1);
 /// How long the listener waits before it connects again after a failure.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -137,6 +138,19 @@ pub fn statements(target: &Target) -> Option<u64> {
         .map(|l| l.shared.statements.load(Ordering::Relaxed))
 }
 
+/// Wakes every watcher of this process that waits on a listener, so that each looks at its
+/// owner's stop at once rather than at the end of its [`SLICE`]: a stop request is a flag,
+/// which nothing can wait on, so whoever requests one rings ([`crate::queue::watch::ring`]).
+pub(crate) fn ring() {
+    let all = LISTENERS.lock().unwrap_or_else(PoisonError::into_inner);
+    for listener in all.iter().filter_map(|(_, l)| l.upgrade()) {
+        let st = listener.shared.lock();
+        for sub in st.subs.values() {
+            sub.wake.notify_all();
+        }
+    }
+}
+
 /// A server's listener: its subscriptions hold it, and the last one dropped ends its thread.
 struct Listener {
     shared: Arc<Shared>,
@@ -183,7 +197,8 @@ impl Drop for Listener {
 struct Shared {
     target: Target,
     state: Mutex<State>,
-    /// Signalled when a read ends, or fails.
+    /// Signalled when a read ends, or fails: what a subscriber joining or settling waits for.
+    /// A stepping subscriber waits on its own [`Sub::wake`].
     told: Condvar,
     /// Signalled when a subscriber joins, or the listener is to stop: what a thread with no
     /// connection to wait on waits for.
@@ -249,6 +264,10 @@ struct Sub {
     want: Option<Instant>,
     /// The subscriber's count of the reads of its queue.
     reads: Arc<AtomicU64>,
+    /// What its steps wait on: signalled when something it may answer comes (a read it wanted,
+    /// a change or a notification of its queue, a new connection, a failure), and no more, so
+    /// that a listener of hundreds of queues wakes only the threads of the queues concerned.
+    wake: Arc<Condvar>,
 }
 
 /// One queue subscribed.
@@ -391,15 +410,32 @@ impl Connection {
 }
 
 /// Counts `notes` for the queues they name, on their own channel or the legacy one; the payload
-/// is compared on both, since queues whose names are cut to one channel share it.
+/// is compared on both, since queues whose names are cut to one channel share it. Wakes the
+/// subscribers of those queues: a prompt one answers a notification before the read.
 fn hear(st: &mut State, notes: &[Notification]) {
+    let mut heard = HashSet::new();
     for n in notes {
         if let Some(e) = st.queues.get_mut(n.payload())
             && (n.channel() == e.channel || n.channel() == LEGACY_CHANNEL)
         {
             e.notes += 1;
             st.busy_until = Some(Instant::now() + BUSY);
+            heard.insert(n.payload());
         }
+    }
+    if !heard.is_empty() {
+        for sub in st.subs.values() {
+            if heard.contains(sub.queue.as_str()) {
+                sub.wake.notify_all();
+            }
+        }
+    }
+}
+
+/// Wakes every subscriber's step: the connection failed, or came back.
+fn wake_all(st: &State) {
+    for sub in st.subs.values() {
+        sub.wake.notify_all();
     }
 }
 
@@ -422,8 +458,6 @@ fn run(shared: &Shared) {
                     let heard = c.notifications(d).map(|notes| {
                         if !notes.is_empty() {
                             hear(&mut shared.lock(), &notes);
-                            // A prompt subscriber answers a notification before the read.
-                            shared.told.notify_all();
                         }
                     });
                     (heard, false)
@@ -466,12 +500,17 @@ fn read(shared: &Shared, conn: &mut Option<Connection>) -> Result<(), PgError> {
     c.listen(channels)?;
     // The notifications that came so far are answered by this read.
     let notes = c.notifications(Duration::ZERO)?;
+    // The queues notified since the last read: their subscribers look at this one.
+    let mut noted: HashSet<String> = HashSet::new();
     let started = {
         let mut st = shared.lock();
         hear(&mut st, &notes);
         for name in &names {
-            if let Some(e) = st.queues.get_mut(name) {
+            if let Some(e) = st.queues.get_mut(name)
+                && e.notes_read != e.notes
+            {
                 e.notes_read = e.notes;
+                noted.insert(name.clone());
             }
         }
         Instant::now()
@@ -497,6 +536,15 @@ fn read(shared: &Shared, conn: &mut Option<Connection>) -> Result<(), PgError> {
     for sub in st.subs.values() {
         if covered.contains(&sub.queue) {
             sub.reads.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    // Woken: a subscriber whose queue was notified before the read, one that wants a read, and
+    // every one after a new connection (it may have missed a notification). A step looks at no
+    // other read, so nobody else is woken, whatever moved.
+    let again = st.last.is_none_or(|l| l.epoch != st.epoch);
+    for sub in st.subs.values() {
+        if again || sub.want.is_some() || noted.contains(&sub.queue) {
+            sub.wake.notify_all();
         }
     }
     st.last = Some(Read {
@@ -532,6 +580,7 @@ fn failed(shared: &Shared, e: PgError, reading: bool) {
             queues.join(", ")
         );
     }
+    wake_all(&st);
     drop(st);
     shared.told.notify_all();
 }
@@ -550,6 +599,8 @@ pub(crate) struct Subscription {
     notes_seen: u64,
     /// Whether a notification of its queue ends a step at once ([`Subscription::prompt`]).
     prompt: bool,
+    /// What its steps wait on ([`Sub::wake`]).
+    wake: Arc<Condvar>,
 }
 
 impl std::fmt::Debug for Subscription {
@@ -573,6 +624,7 @@ impl Subscription {
         let listener = Listener::of(target);
         let shared = Arc::clone(&listener.shared);
         let name = queue.as_str().to_owned();
+        let wake = Arc::new(Condvar::new());
         let mut st = shared.lock();
         let id = st.next_id;
         st.next_id += 1;
@@ -583,6 +635,7 @@ impl Subscription {
                 poll: PG_POLL,
                 want: None,
                 reads: Arc::clone(reads),
+                wake: Arc::clone(&wake),
             },
         );
         st.queues
@@ -614,6 +667,7 @@ impl Subscription {
             mark: 0,
             notes_seen: 0,
             prompt: false,
+            wake,
         };
         loop {
             if let Some(e) = st.refused.remove(&ticket) {
@@ -719,8 +773,8 @@ impl Subscription {
             } else {
                 due.map_or(deadline, |d| d.min(deadline))
             };
-            st = shared
-                .told
+            st = self
+                .wake
                 .wait_timeout(st, until.saturating_duration_since(now))
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
@@ -784,6 +838,7 @@ mod tests {
             poll,
             want: None,
             reads: Arc::default(),
+            wake: Arc::default(),
         }
     }
 
