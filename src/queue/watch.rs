@@ -100,7 +100,7 @@ impl Watcher {
     }
 
     /// Waits about one poll (on SQLite, until a write to the queue's files wakes it or the
-    /// cover's second is up; on PostgreSQL a tenth of a second at most unless a read is due;
+    /// cover's second is up; on PostgreSQL a second at most unless a read is due or [`ring`] rings;
     /// less when `pause` stops), then tells whether the queue changed since the last call (on
     /// SQLite a step that `pause` stopped tells of nothing). A failed read is logged once; the
     /// watcher (on PostgreSQL its listener) opens its connection again and counts that as a
