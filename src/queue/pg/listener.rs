@@ -14,7 +14,8 @@
 //! every poll of its fastest subscriber ([`Watcher::set_poll`](crate::queue::watch::Watcher));
 //! [`PG_GAP`] after a notification of a subscribed queue (a burst costs a read a gap); when a
 //! subscriber's poll is due and no read fresh enough for it is in; and at once when a
-//! subscriber joins or settles. Never two reads closer than [`PG_GAP`] but for those last two.
+//! subscriber joins or settles, then of its queue alone unless a read of all is due: a hub
+//! settles after each of its passes, which would otherwise cost a read of every queue. Never two reads closer than [`PG_GAP`] but for those last two.
 //! A subscriber looks at a read when its own poll is due (the latest read, if it started at
 //! most half a poll before), when a notification of its queue came before the read, or when
 //! the read is the first on a new connection: so a watcher hears of a commit nobody announced
@@ -221,8 +222,15 @@ struct State {
     /// The queues subscribed, by name.
     queues: HashMap<String, Entry>,
     next_id: u64,
-    /// The last read that succeeded.
+    /// The last read of every queue that succeeded: the polls count from it.
     last: Option<Read>,
+    /// Reads so far, of every queue or of the queues asked for, and the connection the last
+    /// one was on.
+    seq: u64,
+    read_epoch: u64,
+    /// The queues whose subscribers asked for a read (joining or settling) since the last:
+    /// when nothing else is due, a read of these alone answers them.
+    asked: HashSet<String>,
     /// Connections made so far.
     epoch: u64,
     /// Whether the last connection or read failed (until a read succeeds), and when.
@@ -277,9 +285,9 @@ struct Entry {
     /// Notifications heard for it, and how many of them came before the last read started.
     notes: u64,
     notes_read: u64,
-    /// Its mark, and the read it comes from (0: not read yet).
+    /// Its mark, and the read it comes from (`None`: not read yet).
     mark: i64,
-    seq: u64,
+    read: Option<Read>,
 }
 
 /// What the listener's thread does next.
@@ -287,6 +295,9 @@ struct Entry {
 enum Plan {
     /// Read every queue's mark now (connecting first when it has no connection).
     Read,
+    /// Read the marks of the queues asked for ([`State::asked`]) now: what a hub's settle
+    /// after each of its passes costs, whatever the number of queues.
+    ReadAsked,
     /// Wait this long for a notification (or, with no connection, to be asked).
     Wait(Duration),
 }
@@ -305,16 +316,14 @@ fn plan(st: &State, now: Instant) -> Plan {
             Plan::Wait(again - now)
         };
     }
-    if st.asks > st.answered.max(st.abandoned) {
-        return Plan::Read;
-    }
+    let asked = st.asks > st.answered.max(st.abandoned);
     let wait = if st.busy_until.is_some_and(|b| now < b) {
         WAIT_BUSY
     } else {
         WAIT
     };
     let Some(last) = st.last else {
-        return Plan::Wait(wait);
+        return if asked { Plan::Read } else { Plan::Wait(wait) };
     };
     let gap = last.started + PG_GAP;
     let mut at: Option<Instant> = st
@@ -337,6 +346,7 @@ fn plan(st: &State, now: Instant) -> Plan {
     }
     match at {
         Some(at) if now >= at => Plan::Read,
+        _ if asked => Plan::ReadAsked,
         Some(at) => Plan::Wait((at - now).min(wait)),
         None => Plan::Wait(wait),
     }
@@ -452,7 +462,8 @@ fn run(shared: &Shared) {
             plan(&st, Instant::now())
         };
         let (done, reading) = match next {
-            Plan::Read => (read(shared, &mut conn), true),
+            Plan::Read => (read(shared, &mut conn, false), true),
+            Plan::ReadAsked => (read(shared, &mut conn, true), true),
             Plan::Wait(d) => match conn.as_mut() {
                 Some(c) => {
                     let heard = c.notifications(d).map(|notes| {
@@ -479,9 +490,9 @@ fn run(shared: &Shared) {
     }
 }
 
-/// Reads every subscribed queue's mark, connecting first when there is no connection, and
-/// tells the subscribers.
-fn read(shared: &Shared, conn: &mut Option<Connection>) -> Result<(), PgError> {
+/// Reads every subscribed queue's mark (with `asked`, only those of the queues asked for),
+/// connecting first when there is no connection, and tells the subscribers.
+fn read(shared: &Shared, conn: &mut Option<Connection>, asked: bool) -> Result<(), PgError> {
     let c = match conn {
         Some(c) => c,
         None => {
@@ -491,8 +502,13 @@ fn read(shared: &Shared, conn: &mut Option<Connection>) -> Result<(), PgError> {
         }
     };
     let (names, channels, covering) = {
-        let st = shared.lock();
-        let names: Vec<String> = st.queues.keys().cloned().collect();
+        let mut st = shared.lock();
+        let wanted = std::mem::take(&mut st.asked);
+        let names: Vec<String> = if asked {
+            wanted.into_iter().filter(|q| st.queues.contains_key(q)).collect()
+        } else {
+            st.queues.keys().cloned().collect()
+        };
         let channels: HashSet<String> = st.queues.values().map(|e| e.channel.clone()).collect();
         (names, channels, st.asks)
     };
@@ -518,14 +534,19 @@ fn read(shared: &Shared, conn: &mut Option<Connection>) -> Result<(), PgError> {
     let rows = c.client.query(&c.marks, &[&names, &HEAD])?;
     shared.statements.fetch_add(1, Ordering::Relaxed);
     let mut st = shared.lock();
-    let seq = st.last.map_or(1, |l| l.seq + 1);
+    st.seq += 1;
+    let this = Read {
+        seq: st.seq,
+        started,
+        epoch: st.epoch,
+    };
     let mut changed = false;
     for row in &rows {
         let name: String = row.get(0);
         if let Some(e) = st.queues.get_mut(&name) {
             let mark = mark_of(row);
-            changed |= e.seq != 0 && e.mark != mark;
-            (e.mark, e.seq) = (mark, seq);
+            changed |= e.read.is_some() && e.mark != mark;
+            (e.mark, e.read) = (mark, Some(this));
         }
     }
     // What changed wakes a subscriber, and a hub's pass and its settle are likely to follow.
@@ -541,17 +562,16 @@ fn read(shared: &Shared, conn: &mut Option<Connection>) -> Result<(), PgError> {
     // Woken: a subscriber whose queue was notified before the read, one that wants a read, and
     // every one after a new connection (it may have missed a notification). A step looks at no
     // other read, so nobody else is woken, whatever moved.
-    let again = st.last.is_none_or(|l| l.epoch != st.epoch);
+    let again = st.read_epoch != st.epoch;
+    st.read_epoch = st.epoch;
     for sub in st.subs.values() {
         if again || sub.want.is_some() || noted.contains(&sub.queue) {
             sub.wake.notify_all();
         }
     }
-    st.last = Some(Read {
-        seq,
-        started,
-        epoch: st.epoch,
-    });
+    if !asked {
+        st.last = Some(this);
+    }
     st.answered = covering;
     st.joins = st.joins.split_off(&(covering + 1));
     st.failed_at = None;
@@ -646,9 +666,10 @@ impl Subscription {
                 notes: 0,
                 notes_read: 0,
                 mark: 0,
-                seq: 0,
+                read: None,
             })
             .subs += 1;
+        st.asked.insert(name.clone());
         st.asks += 1;
         st.busy_until = Some(Instant::now() + BUSY);
         let ticket = st.asks;
@@ -679,10 +700,10 @@ impl Subscription {
                 });
             }
             if st.answered >= ticket
-                && let Some(last) = st.last
+                && let Some(e) = st.queues.get(&sub.queue)
+                && let Some(read) = e.read
             {
-                let e = &st.queues[&sub.queue];
-                (sub.told, sub.mark, sub.notes_seen) = (last, e.mark, e.notes_read);
+                (sub.told, sub.mark, sub.notes_seen) = (read, e.mark, e.notes_read);
                 return Ok(sub);
             }
             st = shared.told.wait(st).unwrap_or_else(PoisonError::into_inner);
@@ -739,10 +760,9 @@ impl Subscription {
                 self.notes_seen = heard;
                 return true;
             }
-            if let Some(last) = st.last
+            if let Some(e) = st.queues.get(&self.queue)
+                && let Some(last) = e.read
                 && last.seq > self.told.seq
-                && let Some(e) = st.queues.get(&self.queue)
-                && e.seq == last.seq
             {
                 let notified = e.notes_read > self.notes_seen;
                 let again = last.epoch != self.told.epoch;
@@ -788,9 +808,11 @@ impl Subscription {
     pub(crate) fn settle(&mut self) {
         let shared = Arc::clone(&self.listener.shared);
         let mut st = shared.lock();
-        if st.failed_at.is_some() || st.last.is_some_and(|l| l.epoch != self.told.epoch) {
+        let read = st.queues.get(&self.queue).and_then(|e| e.read);
+        if st.failed_at.is_some() || read.is_some_and(|r| r.epoch != self.told.epoch) {
             return;
         }
+        st.asked.insert(self.queue.clone());
         st.asks += 1;
         st.busy_until = Some(Instant::now() + BUSY);
         let (ticket, failures) = (st.asks, st.failures);
@@ -799,8 +821,8 @@ impl Subscription {
                 return;
             }
             if st.answered >= ticket
-                && let Some(last) = st.last
                 && let Some(e) = st.queues.get(&self.queue)
+                && let Some(last) = e.read
             {
                 // The notifications stay for the next step: one that came while the pass ran
                 // may announce a commit the pass did not see.
@@ -849,7 +871,7 @@ mod tests {
             notes: 0,
             notes_read: 0,
             mark: 0,
-            seq: 1,
+            read: None,
         }
     }
 
@@ -915,11 +937,13 @@ mod tests {
     }
 
     #[test]
-    fn a_join_or_a_settle_is_read_at_once_and_a_failure_waits_a_second() {
+    fn a_join_or_a_settle_reads_its_queues_at_once_and_a_failure_waits_a_second() {
         let t = Instant::now();
         let mut st = read_at(t, &[Duration::from_secs(3600)]);
         st.asks = 1;
-        assert_eq!(plan(&st, t), Plan::Read);
+        // Only the queues asked for are read, unless a poll is due too.
+        assert_eq!(plan(&st, t), Plan::ReadAsked);
+        assert_eq!(plan(&st, t + Duration::from_secs(3600)), Plan::Read);
         st.answered = 1;
         st.failed_at = Some(t);
         assert_eq!(plan(&st, t), Plan::Wait(RETRY));
