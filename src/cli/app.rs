@@ -197,5 +197,32 @@ pub(super) fn stop_on_signals() -> &'static Stop {
             tracing::warn!("cannot install a handler for signal {sig}: {e}");
         }
     }
+    ring_on_stop(&STOP);
     &STOP
+}
+
+/// Starts, once a process, the thread that rings the queue watchers
+/// ([`hookq::queue::watch::ring`]) when a signal bumps `stop`: a signal handler can only set
+/// a flag, and a watcher waiting on a PostgreSQL listener would otherwise see it within a
+/// second. It looks twenty times a second, which costs nothing measurable.
+fn ring_on_stop(stop: &'static Stop) {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("hookq-stop-bell".into())
+            .spawn(move || {
+                let mut rung = 0;
+                loop {
+                    let now = stop.counter().load(std::sync::atomic::Ordering::SeqCst);
+                    if now != rung {
+                        rung = now;
+                        hookq::queue::watch::ring();
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the thread that passes a stop on to the watchers: {e}");
+        }
+    });
 }

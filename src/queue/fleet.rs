@@ -225,8 +225,13 @@ pub fn run(
     let mut next_id = 0usize;
     std::thread::scope(|scope| {
         loop {
+            let mut requested = false;
             for m in members.values() {
-                catch_up(&m.stop, stop);
+                requested |= catch_up(&m.stop, stop);
+            }
+            // The hubs waiting on a PostgreSQL listener look at their stops at once.
+            if requested {
+                crate::queue::watch::ring();
             }
             if stop.graceful() {
                 if members.is_empty() {
@@ -256,11 +261,16 @@ pub fn run(
                         }
                     }
                 }
+                let mut retired = false;
                 for m in members.values_mut() {
                     if !m.retiring && !listed.contains(&m.dir) {
                         m.retiring = true;
                         m.stop.request();
+                        retired = true;
                     }
+                }
+                if retired {
+                    crate::queue::watch::ring();
                 }
                 for dir in &listed {
                     if members.values().any(|m| !m.retiring && &m.dir == dir) {
@@ -328,10 +338,14 @@ pub fn run(
 
 /// Raises `local` to the stop `global` asks for: a first request lets each queue's running
 /// command finish, a second kills it.
-fn catch_up(local: &Stop, global: &Stop) {
+/// Whether it requested anything.
+fn catch_up(local: &Stop, global: &Stop) -> bool {
+    let mut requested = false;
     while local.counter().load(Ordering::SeqCst) < global.counter().load(Ordering::SeqCst) {
         local.request();
+        requested = true;
     }
+    requested
 }
 
 /// One workspace's part of a fleet, on a thread of its own: its hub until `stop`, started

@@ -100,7 +100,7 @@ impl Watcher {
     }
 
     /// Waits about one poll (on SQLite, until a write to the queue's files wakes it or the
-    /// cover's second is up; on PostgreSQL a tenth of a second at most unless a read is due;
+    /// cover's second is up; on PostgreSQL a second at most unless a read is due or [`ring`] rings;
     /// less when `pause` stops), then tells whether the queue changed since the last call (on
     /// SQLite a step that `pause` stopped tells of nothing). A failed read is logged once; the
     /// watcher (on PostgreSQL its listener) opens its connection again and counts that as a
@@ -154,6 +154,16 @@ impl Watcher {
     pub fn reads(&self) -> Arc<AtomicU64> {
         Arc::clone(&self.reads)
     }
+}
+
+/// Wakes every watcher of this process that waits on a PostgreSQL queue's listener, so that
+/// each looks at its owner's stop at once: a stop request is a flag nothing can wait on, and a
+/// watcher that nobody rings sees it within a second. A host that requests a stop rings after
+/// it ([`fleet::run`](crate::queue::fleet::run) and the `hookq` command do); ringing when
+/// nothing stopped costs each waiting watcher a look at its state.
+pub fn ring() {
+    #[cfg(feature = "postgres")]
+    crate::queue::pg::listener::ring();
 }
 
 /// How often the watcher reads a SQLite queue's mark: at most this often when writes to the

@@ -198,6 +198,7 @@ impl Live {
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = true;
         self.shared.wake.notify_all();
+        crate::queue::watch::ring();
         drop(
             self.shared
                 .sender

@@ -578,3 +578,90 @@ fn a_host_move_into_done_merged_reads_the_target_head() {
     assert!(warning.contains("nope"), "{warning}");
     assert_eq!(kept(&mut s, "t1"), None, "no stale sha");
 }
+
+/// Steps `watcher` until its queue was read `reads` more times: whether a step told of a change.
+fn changed_within(watcher: &mut Watcher, reads: u64) -> bool {
+    let count = watcher.reads();
+    let until = count.load(std::sync::atomic::Ordering::Relaxed) + reads;
+    let hang = std::time::Instant::now() + HANG;
+    let pause = Stop::new();
+    while count.load(std::sync::atomic::Ordering::Relaxed) < until {
+        if watcher.step(&pause) {
+            return true;
+        }
+        assert!(std::time::Instant::now() < hang, "the watcher read nothing");
+    }
+    false
+}
+
+/// A queue's mark names the transactions recording on that queue alone: a point whose id was
+/// taken before a read and that commits after it, below an id still pending, moves it, while a
+/// recording on another queue of the database, open or committed, leaves it as it is (with the
+/// writers of every queue in it, each commit anywhere woke the watchers of every queue).
+#[test]
+fn a_queues_mark_moves_with_its_own_writers_only() {
+    if crate::postgres::without_postgres("a_queues_mark_moves_with_its_own_writers_only") {
+        return;
+    }
+    let (db, mut mine) = fresh("mine");
+    let mut theirs = open(&db, "theirs");
+    mine.write(|tx, q| {
+        for t in ["early", "later"] {
+            record::add_task(tx, q, &task(t), &plan("p"), &ph("todo.ready"))?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    theirs
+        .write(|tx, q| record::add_task(tx, q, &task("other"), &plan("p"), &ph("todo.ready")))
+        .unwrap();
+    let (qm, qt) = (mine.queue().clone(), theirs.queue().clone());
+
+    // A host's transaction takes its id first and stays open; a later point commits and stays
+    // pending, since no hub drains.
+    let mut host = open(&db, "mine");
+    let mut late = host.client().transaction().unwrap();
+    record::move_task(
+        &mut late,
+        &qm,
+        &task("early"),
+        &ph("failed.late"),
+        &MoveFacts::default(),
+    )
+    .unwrap();
+    mine.write(|tx, q| {
+        record::move_task(
+            tx,
+            q,
+            &task("later"),
+            &ph("failed.one"),
+            &MoveFacts::default(),
+        )
+    })
+    .unwrap();
+    let mut watcher = Watcher::postgres(mine.target().clone(), qm).unwrap();
+    watcher.set_poll(Duration::from_millis(20));
+
+    let mut other = open(&db, "theirs");
+    let mut open_there = other.client().transaction().unwrap();
+    record::move_task(
+        &mut open_there,
+        &qt,
+        &task("other"),
+        &ph("failed.x"),
+        &MoveFacts::default(),
+    )
+    .unwrap();
+    assert!(
+        !changed_within(&mut watcher, 3),
+        "another queue's open recording"
+    );
+    open_there.commit().unwrap();
+    assert!(!changed_within(&mut watcher, 3), "another queue's commit");
+
+    late.commit().unwrap();
+    assert!(
+        changed_within(&mut watcher, 3),
+        "the point committed last, below one pending"
+    );
+}

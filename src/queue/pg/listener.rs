@@ -14,7 +14,8 @@
 //! every poll of its fastest subscriber ([`Watcher::set_poll`](crate::queue::watch::Watcher));
 //! [`PG_GAP`] after a notification of a subscribed queue (a burst costs a read a gap); when a
 //! subscriber's poll is due and no read fresh enough for it is in; and at once when a
-//! subscriber joins or settles. Never two reads closer than [`PG_GAP`] but for those last two.
+//! subscriber joins or settles, then of its queue alone unless a read of all is due: a hub
+//! settles after each of its passes, which would otherwise cost a read of every queue. Never two reads closer than [`PG_GAP`] but for those last two.
 //! A subscriber looks at a read when its own poll is due (the latest read, if it started at
 //! most half a poll before), when a notification of its queue came before the read, or when
 //! the read is the first on a new connection: so a watcher hears of a commit nobody announced
@@ -55,8 +56,9 @@ const WAIT_BUSY: Duration = Duration::from_millis(2);
 /// How long the listener stays busy after a change or an ask.
 const BUSY: Duration = Duration::from_secs(1);
 /// How long a step waits for a read or its poll before it returns, so that its owner sees a
-/// stop (and on a hub, its config and its lock) soon.
-const SLICE: Duration = Duration::from_millis(100);
+/// stop that nobody rang ([`ring`]) and, on a hub, a change of its config. Each waiting watcher
+/// costs a wake-up a slice: a hub of 500 queues, 500 a second.
+const SLICE: Duration = Duration::from_secs(1);
 /// How long the listener waits before it connects again after a failure.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -69,14 +71,23 @@ const HEAD: i64 = 1024;
 /// among the [`HEAD`] oldest pending points: a pass starts points in the order they were
 /// recorded, so a point it starts is among them unless that many wait before it), when the
 /// queue was paused or resumed, or its runner lock changed hands. A start is an `UPDATE` that
-/// notifies nobody, so only a poll sees it. It also names the transactions now writing the
-/// outbox table on other connections (read once for all the queues), so that a point whose id
-/// was taken before a read and committed after it (a lower id than one seen already) changes
-/// it when its transaction ends; writers of other queues are in that set too, which costs a
-/// page, or a hub's pass, that finds nothing new. Four index probes and one short index range
-/// scan a queue and one read of the lock table, whatever the queues hold (0.4 ms of the
-/// server's time for one queue with 1,000,000 points pending); prepared once per connection.
-const MARKS: &str = "SELECT q.queue,
+/// notifies nobody, so only a poll sees it. It also names the transactions now recording on the
+/// queue on other connections (their writer tags,
+/// [`WRITER_CLASS`](crate::queue::pg::lock::WRITER_CLASS), read once for all the queues), so
+/// that a point whose id was taken before a read and committed after it (a lower id than one
+/// seen already) changes it when its transaction ends; writers of other queues leave it as it
+/// is (but for a rare clash of two names' hashes, which costs a read that finds nothing). Four
+/// index probes and one short index range scan a queue and one read of the lock table, whatever
+/// the queues hold (0.4 ms of the server's time for one queue with 1,000,000 points pending);
+/// prepared once per connection.
+pub(crate) const MARKS: &str = "WITH w AS MATERIALIZED (
+        SELECT l.objid, string_agg(l.virtualtransaction, ',' ORDER BY l.virtualtransaction)
+            AS writers
+        FROM pg_locks l
+        WHERE l.locktype = 'advisory' AND l.classid = 1751871745::oid AND l.objsubid = 2
+          AND l.pid IS DISTINCT FROM pg_backend_pid()
+        GROUP BY l.objid)
+    SELECT q.queue,
         (SELECT MAX(p.id) FROM hookq_pending_hooks p WHERE p.queue = q.queue),
         (SELECT MAX(h.id) FROM hookq_hook_history h WHERE h.queue = q.queue),
         (SELECT s.paused_ms FROM hookq_queues s WHERE s.queue = q.queue),
@@ -88,11 +99,7 @@ const MARKS: &str = "SELECT q.queue,
         SELECT MAX(o.last_started_ms) AS started, SUM(o.passes)::BIGINT AS passes
         FROM (SELECT p.last_started_ms, p.passes FROM hookq_pending_hooks p
               WHERE p.queue = q.queue ORDER BY p.id LIMIT $2) o) head
-    CROSS JOIN (
-        SELECT string_agg(l.virtualtransaction, ',' ORDER BY l.virtualtransaction) AS writers
-        FROM pg_locks l
-        WHERE l.locktype = 'relation' AND l.relation = 'hookq_pending_hooks'::regclass
-          AND l.mode = 'RowExclusiveLock' AND l.pid IS DISTINCT FROM pg_backend_pid()) w";
+    LEFT JOIN w ON w.objid = (hashtext(q.queue)::bigint & 4294967295)::oid";
 
 /// One row of [`MARKS`] as a mark: only equality means anything.
 fn mark_of(row: &postgres::Row) -> i64 {
@@ -130,6 +137,19 @@ pub fn statements(target: &Target) -> Option<u64> {
         .filter(|(t, _)| same_target(t, target))
         .find_map(|(_, l)| l.upgrade())
         .map(|l| l.shared.statements.load(Ordering::Relaxed))
+}
+
+/// Wakes every watcher of this process that waits on a listener, so that each looks at its
+/// owner's stop at once rather than at the end of its [`SLICE`]: a stop request is a flag,
+/// which nothing can wait on, so whoever requests one rings ([`crate::queue::watch::ring`]).
+pub(crate) fn ring() {
+    let all = LISTENERS.lock().unwrap_or_else(PoisonError::into_inner);
+    for listener in all.iter().filter_map(|(_, l)| l.upgrade()) {
+        let st = listener.shared.lock();
+        for sub in st.subs.values() {
+            sub.wake.notify_all();
+        }
+    }
 }
 
 /// A server's listener: its subscriptions hold it, and the last one dropped ends its thread.
@@ -178,7 +198,8 @@ impl Drop for Listener {
 struct Shared {
     target: Target,
     state: Mutex<State>,
-    /// Signalled when a read ends, or fails.
+    /// Signalled when a read ends, or fails: what a subscriber joining or settling waits for.
+    /// A stepping subscriber waits on its own [`Sub::wake`].
     told: Condvar,
     /// Signalled when a subscriber joins, or the listener is to stop: what a thread with no
     /// connection to wait on waits for.
@@ -201,8 +222,15 @@ struct State {
     /// The queues subscribed, by name.
     queues: HashMap<String, Entry>,
     next_id: u64,
-    /// The last read that succeeded.
+    /// The last read of every queue that succeeded: the polls count from it.
     last: Option<Read>,
+    /// Reads so far, of every queue or of the queues asked for, and the connection the last
+    /// one was on.
+    seq: u64,
+    read_epoch: u64,
+    /// The queues whose subscribers asked for a read (joining or settling) since the last:
+    /// when nothing else is due, a read of these alone answers them.
+    asked: HashSet<String>,
     /// Connections made so far.
     epoch: u64,
     /// Whether the last connection or read failed (until a read succeeds), and when.
@@ -244,6 +272,10 @@ struct Sub {
     want: Option<Instant>,
     /// The subscriber's count of the reads of its queue.
     reads: Arc<AtomicU64>,
+    /// What its steps wait on: signalled when something it may answer comes (a read it wanted,
+    /// a change or a notification of its queue, a new connection, a failure), and no more, so
+    /// that a listener of hundreds of queues wakes only the threads of the queues concerned.
+    wake: Arc<Condvar>,
 }
 
 /// One queue subscribed.
@@ -253,9 +285,9 @@ struct Entry {
     /// Notifications heard for it, and how many of them came before the last read started.
     notes: u64,
     notes_read: u64,
-    /// Its mark, and the read it comes from (0: not read yet).
+    /// Its mark, and the read it comes from (`None`: not read yet).
     mark: i64,
-    seq: u64,
+    read: Option<Read>,
 }
 
 /// What the listener's thread does next.
@@ -263,6 +295,9 @@ struct Entry {
 enum Plan {
     /// Read every queue's mark now (connecting first when it has no connection).
     Read,
+    /// Read the marks of the queues asked for ([`State::asked`]) now: what a hub's settle
+    /// after each of its passes costs, whatever the number of queues.
+    ReadAsked,
     /// Wait this long for a notification (or, with no connection, to be asked).
     Wait(Duration),
 }
@@ -281,16 +316,14 @@ fn plan(st: &State, now: Instant) -> Plan {
             Plan::Wait(again - now)
         };
     }
-    if st.asks > st.answered.max(st.abandoned) {
-        return Plan::Read;
-    }
+    let asked = st.asks > st.answered.max(st.abandoned);
     let wait = if st.busy_until.is_some_and(|b| now < b) {
         WAIT_BUSY
     } else {
         WAIT
     };
     let Some(last) = st.last else {
-        return Plan::Wait(wait);
+        return if asked { Plan::Read } else { Plan::Wait(wait) };
     };
     let gap = last.started + PG_GAP;
     let mut at: Option<Instant> = st
@@ -313,6 +346,7 @@ fn plan(st: &State, now: Instant) -> Plan {
     }
     match at {
         Some(at) if now >= at => Plan::Read,
+        _ if asked => Plan::ReadAsked,
         Some(at) => Plan::Wait((at - now).min(wait)),
         None => Plan::Wait(wait),
     }
@@ -386,15 +420,32 @@ impl Connection {
 }
 
 /// Counts `notes` for the queues they name, on their own channel or the legacy one; the payload
-/// is compared on both, since queues whose names are cut to one channel share it.
+/// is compared on both, since queues whose names are cut to one channel share it. Wakes the
+/// subscribers of those queues: a prompt one answers a notification before the read.
 fn hear(st: &mut State, notes: &[Notification]) {
+    let mut heard = HashSet::new();
     for n in notes {
         if let Some(e) = st.queues.get_mut(n.payload())
             && (n.channel() == e.channel || n.channel() == LEGACY_CHANNEL)
         {
             e.notes += 1;
             st.busy_until = Some(Instant::now() + BUSY);
+            heard.insert(n.payload());
         }
+    }
+    if !heard.is_empty() {
+        for sub in st.subs.values() {
+            if heard.contains(sub.queue.as_str()) {
+                sub.wake.notify_all();
+            }
+        }
+    }
+}
+
+/// Wakes every subscriber's step: the connection failed, or came back.
+fn wake_all(st: &State) {
+    for sub in st.subs.values() {
+        sub.wake.notify_all();
     }
 }
 
@@ -411,14 +462,13 @@ fn run(shared: &Shared) {
             plan(&st, Instant::now())
         };
         let (done, reading) = match next {
-            Plan::Read => (read(shared, &mut conn), true),
+            Plan::Read => (read(shared, &mut conn, false), true),
+            Plan::ReadAsked => (read(shared, &mut conn, true), true),
             Plan::Wait(d) => match conn.as_mut() {
                 Some(c) => {
                     let heard = c.notifications(d).map(|notes| {
                         if !notes.is_empty() {
                             hear(&mut shared.lock(), &notes);
-                            // A prompt subscriber answers a notification before the read.
-                            shared.told.notify_all();
                         }
                     });
                     (heard, false)
@@ -440,9 +490,9 @@ fn run(shared: &Shared) {
     }
 }
 
-/// Reads every subscribed queue's mark, connecting first when there is no connection, and
-/// tells the subscribers.
-fn read(shared: &Shared, conn: &mut Option<Connection>) -> Result<(), PgError> {
+/// Reads every subscribed queue's mark (with `asked`, only those of the queues asked for),
+/// connecting first when there is no connection, and tells the subscribers.
+fn read(shared: &Shared, conn: &mut Option<Connection>, asked: bool) -> Result<(), PgError> {
     let c = match conn {
         Some(c) => c,
         None => {
@@ -452,8 +502,13 @@ fn read(shared: &Shared, conn: &mut Option<Connection>) -> Result<(), PgError> {
         }
     };
     let (names, channels, covering) = {
-        let st = shared.lock();
-        let names: Vec<String> = st.queues.keys().cloned().collect();
+        let mut st = shared.lock();
+        let wanted = std::mem::take(&mut st.asked);
+        let names: Vec<String> = if asked {
+            wanted.into_iter().filter(|q| st.queues.contains_key(q)).collect()
+        } else {
+            st.queues.keys().cloned().collect()
+        };
         let channels: HashSet<String> = st.queues.values().map(|e| e.channel.clone()).collect();
         (names, channels, st.asks)
     };
@@ -461,12 +516,17 @@ fn read(shared: &Shared, conn: &mut Option<Connection>) -> Result<(), PgError> {
     c.listen(channels)?;
     // The notifications that came so far are answered by this read.
     let notes = c.notifications(Duration::ZERO)?;
+    // The queues notified since the last read: their subscribers look at this one.
+    let mut noted: HashSet<String> = HashSet::new();
     let started = {
         let mut st = shared.lock();
         hear(&mut st, &notes);
         for name in &names {
-            if let Some(e) = st.queues.get_mut(name) {
+            if let Some(e) = st.queues.get_mut(name)
+                && e.notes_read != e.notes
+            {
                 e.notes_read = e.notes;
+                noted.insert(name.clone());
             }
         }
         Instant::now()
@@ -474,14 +534,19 @@ fn read(shared: &Shared, conn: &mut Option<Connection>) -> Result<(), PgError> {
     let rows = c.client.query(&c.marks, &[&names, &HEAD])?;
     shared.statements.fetch_add(1, Ordering::Relaxed);
     let mut st = shared.lock();
-    let seq = st.last.map_or(1, |l| l.seq + 1);
+    st.seq += 1;
+    let this = Read {
+        seq: st.seq,
+        started,
+        epoch: st.epoch,
+    };
     let mut changed = false;
     for row in &rows {
         let name: String = row.get(0);
         if let Some(e) = st.queues.get_mut(&name) {
             let mark = mark_of(row);
-            changed |= e.seq != 0 && e.mark != mark;
-            (e.mark, e.seq) = (mark, seq);
+            changed |= e.read.is_some() && e.mark != mark;
+            (e.mark, e.read) = (mark, Some(this));
         }
     }
     // What changed wakes a subscriber, and a hub's pass and its settle are likely to follow.
@@ -494,11 +559,19 @@ fn read(shared: &Shared, conn: &mut Option<Connection>) -> Result<(), PgError> {
             sub.reads.fetch_add(1, Ordering::Relaxed);
         }
     }
-    st.last = Some(Read {
-        seq,
-        started,
-        epoch: st.epoch,
-    });
+    // Woken: a subscriber whose queue was notified before the read, one that wants a read, and
+    // every one after a new connection (it may have missed a notification). A step looks at no
+    // other read, so nobody else is woken, whatever moved.
+    let again = st.read_epoch != st.epoch;
+    st.read_epoch = st.epoch;
+    for sub in st.subs.values() {
+        if again || sub.want.is_some() || noted.contains(&sub.queue) {
+            sub.wake.notify_all();
+        }
+    }
+    if !asked {
+        st.last = Some(this);
+    }
     st.answered = covering;
     st.joins = st.joins.split_off(&(covering + 1));
     st.failed_at = None;
@@ -527,6 +600,7 @@ fn failed(shared: &Shared, e: PgError, reading: bool) {
             queues.join(", ")
         );
     }
+    wake_all(&st);
     drop(st);
     shared.told.notify_all();
 }
@@ -545,6 +619,8 @@ pub(crate) struct Subscription {
     notes_seen: u64,
     /// Whether a notification of its queue ends a step at once ([`Subscription::prompt`]).
     prompt: bool,
+    /// What its steps wait on ([`Sub::wake`]).
+    wake: Arc<Condvar>,
 }
 
 impl std::fmt::Debug for Subscription {
@@ -568,6 +644,7 @@ impl Subscription {
         let listener = Listener::of(target);
         let shared = Arc::clone(&listener.shared);
         let name = queue.as_str().to_owned();
+        let wake = Arc::new(Condvar::new());
         let mut st = shared.lock();
         let id = st.next_id;
         st.next_id += 1;
@@ -578,6 +655,7 @@ impl Subscription {
                 poll: PG_POLL,
                 want: None,
                 reads: Arc::clone(reads),
+                wake: Arc::clone(&wake),
             },
         );
         st.queues
@@ -588,9 +666,10 @@ impl Subscription {
                 notes: 0,
                 notes_read: 0,
                 mark: 0,
-                seq: 0,
+                read: None,
             })
             .subs += 1;
+        st.asked.insert(name.clone());
         st.asks += 1;
         st.busy_until = Some(Instant::now() + BUSY);
         let ticket = st.asks;
@@ -609,6 +688,7 @@ impl Subscription {
             mark: 0,
             notes_seen: 0,
             prompt: false,
+            wake,
         };
         loop {
             if let Some(e) = st.refused.remove(&ticket) {
@@ -620,10 +700,10 @@ impl Subscription {
                 });
             }
             if st.answered >= ticket
-                && let Some(last) = st.last
+                && let Some(e) = st.queues.get(&sub.queue)
+                && let Some(read) = e.read
             {
-                let e = &st.queues[&sub.queue];
-                (sub.told, sub.mark, sub.notes_seen) = (last, e.mark, e.notes_read);
+                (sub.told, sub.mark, sub.notes_seen) = (read, e.mark, e.notes_read);
                 return Ok(sub);
             }
             st = shared.told.wait(st).unwrap_or_else(PoisonError::into_inner);
@@ -680,10 +760,9 @@ impl Subscription {
                 self.notes_seen = heard;
                 return true;
             }
-            if let Some(last) = st.last
+            if let Some(e) = st.queues.get(&self.queue)
+                && let Some(last) = e.read
                 && last.seq > self.told.seq
-                && let Some(e) = st.queues.get(&self.queue)
-                && e.seq == last.seq
             {
                 let notified = e.notes_read > self.notes_seen;
                 let again = last.epoch != self.told.epoch;
@@ -714,8 +793,8 @@ impl Subscription {
             } else {
                 due.map_or(deadline, |d| d.min(deadline))
             };
-            st = shared
-                .told
+            st = self
+                .wake
                 .wait_timeout(st, until.saturating_duration_since(now))
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
@@ -729,9 +808,11 @@ impl Subscription {
     pub(crate) fn settle(&mut self) {
         let shared = Arc::clone(&self.listener.shared);
         let mut st = shared.lock();
-        if st.failed_at.is_some() || st.last.is_some_and(|l| l.epoch != self.told.epoch) {
+        let read = st.queues.get(&self.queue).and_then(|e| e.read);
+        if st.failed_at.is_some() || read.is_some_and(|r| r.epoch != self.told.epoch) {
             return;
         }
+        st.asked.insert(self.queue.clone());
         st.asks += 1;
         st.busy_until = Some(Instant::now() + BUSY);
         let (ticket, failures) = (st.asks, st.failures);
@@ -740,8 +821,8 @@ impl Subscription {
                 return;
             }
             if st.answered >= ticket
-                && let Some(last) = st.last
                 && let Some(e) = st.queues.get(&self.queue)
+                && let Some(last) = e.read
             {
                 // The notifications stay for the next step: one that came while the pass ran
                 // may announce a commit the pass did not see.
@@ -779,6 +860,7 @@ mod tests {
             poll,
             want: None,
             reads: Arc::default(),
+            wake: Arc::default(),
         }
     }
 
@@ -789,7 +871,7 @@ mod tests {
             notes: 0,
             notes_read: 0,
             mark: 0,
-            seq: 1,
+            read: None,
         }
     }
 
@@ -855,11 +937,13 @@ mod tests {
     }
 
     #[test]
-    fn a_join_or_a_settle_is_read_at_once_and_a_failure_waits_a_second() {
+    fn a_join_or_a_settle_reads_its_queues_at_once_and_a_failure_waits_a_second() {
         let t = Instant::now();
         let mut st = read_at(t, &[Duration::from_secs(3600)]);
         st.asks = 1;
-        assert_eq!(plan(&st, t), Plan::Read);
+        // Only the queues asked for are read, unless a poll is due too.
+        assert_eq!(plan(&st, t), Plan::ReadAsked);
+        assert_eq!(plan(&st, t + Duration::from_secs(3600)), Plan::Read);
         st.answered = 1;
         st.failed_at = Some(t);
         assert_eq!(plan(&st, t), Plan::Wait(RETRY));

@@ -32,6 +32,12 @@ use crate::queue::model::now_ms;
 /// the queue's number, or 0 for migrations.
 pub const ADVISORY_CLASS: i32 = 0x686b_7100;
 
+/// The first key of the writer tags: a transaction that records a point of a queue first takes
+/// the shared transaction-level advisory lock (`WRITER_CLASS`, `hashtext(queue)`), so that the
+/// queue's change mark can name the transactions writing that queue alone, and not the writers
+/// of every queue (the statements spell it as a number: `1751871745`).
+pub const WRITER_CLASS: i32 = ADVISORY_CLASS + 1;
+
 /// The server's clock in unix ms, in SQL: leases are written and compared on the server's
 /// clock alone, so the hosts' clocks never matter.
 pub(crate) const SERVER_NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";

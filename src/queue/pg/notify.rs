@@ -5,9 +5,16 @@
 //! once a notification begun after the call is on its way: one round trip, which a burst of
 //! commits pays about once each. A `Notifier` takes the call and returns at once; its thread
 //! sends one notification naming every queue asked for since its last, then waits
-//! [`Notifier::DEBOUNCE`] before the next. An idle notifier sends at once, so a lone commit
-//! wakes the hubs as soon as with `notify_hubs`; a burst of commits sends one notification per
-//! interval, not one per commit, and the server does the work of a few.
+//! [`Notifier::DEBOUNCE`] before the next, twice as long after each rest during which it was
+//! asked again, up to [`Notifier::DEBOUNCE_MAX`]. An idle notifier sends at once, so a lone
+//! commit wakes the hubs as soon as with `notify_hubs`; a burst of commits sends one
+//! notification per interval, not one per commit, and a steady stream one each
+//! `DEBOUNCE_MAX`. Each notification costs the server more than its hubs' wake-up: PostgreSQL
+//! before version 19 wakes every connection that listens in the database, whatever its
+//! channel, and each drops what is not its own, so sixty idle hubs of other queues turned 200
+//! notifications a second into 12,000 wake-ups on the writers' CPUs. A hub that drains a
+//! stream of commits misses none of them for the wait: its pass takes every point committed
+//! before it, and one committed while a pass runs starts the next.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -81,6 +88,9 @@ impl Notifier {
     /// The least time between two notifications of one notifier: commits asked for within it
     /// are named by the next one.
     pub const DEBOUNCE: Duration = Duration::from_millis(5);
+    /// The longest a notifier waits between two notifications while it is asked again and
+    /// again.
+    pub const DEBOUNCE_MAX: Duration = Duration::from_millis(40);
 
     /// Starts a notifier for the database of `target`. It connects when first asked, and again
     /// a second after a failure; a notification that fails is a `tracing` warning and is not
@@ -145,11 +155,17 @@ impl Notifier {
 const AFTER_FAILURE: Duration = Duration::from_secs(1);
 
 /// The notifier's thread: waits to be asked, sends one notification for every queue asked for,
-/// rests [`Notifier::DEBOUNCE`], and so on until its last handle is gone and nothing is asked.
+/// rests [`Notifier::DEBOUNCE`] (twice as long as last time when it was asked during that
+/// rest, up to [`Notifier::DEBOUNCE_MAX`]), and so on until its last handle is gone and nothing
+/// is asked.
 fn run(shared: &Shared) {
     let mut client: Option<Client> = None;
+    let mut debounce = Notifier::DEBOUNCE;
     loop {
         let mut st = shared.lock();
+        if st.queues.is_empty() {
+            debounce = Notifier::DEBOUNCE;
+        }
         while st.queues.is_empty() && !st.stop {
             st.idle = true;
             st = shared
@@ -165,7 +181,11 @@ fn run(shared: &Shared) {
         let covers = st.calls;
         drop(st);
         let rest = match send(&mut client, &shared.target, &queues) {
-            Ok(()) => Notifier::DEBOUNCE,
+            Ok(()) => {
+                let rest = debounce;
+                debounce = (debounce * 2).min(Notifier::DEBOUNCE_MAX);
+                rest
+            }
             Err(e) => {
                 tracing::warn!(target = %shared.target.masked(), "cannot notify the hubs: {e}");
                 client = None;

@@ -26,6 +26,7 @@ use postgres::{Client, GenericClient, Transaction};
 
 use crate::queue::ids::{PlanId, TaskId};
 use crate::queue::pg::error::PgError;
+use crate::queue::pg::lock::WRITER_CLASS;
 use crate::queue::pg::name::QueueName;
 use crate::queue::phase::{Phase, Point};
 use crate::queue::record::{MoveFacts, Occurrence, Transition};
@@ -117,8 +118,13 @@ struct FoldState {
     sent_covers: u64,
 }
 
-/// Takes `n` new occurrence ids, in increasing order.
-fn take_ids(tx: &mut Transaction<'_>, n: i64) -> Result<Vec<i64>, PgError> {
+/// Takes `n` new occurrence ids of `queue`, in increasing order, its writer tag first
+/// ([`WRITER_CLASS`]).
+fn take_ids(tx: &mut Transaction<'_>, queue: &QueueName, n: i64) -> Result<Vec<i64>, PgError> {
+    tx.execute_typed(
+        "SELECT pg_advisory_xact_lock_shared($1, hashtext($2))",
+        &[(&WRITER_CLASS, Type::INT4), (&queue.as_str(), Type::TEXT)],
+    )?;
     let mut ids: Vec<i64> = tx
         .query_typed(
             "SELECT nextval('hookq_occurrence_ids') FROM generate_series(1, $1)",
@@ -223,9 +229,11 @@ const MOVE_STATEMENT: &str = "WITH moved AS (
                 merged_sha = COALESCE($5, t.merged_sha), attempt = COALESCE($6, t.attempt)
             WHERE t.queue = $1 AND t.id = $2
             RETURNING t.left_phase),
-    point AS (
-        SELECT nextval('hookq_occurrence_ids') AS id FROM moved
+    tag AS (
+        SELECT pg_advisory_xact_lock_shared(1751871745, hashtext($1)) FROM moved
             WHERE $7 IS NOT NULL AND moved.left_phase <> $3),
+    point AS (
+        SELECT nextval('hookq_occurrence_ids') AS id FROM moved, tag),
     written AS (
         INSERT INTO hookq_pending_hooks (queue, id, task, point, recorded_ms)
             SELECT $1, point.id, $2, $7, $4 FROM point),
@@ -364,7 +372,7 @@ pub fn cancel_plan(
         return Ok(Vec::new());
     }
     let now = now_ms();
-    let ids = take_ids(tx, from.len() as i64)?;
+    let ids = take_ids(tx, queue, from.len() as i64)?;
     let tasks: Vec<&str> = from.iter().map(|(t, _)| t.as_str()).collect();
     tx.execute(
         "INSERT INTO hookq_pending_hooks (queue, id, task, point, recorded_ms)
@@ -439,7 +447,7 @@ mod tests {
     /// there), and must stay the same statement.
     #[test]
     fn the_recorder_runs_the_functions_own_statement() {
-        let migration = include_str!("../../../migrations/postgres/V8__one_statement_move.sql");
+        let migration = include_str!("../../../migrations/postgres/V10__writer_tags.sql");
         let body = migration
             .split("RETURN QUERY")
             .nth(1)
@@ -471,5 +479,18 @@ mod tests {
         }
         let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
         assert_eq!(words(&body), words(MOVE_STATEMENT));
+    }
+
+    /// The statements spell the writer tags' class as a number.
+    #[test]
+    fn the_statements_tag_writers_with_the_writer_class() {
+        let class = super::WRITER_CLASS.to_string();
+        let migration = include_str!("../../../migrations/postgres/V10__writer_tags.sql");
+        let tag = format!("pg_advisory_xact_lock_shared({class}, ");
+        assert_eq!(migration.matches(&tag).count(), 2);
+        assert!(MOVE_STATEMENT.contains(&tag));
+        for marks in [crate::queue::pg::listener::MARKS, crate::queue::pg::store::CHANGE_MARK] {
+            assert!(marks.contains(&format!("{class}::oid")), "{marks}");
+        }
     }
 }

@@ -49,6 +49,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "V9__pruned_logs",
         include_str!("../../../migrations/postgres/V9__pruned_logs.sql"),
     ),
+    (
+        "V10__writer_tags",
+        include_str!("../../../migrations/postgres/V10__writer_tags.sql"),
+    ),
 ];
 
 /// The advisory lock (of [`ADVISORY_CLASS`]) that serialises migrations: queue locks use the

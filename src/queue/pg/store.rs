@@ -239,14 +239,16 @@ fn application_name() -> String {
 }
 
 /// What [`change_mark`] reads: the highest occurrence id the queue holds, pending or in its
-/// history, and the transactions now writing the outbox table on other connections.
-const CHANGE_MARK: &str = "SELECT GREATEST(
+/// history, and the transactions now recording on the queue on other connections (their writer
+/// tags, [`WRITER_CLASS`](crate::queue::pg::lock::WRITER_CLASS)).
+pub(crate) const CHANGE_MARK: &str = "SELECT GREATEST(
         (SELECT MAX(id) FROM hookq_pending_hooks WHERE queue = $1),
         (SELECT MAX(occurrence) FROM hookq_hook_history WHERE queue = $1)),
         (SELECT string_agg(l.virtualtransaction, ',' ORDER BY l.virtualtransaction)
          FROM pg_locks l
-         WHERE l.locktype = 'relation' AND l.relation = 'hookq_pending_hooks'::regclass
-           AND l.mode = 'RowExclusiveLock' AND l.pid IS DISTINCT FROM pg_backend_pid()),
+         WHERE l.locktype = 'advisory' AND l.classid = 1751871745::oid AND l.objsubid = 2
+           AND l.objid = (hashtext($1)::bigint & 4294967295)::oid
+           AND l.pid IS DISTINCT FROM pg_backend_pid()),
         (SELECT paused_ms FROM hookq_queues WHERE queue = $1)";
 
 /// A mark of `queue` that differs from one read earlier when a point may have been committed
@@ -257,10 +259,10 @@ const CHANGE_MARK: &str = "SELECT GREATEST(
 /// the highest id the queue holds; clears, drops and parking only move points from the outbox
 /// to the history, which leaves it as it was. But ids are handed out before the commit, so a
 /// transaction that took its id before the first mark and committed after it would raise
-/// nothing. Such a transaction holds its lock on the outbox table from before it takes its id
-/// until it has committed, so the mark also names the transactions holding one: one that
-/// commits leaves the set, and the mark changes. (Writers of other queues are in that set too,
-/// so their commits can change the mark, which costs a pass that finds nothing.) A pause or a
+/// nothing. Such a transaction holds the queue's writer tag from before it takes its id until
+/// it has committed, so the mark also names the transactions holding it: one that commits
+/// leaves the set, and the mark changes. Writers of other queues hold other tags (two names
+/// whose hashes clash share one, which costs a pass that finds nothing). A pause or a
 /// resume changes it too, so that a hub that waits on a paused queue drains once it is resumed.
 /// Three index probes and a read of the lock table: nothing that grows with the queue.
 pub(crate) fn change_mark(client: &mut impl GenericClient, queue: &QueueName) -> Result<i64, PgError> {
