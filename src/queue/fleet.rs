@@ -225,13 +225,11 @@ pub fn run(
     let mut next_id = 0usize;
     std::thread::scope(|scope| {
         loop {
+            // A hub whose stop is requested here is rung below, so that one waiting on a
+            // PostgreSQL listener looks at it at once.
             let mut requested = false;
             for m in members.values() {
                 requested |= catch_up(&m.stop, stop);
-            }
-            // The hubs waiting on a PostgreSQL listener look at their stops at once.
-            if requested {
-                crate::queue::watch::ring();
             }
             if stop.graceful() {
                 if members.is_empty() {
@@ -261,16 +259,12 @@ pub fn run(
                         }
                     }
                 }
-                let mut retired = false;
                 for m in members.values_mut() {
                     if !m.retiring && !listed.contains(&m.dir) {
                         m.retiring = true;
                         m.stop.request();
-                        retired = true;
+                        requested = true;
                     }
-                }
-                if retired {
-                    crate::queue::watch::ring();
                 }
                 for dir in &listed {
                     if members.values().any(|m| !m.retiring && &m.dir == dir) {
@@ -306,6 +300,9 @@ pub fn run(
                     });
                 }
             }
+            if requested {
+                crate::queue::watch::ring();
+            }
             match rx.recv_timeout(TICK) {
                 Ok(Said::Queue(id, event)) => {
                     let Some(m) = members.get_mut(&id) else {
@@ -336,9 +333,8 @@ pub fn run(
     })
 }
 
-/// Raises `local` to the stop `global` asks for: a first request lets each queue's running
-/// command finish, a second kills it.
-/// Whether it requested anything.
+/// Raises `local` to the stop `global` asks for (a first request lets each queue's running
+/// command finish, a second kills it); whether it requested anything.
 fn catch_up(local: &Stop, global: &Stop) -> bool {
     let mut requested = false;
     while local.counter().load(Ordering::SeqCst) < global.counter().load(Ordering::SeqCst) {

@@ -171,7 +171,8 @@ pub fn ring() {
 pub const SQLITE_POLL: Duration = Duration::from_millis(100);
 /// How often the watcher of a SQLite queue reads its mark when no write woke it (or its poll,
 /// if longer): the cover for a wake-up the kernel did not give (a write through another
-/// machine's mount of the folder, or the folder replaced under the watch).
+/// machine's mount of the folder). A folder replaced under the watch is not covered: the
+/// watcher's connection keeps the files it opened, whose data version no longer changes.
 pub const SQLITE_COVER: Duration = Duration::from_secs(1);
 /// How often the watcher reads a PostgreSQL queue's mark, notifications aside.
 pub const PG_POLL: Duration = Duration::from_millis(250);

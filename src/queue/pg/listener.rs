@@ -14,8 +14,9 @@
 //! every poll of its fastest subscriber ([`Watcher::set_poll`](crate::queue::watch::Watcher));
 //! [`PG_GAP`] after a notification of a subscribed queue (a burst costs a read a gap); when a
 //! subscriber's poll is due and no read fresh enough for it is in; and at once when a
-//! subscriber joins or settles, then of its queue alone unless a read of all is due: a hub
-//! settles after each of its passes, which would otherwise cost a read of every queue. Never two reads closer than [`PG_GAP`] but for those last two.
+//! subscriber joins or settles, then of its queue alone unless a read of all is due (a hub
+//! settles after each of its passes, which would otherwise cost a read of every queue). Never
+//! two reads closer than [`PG_GAP`] but for those last two.
 //! A subscriber looks at a read when its own poll is due (the latest read, if it started at
 //! most half a poll before), when a notification of its queue came before the read, or when
 //! the read is the first on a new connection: so a watcher hears of a commit nobody announced

@@ -118,17 +118,20 @@ struct FoldState {
     sent_covers: u64,
 }
 
-/// Takes `n` new occurrence ids of `queue`, in increasing order, its writer tag first
-/// ([`WRITER_CLASS`]).
+/// Takes `n` new occurrence ids of `queue`, in increasing order, in one statement that holds
+/// the queue's writer tag ([`WRITER_CLASS`]) before it takes them: the tag's subquery calls a
+/// volatile function, so it is run once, before the rows whose ids are taken.
 fn take_ids(tx: &mut Transaction<'_>, queue: &QueueName, n: i64) -> Result<Vec<i64>, PgError> {
-    tx.execute_typed(
-        "SELECT pg_advisory_xact_lock_shared($1, hashtext($2))",
-        &[(&WRITER_CLASS, Type::INT4), (&queue.as_str(), Type::TEXT)],
-    )?;
     let mut ids: Vec<i64> = tx
         .query_typed(
-            "SELECT nextval('hookq_occurrence_ids') FROM generate_series(1, $1)",
-            &[(&n, Type::INT8)],
+            "SELECT nextval('hookq_occurrence_ids')
+             FROM (SELECT pg_advisory_xact_lock_shared($2, hashtext($3))) tag,
+                 generate_series(1, $1)",
+            &[
+                (&n, Type::INT8),
+                (&WRITER_CLASS, Type::INT4),
+                (&queue.as_str(), Type::TEXT),
+            ],
         )?
         .iter()
         .map(|r| r.get(0))
