@@ -9,7 +9,7 @@
 //! fails (its config or database unusable) is reported and tried again with backoff while the
 //! others drain.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -223,6 +223,8 @@ pub fn run(
     let (tx, rx) = mpsc::channel::<Said>();
     let mut members: HashMap<usize, Member> = HashMap::new();
     let mut next_id = 0usize;
+    // The listing or the members changed since they were last matched.
+    let mut changed = true;
     std::thread::scope(|scope| {
         loop {
             // A hub whose stop is requested here is rung below, so that one waiting on a
@@ -249,6 +251,7 @@ pub fn run(
                                 if dirs != listed {
                                     listed = dirs;
                                     generation += 1;
+                                    changed = true;
                                 }
                             }
                             Err(e) => {
@@ -259,45 +262,52 @@ pub fn run(
                         }
                     }
                 }
-                for m in members.values_mut() {
-                    if !m.retiring && !listed.contains(&m.dir) {
-                        m.retiring = true;
-                        m.stop.request();
-                        requested = true;
+                // Matched only when the listing or the members changed: a loop over a
+                // thousand workspaces must not compare them all on every tick.
+                if std::mem::take(&mut changed) {
+                    let wanted: HashSet<&PathBuf> = listed.iter().collect();
+                    for m in members.values_mut() {
+                        if !m.retiring && !wanted.contains(&m.dir) {
+                            m.retiring = true;
+                            m.stop.request();
+                            requested = true;
+                        }
                     }
-                }
-                for dir in &listed {
-                    if members.values().any(|m| !m.retiring && &m.dir == dir) {
-                        continue;
-                    }
-                    let (id, member_stop) = (next_id, Arc::new(Stop::new()));
-                    next_id += 1;
-                    members.insert(
-                        id,
-                        Member {
-                            dir: dir.clone(),
-                            stop: Arc::clone(&member_stop),
-                            attached: false,
-                            retiring: false,
-                        },
-                    );
-                    let (dir, tx, slots) = (dir.clone(), tx.clone(), Arc::clone(&slots));
-                    let fleet = &fleet;
-                    scope.spawn(move || {
-                        serve(id, &dir, options, fleet, slots, &member_stop, &tx);
-                        let _ = tx.send(Said::Ended(id));
-                    });
-                }
-                let attached = |dir: &PathBuf| {
-                    members
+                    let served: HashSet<PathBuf> = members
                         .values()
-                        .any(|m| !m.retiring && m.attached && &m.dir == dir)
-                };
-                if ready_said != Some(generation) && listed.iter().all(attached) {
-                    ready_said = Some(generation);
-                    on_event(FleetEvent::Ready {
-                        queues: listed.len(),
-                    });
+                        .filter(|m| !m.retiring)
+                        .map(|m| m.dir.clone())
+                        .collect();
+                    for dir in listed.iter().filter(|d| !served.contains(*d)) {
+                        let (id, member_stop) = (next_id, Arc::new(Stop::new()));
+                        next_id += 1;
+                        members.insert(
+                            id,
+                            Member {
+                                dir: dir.clone(),
+                                stop: Arc::clone(&member_stop),
+                                attached: false,
+                                retiring: false,
+                            },
+                        );
+                        let (dir, tx, slots) = (dir.clone(), tx.clone(), Arc::clone(&slots));
+                        let fleet = &fleet;
+                        scope.spawn(move || {
+                            serve(id, &dir, options, fleet, slots, &member_stop, &tx);
+                            let _ = tx.send(Said::Ended(id));
+                        });
+                    }
+                    let attached: HashSet<&PathBuf> = members
+                        .values()
+                        .filter(|m| !m.retiring && m.attached)
+                        .map(|m| &m.dir)
+                        .collect();
+                    if ready_said != Some(generation) && listed.iter().all(|d| attached.contains(d)) {
+                        ready_said = Some(generation);
+                        on_event(FleetEvent::Ready {
+                            queues: listed.len(),
+                        });
+                    }
                 }
             }
             if requested {
@@ -310,6 +320,7 @@ pub fn run(
                     };
                     if let QueueEvent::Hub(HubEvent::Attached) = event {
                         m.attached = true;
+                        changed = true;
                     }
                     on_event(FleetEvent::Queue {
                         workspace: m.dir.clone(),
@@ -317,6 +328,7 @@ pub fn run(
                     });
                 }
                 Ok(Said::Ended(id)) => {
+                    changed = true;
                     if let Some(m) = members.remove(&id)
                         && m.retiring
                     {
