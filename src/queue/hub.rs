@@ -233,7 +233,9 @@ pub fn run<S: QueueStore>(
         // moves with writers of other queues, and a hub that drained again at once for each of
         // those would spin while they write; after that, it is looked for at the next poll.
         watcher.settle();
-        let moved = store.change_mark()? != seen;
+        // A notification heard meanwhile has the watcher's next step start a pass at once,
+        // which takes the commit it announces: the mark is not read for it, and no pass added.
+        let moved = !watcher.news_waiting() && store.change_mark()? != seen;
         if moved && !again {
             again = true;
             continue;

@@ -148,6 +148,18 @@ impl Watcher {
         }
     }
 
+    /// Whether the next [`step`](Watcher::step) of a [`prompt`](Watcher::prompt) watcher tells
+    /// of a change at once: on PostgreSQL, a notification of its queue came that no step told
+    /// of yet. A hub that finds one after its pass leaves the commit to that step rather than
+    /// read the queue's mark to look for it. Never on SQLite, which has no notifications.
+    pub fn news_waiting(&self) -> bool {
+        match &self.source {
+            Source::Sqlite(_) => false,
+            #[cfg(feature = "postgres")]
+            Source::Postgres(p) => p.news_waiting(),
+        }
+    }
+
     /// How many times the watcher has read the database (on PostgreSQL, how many of its
     /// listener's reads covered its queue: one statement covers every queue of the server),
     /// shared so that its owner can count while the watcher runs on a thread of its own.

@@ -10,13 +10,14 @@
 //! ([`QueueName::channel`]) and once on [`LEGACY_CHANNEL`], and `UNLISTEN`s a channel once no
 //! watcher of its queues is left; a notification wakes the watchers of the queue it names only.
 //!
-//! One statement ([`MARKS`]) reads the marks of every queue subscribed. The listener reads:
-//! every poll of its fastest subscriber ([`Watcher::set_poll`](crate::queue::watch::Watcher));
-//! [`PG_GAP`] after a notification of a subscribed queue (a burst costs a read a gap); when a
-//! subscriber's poll is due and no read fresh enough for it is in; and at once when a
-//! subscriber joins or settles, then of its queue alone unless a read of all is due (a hub
-//! settles after each of its passes, which would otherwise cost a read of every queue). Never
-//! two reads closer than [`PG_GAP`] but for those last two.
+//! One statement ([`MARKS`]) reads the marks of every queue subscribed, or of a few. The
+//! listener reads every queue: every poll of its fastest subscriber
+//! ([`Watcher::set_poll`](crate::queue::watch::Watcher)), and when a subscriber's poll is due
+//! and no read fresh enough for it is in. It reads only some queues: those notified,
+//! [`PG_GAP`] after its last read (a burst costs a read a gap, and the writers of a few
+//! queues never cost a read of every queue), and at once the queue of a subscriber joining or
+//! settling (a hub settles after each of its passes). Never two reads closer than [`PG_GAP`]
+//! but for those last.
 //! A subscriber looks at a read when its own poll is due (the latest read, if it started at
 //! most half a poll before), when a notification of its queue came before the read, or when
 //! the read is the first on a new connection: so a watcher hears of a commit nobody announced
@@ -36,6 +37,7 @@ use crate::queue::driver::Place;
 use crate::queue::error::Error;
 use crate::queue::pg::connect::{connect, guard_session};
 use crate::queue::pg::error::PgError;
+use crate::queue::pg::marks::{FEW, HEAD, MARKS, MARKS_FEW, mark_of};
 use crate::queue::pg::name::{QueueName, quote_ident};
 use crate::queue::pg::record::LEGACY_CHANNEL;
 use crate::queue::pg::schema;
@@ -62,59 +64,6 @@ const BUSY: Duration = Duration::from_secs(1);
 const SLICE: Duration = Duration::from_secs(1);
 /// How long the listener waits before it connects again after a failure.
 const RETRY: Duration = Duration::from_secs(1);
-
-/// How many of a queue's oldest pending points [`MARKS`] looks at for starts.
-const HEAD: i64 = 1024;
-
-/// The marks of the queues `$1`, one row each: what a view of a queue shows. A queue's mark
-/// differs from one read earlier when a point was recorded (the highest pending id), cleared,
-/// dropped or parked (the highest history id), started (the latest start and the passes counted
-/// among the [`HEAD`] oldest pending points: a pass starts points in the order they were
-/// recorded, so a point it starts is among them unless that many wait before it), when the
-/// queue was paused or resumed, or its runner lock changed hands. A start is an `UPDATE` that
-/// notifies nobody, so only a poll sees it. It also names the transactions now recording on the
-/// queue on other connections (their writer tags,
-/// [`WRITER_CLASS`](crate::queue::pg::lock::WRITER_CLASS), read once for all the queues), so
-/// that a point whose id was taken before a read and committed after it (a lower id than one
-/// seen already) changes it when its transaction ends; writers of other queues leave it as it
-/// is (but for a rare clash of two names' hashes, which costs a read that finds nothing). Four
-/// index probes and one short index range scan a queue and one read of the lock table, whatever
-/// the queues hold (0.4 ms of the server's time for one queue with 1,000,000 points pending);
-/// prepared once per connection.
-pub(crate) const MARKS: &str = "WITH w AS MATERIALIZED (
-        SELECT l.objid, string_agg(l.virtualtransaction, ',' ORDER BY l.virtualtransaction)
-            AS writers
-        FROM pg_locks l
-        WHERE l.locktype = 'advisory' AND l.classid = 1751871745::oid AND l.objsubid = 2
-          AND l.pid IS DISTINCT FROM pg_backend_pid()
-        GROUP BY l.objid)
-    SELECT q.queue,
-        (SELECT MAX(p.id) FROM hookq_pending_hooks p WHERE p.queue = q.queue),
-        (SELECT MAX(h.id) FROM hookq_hook_history h WHERE h.queue = q.queue),
-        (SELECT s.paused_ms FROM hookq_queues s WHERE s.queue = q.queue),
-        (SELECT r.host || ' ' || r.pid || ' ' || r.since_ms FROM hookq_runners r
-         WHERE r.queue = q.queue),
-        head.started, head.passes, w.writers
-    FROM unnest($1::text[]) AS q(queue)
-    CROSS JOIN LATERAL (
-        SELECT MAX(o.last_started_ms) AS started, SUM(o.passes)::BIGINT AS passes
-        FROM (SELECT p.last_started_ms, p.passes FROM hookq_pending_hooks p
-              WHERE p.queue = q.queue ORDER BY p.id LIMIT $2) o) head
-    LEFT JOIN w ON w.objid = (hashtext(q.queue)::bigint & 4294967295)::oid";
-
-/// One row of [`MARKS`] as a mark: only equality means anything.
-fn mark_of(row: &postgres::Row) -> i64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::hash::DefaultHasher::new();
-    row.get::<_, Option<i64>>(1).hash(&mut h);
-    row.get::<_, Option<i64>>(2).hash(&mut h);
-    row.get::<_, Option<i64>>(3).hash(&mut h);
-    row.get::<_, Option<String>>(4).hash(&mut h);
-    row.get::<_, Option<i64>>(5).hash(&mut h);
-    row.get::<_, Option<i64>>(6).hash(&mut h);
-    row.get::<_, Option<String>>(7).hash(&mut h);
-    h.finish() as i64
-}
 
 /// The listeners of this process, one a server: held weakly, so that a listener ends with the
 /// last of its subscriptions.
@@ -248,6 +197,11 @@ struct State {
     /// The asks of subscribers joining: each wants its first read, or the error that stopped it.
     joins: BTreeSet<u64>,
     refused: HashMap<u64, PgError>,
+    /// Bumped when a queue is subscribed or its last subscription goes: the channels to
+    /// listen on may have changed.
+    channels: u64,
+    /// When the last read of any queues started.
+    read_at: Option<Instant>,
     /// Until when it waits [`WAIT_BUSY`] at a time rather than [`WAIT`].
     busy_until: Option<Instant>,
     /// The last subscription is gone: end the thread.
@@ -267,7 +221,6 @@ struct Read {
 
 /// One subscription, as the listener sees it.
 struct Sub {
-    queue: String,
     poll: Duration,
     /// A read that starts at or after this is wanted: the subscriber's poll is due.
     want: Option<Instant>,
@@ -282,7 +235,8 @@ struct Sub {
 /// One queue subscribed.
 struct Entry {
     channel: String,
-    subs: usize,
+    /// Its subscriptions' ids.
+    subs: Vec<u64>,
     /// Notifications heard for it, and how many of them came before the last read started.
     notes: u64,
     notes_read: u64,
@@ -296,8 +250,9 @@ struct Entry {
 enum Plan {
     /// Read every queue's mark now (connecting first when it has no connection).
     Read,
-    /// Read the marks of the queues asked for ([`State::asked`]) now: what a hub's settle
-    /// after each of its passes costs, whatever the number of queues.
+    /// Read the marks of the queues asked for ([`State::asked`]) and of those notified since
+    /// their last read, now: what a hub's settle after each of its passes, or a commit, costs,
+    /// whatever the number of queues.
     ReadAsked,
     /// Wait this long for a notification (or, with no connection, to be asked).
     Wait(Duration),
@@ -326,13 +281,15 @@ fn plan(st: &State, now: Instant) -> Plan {
     let Some(last) = st.last else {
         return if asked { Plan::Read } else { Plan::Wait(wait) };
     };
-    let gap = last.started + PG_GAP;
+    // A gap after the last read, of every queue or of some.
+    let gap = st.read_at.unwrap_or(last.started).max(last.started) + PG_GAP;
     let mut at: Option<Instant> = st
         .subs
         .values()
         .map(|s| s.poll.max(PG_GAP))
         .min()
-        .and_then(|poll| last.started.checked_add(poll));
+        .and_then(|poll| last.started.checked_add(poll))
+        .map(|a| a.max(gap));
     let wanted = st
         .subs
         .values()
@@ -342,14 +299,20 @@ fn plan(st: &State, now: Instant) -> Plan {
     if let Some(w) = wanted {
         at = Some(at.map_or(w.max(gap), |a| a.min(w.max(gap))));
     }
-    if st.queues.values().any(|e| e.notes > e.notes_read) {
-        at = Some(at.map_or(gap, |a| a.min(gap)));
-    }
+    // A notification is read a gap after the last read of any queue, and of its own queue:
+    // the writers of a few queues notify hundreds of times a second.
+    let noted = st
+        .queues
+        .values()
+        .any(|e| e.notes > e.notes_read)
+        .then_some(gap);
     match at {
         Some(at) if now >= at => Plan::Read,
-        _ if asked => Plan::ReadAsked,
-        Some(at) => Plan::Wait((at - now).min(wait)),
-        None => Plan::Wait(wait),
+        _ if asked || noted.is_some_and(|n| now >= n) => Plan::ReadAsked,
+        _ => {
+            let next = [at, noted].into_iter().flatten().min();
+            Plan::Wait(next.map_or(wait, |n| (n - now).min(wait)))
+        }
     }
 }
 
@@ -357,8 +320,11 @@ fn plan(st: &State, now: Instant) -> Plan {
 struct Connection {
     client: Client,
     marks: postgres::Statement,
+    marks_few: postgres::Statement,
     /// The queues' channels it listens on.
     listening: HashSet<String>,
+    /// The [`State::channels`] they were listened on for.
+    channels: Option<u64>,
 }
 
 impl Connection {
@@ -372,10 +338,13 @@ impl Connection {
         // fleet can upgrade its hubs and views before its writers.
         client.batch_execute(&format!("LISTEN {}", quote_ident(LEGACY_CHANNEL)))?;
         let marks = client.prepare(MARKS)?;
+        let marks_few = client.prepare(MARKS_FEW)?;
         Ok(Connection {
             client,
             marks,
+            marks_few,
             listening: HashSet::new(),
+            channels: None,
         })
     }
 
@@ -434,11 +403,9 @@ fn hear(st: &mut State, notes: &[Notification]) {
             heard.insert(n.payload());
         }
     }
-    if !heard.is_empty() {
-        for sub in st.subs.values() {
-            if heard.contains(sub.queue.as_str()) {
-                sub.wake.notify_all();
-            }
+    for q in heard {
+        for id in &st.queues[q].subs {
+            st.subs[id].wake.notify_all();
         }
     }
 }
@@ -504,17 +471,26 @@ fn read(shared: &Shared, conn: &mut Option<Connection>, asked: bool) -> Result<(
     };
     let (names, channels, covering) = {
         let mut st = shared.lock();
-        let wanted = std::mem::take(&mut st.asked);
+        let mut wanted = std::mem::take(&mut st.asked);
         let names: Vec<String> = if asked {
-            wanted.into_iter().filter(|q| st.queues.contains_key(q)).collect()
+            wanted.retain(|q| st.queues.contains_key(q));
+            let noted = st.queues.iter().filter(|(_, e)| e.notes > e.notes_read);
+            wanted.extend(noted.map(|(q, _)| q.clone()));
+            wanted.into_iter().collect()
         } else {
             st.queues.keys().cloned().collect()
         };
-        let channels: HashSet<String> = st.queues.values().map(|e| e.channel.clone()).collect();
+        let channels = (c.channels != Some(st.channels)).then(|| {
+            let all: HashSet<String> = st.queues.values().map(|e| e.channel.clone()).collect();
+            (all, st.channels)
+        });
         (names, channels, st.asks)
     };
     // Listening before the read, a commit after it is heard or seen by the next.
-    c.listen(channels)?;
+    if let Some((all, version)) = channels {
+        c.listen(all)?;
+        c.channels = Some(version);
+    }
     // The notifications that came so far are answered by this read.
     let notes = c.notifications(Duration::ZERO)?;
     // The queues notified since the last read: their subscribers look at this one.
@@ -530,9 +506,16 @@ fn read(shared: &Shared, conn: &mut Option<Connection>, asked: bool) -> Result<(
                 noted.insert(name.clone());
             }
         }
-        Instant::now()
+        let now = Instant::now();
+        st.read_at = Some(now);
+        now
     };
-    let rows = c.client.query(&c.marks, &[&names, &HEAD])?;
+    let statement = if asked && names.len() <= FEW {
+        &c.marks_few
+    } else {
+        &c.marks
+    };
+    let rows = c.client.query(statement, &[&names, &HEAD])?;
     shared.statements.fetch_add(1, Ordering::Relaxed);
     let mut st = shared.lock();
     st.seq += 1;
@@ -554,21 +537,24 @@ fn read(shared: &Shared, conn: &mut Option<Connection>, asked: bool) -> Result<(
     if changed {
         st.busy_until = Some(Instant::now() + BUSY);
     }
-    let covered: HashSet<&String> = names.iter().collect();
-    for sub in st.subs.values() {
-        if covered.contains(&sub.queue) {
-            sub.reads.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-    // Woken: a subscriber whose queue was notified before the read, one that wants a read, and
-    // every one after a new connection (it may have missed a notification). A step looks at no
-    // other read, so nobody else is woken, whatever moved.
+    // Woken: a subscriber of a queue read that was notified before the read or wants a read,
+    // and every one after a new connection (it may have missed a notification). A step looks
+    // at no other read, so nobody else is woken, whatever moved.
     let again = st.read_epoch != st.epoch;
     st.read_epoch = st.epoch;
-    for sub in st.subs.values() {
-        if again || sub.want.is_some() || noted.contains(&sub.queue) {
-            sub.wake.notify_all();
+    for name in &names {
+        let Some(e) = st.queues.get(name) else {
+            continue;
+        };
+        for sub in e.subs.iter().filter_map(|id| st.subs.get(id)) {
+            sub.reads.fetch_add(1, Ordering::Relaxed);
+            if sub.want.is_some() || noted.contains(name) {
+                sub.wake.notify_all();
+            }
         }
+    }
+    if again {
+        wake_all(&st);
     }
     if !asked {
         st.last = Some(this);
@@ -652,7 +638,6 @@ impl Subscription {
         st.subs.insert(
             id,
             Sub {
-                queue: name.clone(),
                 poll: PG_POLL,
                 want: None,
                 reads: Arc::clone(reads),
@@ -663,13 +648,15 @@ impl Subscription {
             .entry(name.clone())
             .or_insert_with(|| Entry {
                 channel: queue.channel(),
-                subs: 0,
+                subs: Vec::new(),
                 notes: 0,
                 notes_read: 0,
                 mark: 0,
                 read: None,
             })
-            .subs += 1;
+            .subs
+            .push(id);
+        st.channels += 1;
         st.asked.insert(name.clone());
         st.asks += 1;
         st.busy_until = Some(Instant::now() + BUSY);
@@ -802,6 +789,13 @@ impl Subscription {
         }
     }
 
+    /// Whether a notification of its queue came that no step told of yet: a prompt
+    /// subscription's next step tells of it at once.
+    pub(crate) fn news_waiting(&self) -> bool {
+        let st = self.listener.shared.lock();
+        self.prompt && st.queues.get(&self.queue).is_some_and(|e| e.notes > self.notes_seen)
+    }
+
     /// Has its queue read now and takes that read, without telling whether its mark changed:
     /// the next step tells only of what comes after, and of the notifications not told of yet. While the
     /// listener cannot read, or when it connected again since the last step, the next step
@@ -843,9 +837,10 @@ impl Drop for Subscription {
         let mut st = self.listener.shared.lock();
         st.subs.remove(&self.id);
         if let Some(e) = st.queues.get_mut(&self.queue) {
-            e.subs -= 1;
-            if e.subs == 0 {
+            e.subs.retain(|&id| id != self.id);
+            if e.subs.is_empty() {
                 st.queues.remove(&self.queue);
+                st.channels += 1;
             }
         }
     }
@@ -855,9 +850,8 @@ impl Drop for Subscription {
 mod tests {
     use super::*;
 
-    fn sub(queue: &str, poll: Duration) -> Sub {
+    fn sub(poll: Duration) -> Sub {
         Sub {
-            queue: queue.into(),
             poll,
             want: None,
             reads: Arc::default(),
@@ -868,7 +862,7 @@ mod tests {
     fn entry() -> Entry {
         Entry {
             channel: "hookq:q".into(),
-            subs: 1,
+            subs: Vec::new(),
             notes: 0,
             notes_read: 0,
             mark: 0,
@@ -880,9 +874,11 @@ mod tests {
     fn read_at(at: Instant, polls: &[Duration]) -> State {
         let mut st = State::default();
         for (i, p) in polls.iter().enumerate() {
-            st.subs.insert(i as u64, sub("q", *p));
+            st.subs.insert(i as u64, sub(*p));
         }
-        st.queues.insert("q".into(), entry());
+        let mut q = entry();
+        q.subs = (0..polls.len() as u64).collect();
+        st.queues.insert("q".into(), q);
         st.last = Some(Read {
             seq: 1,
             started: at,
@@ -905,14 +901,27 @@ mod tests {
     }
 
     #[test]
-    fn a_notification_is_read_a_gap_after_the_last_read() {
+    fn a_notification_reads_its_queue_a_gap_after_the_last_read() {
         let t = Instant::now();
         let mut st = read_at(t, &[Duration::from_secs(3600)]);
         st.queues.get_mut("q").unwrap().notes = 1;
         assert_eq!(plan(&st, t + Duration::from_millis(10)), Plan::Wait(Duration::from_millis(20)));
-        assert_eq!(plan(&st, t + PG_GAP), Plan::Read);
+        assert_eq!(plan(&st, t + PG_GAP), Plan::ReadAsked);
+        // The gap counts from the last read of any queues.
+        let later = t + Duration::from_millis(200);
+        st.read_at = Some(later);
+        let early = Duration::from_millis(10);
+        assert_eq!(plan(&st, later + PG_GAP - early), Plan::Wait(early));
+        assert_eq!(plan(&st, later + PG_GAP), Plan::ReadAsked);
         st.queues.get_mut("q").unwrap().notes_read = 1;
-        assert_eq!(plan(&st, t + PG_GAP), Plan::Wait(WAIT));
+        assert_eq!(plan(&st, later + PG_GAP), Plan::Wait(WAIT));
+        // So does a poll's read of every queue.
+        let mut st = read_at(t, &[Duration::from_millis(250)]);
+        let due = t + Duration::from_millis(250);
+        let close = PG_GAP - early;
+        st.read_at = Some(due - close);
+        assert_eq!(plan(&st, due), Plan::Wait(early));
+        assert_eq!(plan(&st, due + early), Plan::Read);
     }
 
     #[test]

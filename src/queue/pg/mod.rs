@@ -13,6 +13,7 @@ pub mod driver;
 pub mod error;
 pub(crate) mod hub;
 pub(crate) mod listener;
+pub(crate) mod marks;
 pub mod lock;
 pub mod name;
 pub(crate) mod prune;

@@ -492,8 +492,16 @@ mod tests {
         let tag = format!("pg_advisory_xact_lock_shared({class}, ");
         assert_eq!(migration.matches(&tag).count(), 2);
         assert!(MOVE_STATEMENT.contains(&tag));
-        for marks in [crate::queue::pg::listener::MARKS, crate::queue::pg::store::CHANGE_MARK] {
+        for marks in [
+            crate::queue::pg::marks::MARKS,
+            crate::queue::pg::marks::MARKS_FEW,
+            crate::queue::pg::store::CHANGE_MARK,
+        ] {
             assert!(marks.contains(&format!("{class}::oid")), "{marks}");
         }
+        // Those that look in the lock table only when a writer holds the tag try that tag.
+        let tried = format!("pg_try_advisory_xact_lock({class}, hashtext(");
+        assert!(crate::queue::pg::marks::MARKS_FEW.contains(&tried));
+        assert!(crate::queue::pg::store::CHANGE_MARK.contains(&tried));
     }
 }
