@@ -2,7 +2,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex, mpsc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -28,6 +28,10 @@ use super::slots::Slots;
 const BATCH: usize = 256;
 /// The most history rows one pass prunes, so a pass never stalls on a huge backlog.
 const PRUNE_LIMIT: usize = 10_000;
+/// How often a drainer prunes history: at its first pass, then at the first pass this long
+/// after the last prune (at once while a backlog is left). History is kept for days, and a hub
+/// that passes hundreds of times a second would otherwise spend a query on it each time.
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 /// What one pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -92,6 +96,8 @@ pub struct Drainer<'a> {
     pub(super) observer: Option<Observer<'a>>,
     /// Job slots shared with other drainers ([`Drainer::slots`]).
     pub(super) slots: Option<Arc<Slots>>,
+    /// When the next pass prunes history: `None` at once ([`PRUNE_EVERY`]).
+    pub(super) prune_at: Option<Instant>,
 }
 
 impl std::fmt::Debug for Drainer<'_> {
@@ -120,6 +126,7 @@ impl<'a> Drainer<'a> {
             jobs: 1,
             clears: Clears::default(),
             ahead: None,
+            prune_at: None,
             warn: Box::new(warn),
             observer: None,
             slots: None,
@@ -289,7 +296,8 @@ impl<'a> Drainer<'a> {
             flushed?;
             let cfg = self.config()?;
             // A half-written config can lack `keep_history_days`: prune by a settled one.
-            if self.unsettled().is_none() {
+            let due = self.prune_at.is_none_or(|at| Instant::now() >= at);
+            if due && self.unsettled().is_none() {
                 let keep_ms = i64::from(cfg.queue.keep_history_days) * 86_400_000;
                 let (ws, warn) = (&self.ws, &mut self.warn);
                 // A task's logs go with the last rows that name them; a failure leaves them,
@@ -305,7 +313,9 @@ impl<'a> Drainer<'a> {
                         ));
                     }
                 };
-                store.prune_history(now_ms() - keep_ms, PRUNE_LIMIT, &mut remove_logs)?;
+                let pruned =
+                    store.prune_history(now_ms() - keep_ms, PRUNE_LIMIT, &mut remove_logs)?;
+                self.prune_at = (pruned < PRUNE_LIMIT).then(|| Instant::now() + PRUNE_EVERY);
             }
             Ok(report)
         })

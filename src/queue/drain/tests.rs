@@ -828,3 +828,53 @@ fn an_observer_is_told_of_each_command_and_each_pass() {
         assert_eq!(observed(&ws, &mut store, jobs), ["pass failed"]);
     }
 }
+
+#[test]
+fn a_drainer_prunes_history_at_its_first_pass_then_once_a_while() {
+    let (_dir, ws, mut store) = workspace("after_fail = ['true']");
+    std::fs::write(
+        ws.config_path(),
+        "[queue]\nkeep_history_days = 1\n[hooks]\nafter_fail = ['true']\n",
+    )
+    .unwrap();
+    settled(&ws);
+    let stop = Stop::new();
+    let lock = runner_lock(&ws);
+    let mut drainer = Drainer::with_warnings(ws.clone(), &stop, |w| panic!("{w}"));
+    let tasks = |store: &Store| -> Vec<String> {
+        let mut t: Vec<String> = store
+            .history(None, None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.task.to_string())
+            .collect();
+        t.sort();
+        t
+    };
+    let age = |task: &str| {
+        let db = rusqlite::Connection::open(ws.db_path()).unwrap();
+        let n = db
+            .execute("UPDATE hook_history SET finished_ms = 0 WHERE task = ?1", [task])
+            .unwrap();
+        assert_eq!(n, 1);
+    };
+    drainer.drain(&mut store, &lock).unwrap();
+    assert_eq!(tasks(&store), ["a", "b"]);
+
+    // A pass soon after its first leaves history as it is.
+    age("a");
+    walk(&mut store, &["c"], true, &["failed.x"]);
+    drainer.drain(&mut store, &lock).unwrap();
+    assert_eq!(tasks(&store), ["a", "b", "c"]);
+
+    // Once its time comes, the next pass prunes, even with nothing pending.
+    drainer.prune_at = Some(Instant::now());
+    drainer.drain(&mut store, &lock).unwrap();
+    assert_eq!(tasks(&store), ["b", "c"]);
+    assert!(drainer.prune_at.is_some_and(|at| at > Instant::now()));
+
+    // A new drainer (a `hookq run`) prunes at its first pass.
+    age("b");
+    Drainer::new(ws.clone(), &stop).drain(&mut store, &lock).unwrap();
+    assert_eq!(tasks(&store), ["c"]);
+}
