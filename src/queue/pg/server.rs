@@ -7,7 +7,7 @@
 //! listen apart). When the lock session is lost, every queue's hub finds its lock gone and
 //! connects again through here: the first opens one new session, the others share it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use postgres::Client;
@@ -118,17 +118,30 @@ impl Server {
 }
 
 /// A bounded pool of connections for reads, opened as they are needed and opened again after
-/// one closes.
+/// one closes. Handed out in the order asked for: the queues of a hub take turns, so that the
+/// busy ones, which ask again the moment they give one back, cannot keep a quiet queue's pass
+/// waiting.
 pub(crate) struct Pool {
     target: Target,
     size: usize,
     state: Mutex<PoolState>,
-    freed: Condvar,
 }
 
 struct PoolState {
     idle: Vec<PoolConn>,
     open: usize,
+    /// Who waits for a connection, oldest first, each woken on its own.
+    waiting: VecDeque<(u64, Arc<Condvar>)>,
+    next_ticket: u64,
+}
+
+impl PoolState {
+    /// Wakes the oldest waiter: a connection may be its.
+    fn wake_first(&self) {
+        if let Some((_, wake)) = self.waiting.front() {
+            wake.notify_one();
+        }
+    }
 }
 
 /// A pooled connection and the statements prepared on it.
@@ -170,8 +183,7 @@ impl Drop for Pooled<'_> {
             Some(conn) if !conn.client.is_closed() => st.idle.push(conn),
             _ => st.open -= 1,
         }
-        drop(st);
-        self.pool.freed.notify_one();
+        st.wake_first();
     }
 }
 
@@ -183,8 +195,9 @@ impl Pool {
             state: Mutex::new(PoolState {
                 idle: Vec::new(),
                 open: 0,
+                waiting: VecDeque::new(),
+                next_ticket: 0,
             }),
-            freed: Condvar::new(),
         }
     }
 
@@ -193,17 +206,27 @@ impl Pool {
     }
 
     /// An idle connection, a new one while fewer than the pool's size are open, or the next
-    /// one given back. A connection's statements time out, so none is held for ever.
+    /// one given back, once everyone who asked before has theirs. A connection's statements
+    /// time out, so none is held for ever.
     fn get(&self) -> Result<Pooled<'_>, PgError> {
         let mut st = self.state();
+        let (ticket, wake) = (st.next_ticket, Arc::new(Condvar::new()));
+        st.next_ticket += 1;
+        st.waiting.push_back((ticket, Arc::clone(&wake)));
         loop {
-            if let Some(conn) = st.idle.pop() {
+            let first = st.waiting.front().is_some_and(|(t, _)| *t == ticket);
+            if first && let Some(conn) = st.idle.pop() {
+                st.waiting.pop_front();
+                // Another connection may be idle for the next in line.
+                st.wake_first();
                 return Ok(Pooled {
                     pool: self,
                     conn: Some(conn),
                 });
             }
-            if st.open < self.size {
+            if first && st.open < self.size {
+                st.waiting.pop_front();
+                st.wake_first();
                 st.open += 1;
                 drop(st);
                 let opened = connect(
@@ -220,13 +243,14 @@ impl Pool {
                         }),
                     }),
                     Err(e) => {
-                        self.state().open -= 1;
-                        self.freed.notify_one();
+                        let mut st = self.state();
+                        st.open -= 1;
+                        st.wake_first();
                         Err(e)
                     }
                 };
             }
-            st = self.freed.wait(st).unwrap_or_else(PoisonError::into_inner);
+            st = wake.wait(st).unwrap_or_else(PoisonError::into_inner);
         }
     }
 }
