@@ -20,7 +20,7 @@
 //! nothing: its points run again under the next holder.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
 use std::time::{Duration, Instant};
 
 use postgres::Client;
@@ -153,6 +153,21 @@ impl Session {
     /// The connection, once no other thread uses it.
     pub(crate) fn conn(&self) -> MutexGuard<'_, Conn> {
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The connection, once free within `within`; `None` when something held it all that while.
+    fn conn_within(&self, within: Duration) -> Option<MutexGuard<'_, Conn>> {
+        let until = Instant::now() + within;
+        loop {
+            match self.conn.try_lock() {
+                Ok(conn) => return Some(conn),
+                Err(TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+                Err(TryLockError::WouldBlock) if Instant::now() < until => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(TryLockError::WouldBlock) => return None,
+            }
+        }
     }
 
     /// Why the session is gone, when it is: its connection closed, or a renewal failed.
@@ -618,8 +633,24 @@ impl Session {
     /// Renews the leases of `only` (or of every queue renewed by the session's thread) in one
     /// statement. A queue missing from the answer lost its lease: its clock says so, and the
     /// session lets go of its lock. A failure to renew at all loses every queue.
+    ///
+    /// It waits for the connection half a lease at most: a statement of the drain that got no
+    /// answer (a network that went silent mid-statement, which nothing on this side times out)
+    /// would otherwise keep the renewal, and the news that the session is lost, waiting for
+    /// ever. Beyond that the lease could not be renewed in time anyway.
     pub(crate) fn renew(&self, only: Option<&QueueName>) -> Result<(), PgError> {
-        let mut conn = self.conn();
+        let within = self.lease.duration / 2;
+        let Some(mut conn) = self.conn_within(within) else {
+            let why = format!(
+                "the server did not answer: the session's connection stayed busy for {within:?}"
+            );
+            self.fail(&why);
+            let names: Vec<String> = match only {
+                Some(q) => vec![q.to_string()],
+                None => self.state().held.keys().map(ToString::to_string).collect(),
+            };
+            return Err(lost_named(names.join(", "), why));
+        };
         let renewed: Vec<(QueueName, Arc<LeaseClock>)> = {
             let st = self.state();
             if let Some(why) = &st.dead {
