@@ -29,6 +29,38 @@ macro_rules! marks_from {
     };
 }
 
+/// The writer tags held on the server by other connections' transactions, as `pg_locks l`
+/// rows ([`WRITER_CLASS`](crate::queue::pg::lock::WRITER_CLASS), key `hashtext(queue)`).
+macro_rules! writer_locks {
+    () => {
+        "FROM pg_locks l
+         WHERE l.locktype = 'advisory' AND l.classid = 1751871745::oid AND l.objsubid = 2
+           AND l.pid IS DISTINCT FROM pg_backend_pid()"
+    };
+}
+pub(crate) use writer_locks;
+
+/// The transactions now recording on queue `$q` (an SQL expression), or `NULL` for none. The
+/// lock table is read only when a writer holds the queue's tag: the tag is first tried
+/// exclusively, which succeeds only when no transaction holds it (the set is then empty, as the
+/// read would say) and is let go as the transaction ends, so a writer that comes meanwhile
+/// waits that long. A read of the lock table costs about a microsecond for each lock held on
+/// the server, and a hub's session holds one for each of its queues (0.73 ms against 0.21 ms
+/// for the whole mark at 500 queues). Hence only in a statement of its own transaction, and
+/// only for a few queues at once. Its expansion names [`writer_locks`], which a caller imports
+/// with it.
+macro_rules! queue_writers {
+    ($q:literal) => {
+        concat!(
+            "CASE WHEN pg_try_advisory_xact_lock(1751871745, hashtext(", $q, ")) THEN NULL ELSE
+            (SELECT string_agg(l.virtualtransaction, ',' ORDER BY l.virtualtransaction) ",
+            writer_locks!(),
+            " AND l.objid = (hashtext(", $q, ")::bigint & 4294967295)::oid) END"
+        )
+    };
+}
+pub(crate) use queue_writers;
+
 /// The marks of the queues `$1`, one row each: what a view of a queue shows. A queue's mark
 /// differs from one read earlier when a point was recorded (the highest pending id), cleared,
 /// dropped or parked (the highest history id), started (the latest start and the passes counted
@@ -47,32 +79,23 @@ macro_rules! marks_from {
 pub(crate) const MARKS: &str = concat!(
     "WITH w AS MATERIALIZED (
         SELECT l.objid, string_agg(l.virtualtransaction, ',' ORDER BY l.virtualtransaction)
-            AS writers
-        FROM pg_locks l
-        WHERE l.locktype = 'advisory' AND l.classid = 1751871745::oid AND l.objsubid = 2
-          AND l.pid IS DISTINCT FROM pg_backend_pid()
-        GROUP BY l.objid) ",
+            AS writers ",
+    writer_locks!(),
+    " GROUP BY l.objid) ",
     marks_columns!(),
     "w.writers",
     marks_from!(),
     " LEFT JOIN w ON w.objid = (hashtext(q.queue)::bigint & 4294967295)::oid"
 );
 
-/// [`MARKS`] for the few queues a read asked for answers ([`FEW`] at most): a queue's writers
-/// are looked for in the lock table only when some transaction holds its tag, as the hub's
-/// [`change_mark`](crate::queue::pg::store::change_mark) does. A read of the lock table costs
-/// about a microsecond for each lock held on the server, and a hub's session holds one for
-/// each of its queues: every hub's settle after a pass would read them all. Each queue's tag is
-/// tried exclusively and held until the statement ends, so a writer of those queues that comes
-/// meanwhile waits that long: too long for a read of every queue.
+/// [`MARKS`] for the few queues a read asked for answers ([`FEW`] at most), each queue's
+/// writers looked for in the lock table only when some transaction holds its tag
+/// ([`queue_writers`]), as the hub's [`change_mark`](crate::queue::pg::store::change_mark)
+/// does: every hub's settle after a pass would otherwise read the whole table. Each tag tried
+/// is held until the statement ends: too long for a read of every queue.
 pub(crate) const MARKS_FEW: &str = concat!(
     marks_columns!(),
-    "CASE WHEN pg_try_advisory_xact_lock(1751871745, hashtext(q.queue)) THEN NULL ELSE
-        (SELECT string_agg(l.virtualtransaction, ',' ORDER BY l.virtualtransaction)
-         FROM pg_locks l
-         WHERE l.locktype = 'advisory' AND l.classid = 1751871745::oid AND l.objsubid = 2
-           AND l.objid = (hashtext(q.queue)::bigint & 4294967295)::oid
-           AND l.pid IS DISTINCT FROM pg_backend_pid()) END",
+    queue_writers!("q.queue"),
     marks_from!()
 );
 

@@ -7,6 +7,8 @@
 use postgres::types::{ToSql, Type};
 use postgres::{Client, GenericClient, Row, Transaction};
 
+use crate::queue::pg::marks::{queue_writers, writer_locks};
+
 use crate::queue::backend::Mark;
 use crate::queue::driver::Place;
 use crate::queue::lock::Wait;
@@ -241,16 +243,13 @@ fn application_name() -> String {
 /// What [`change_mark`] reads: the highest occurrence id the queue holds, pending or in its
 /// history, and the transactions now recording on the queue on other connections (their writer
 /// tags, [`WRITER_CLASS`](crate::queue::pg::lock::WRITER_CLASS)).
-pub(crate) const CHANGE_MARK: &str = "SELECT GREATEST(
+pub(crate) const CHANGE_MARK: &str = concat!(
+    "SELECT GREATEST(
         (SELECT MAX(id) FROM hookq_pending_hooks WHERE queue = $1),
-        (SELECT MAX(occurrence) FROM hookq_hook_history WHERE queue = $1)),
-        CASE WHEN pg_try_advisory_xact_lock(1751871745, hashtext($1)) THEN NULL ELSE
-        (SELECT string_agg(l.virtualtransaction, ',' ORDER BY l.virtualtransaction)
-         FROM pg_locks l
-         WHERE l.locktype = 'advisory' AND l.classid = 1751871745::oid AND l.objsubid = 2
-           AND l.objid = (hashtext($1)::bigint & 4294967295)::oid
-           AND l.pid IS DISTINCT FROM pg_backend_pid()) END,
-        (SELECT paused_ms FROM hookq_queues WHERE queue = $1)";
+        (SELECT MAX(occurrence) FROM hookq_hook_history WHERE queue = $1)), ",
+    queue_writers!("$1"),
+    ", (SELECT paused_ms FROM hookq_queues WHERE queue = $1)"
+);
 
 /// A mark of `queue` that differs from one read earlier when a point may have been committed
 /// since: a hub compares two to know whether to drain, a pass whether to look again. Only
@@ -266,14 +265,10 @@ pub(crate) const CHANGE_MARK: &str = "SELECT GREATEST(
 /// whose hashes clash share one, which costs a pass that finds nothing). A pause or a
 /// resume changes it too, so that a hub that waits on a paused queue drains once it is resumed.
 ///
-/// The lock table is read only when a writer holds the tag: the statement first tries the tag
-/// exclusively, which succeeds only when no transaction holds it (the set is then empty, as the
-/// read would say) and is let go as the statement ends; a writer that comes meanwhile waits
-/// that long. A read of the lock table costs about a microsecond for each lock held on the
-/// server, and a hub's session holds one for each of its queues: 0.5 ms at 500 queues, twice a
-/// pass, where the try costs one lock's. Hence a connection, never a transaction, which would hold
-/// the tag to its end. Three index probes and a try of one lock otherwise:
-/// nothing that grows with the queue.
+/// The lock table is read only while a writer holds the queue's tag ([`queue_writers`], which
+/// holds the tag it tries to its transaction's end: hence a connection, never a
+/// transaction). Three index probes and a try of one lock otherwise: nothing that grows with
+/// the queue.
 pub(crate) fn change_mark(client: &mut Client, queue: &QueueName) -> Result<i64, PgError> {
     use std::hash::{Hash, Hasher};
     let row = client.query_one(CHANGE_MARK, &[&queue.as_str()])?;
