@@ -210,6 +210,15 @@ impl Pool {
     /// time out, so none is held for ever.
     fn get(&self) -> Result<Pooled<'_>, PgError> {
         let mut st = self.state();
+        // Nobody waiting and a connection to be had: no turn to take.
+        if st.waiting.is_empty()
+            && let Some(conn) = st.idle.pop()
+        {
+            return Ok(Pooled {
+                pool: self,
+                conn: Some(conn),
+            });
+        }
         let (ticket, wake) = (st.next_ticket, Arc::new(Condvar::new()));
         st.next_ticket += 1;
         st.waiting.push_back((ticket, Arc::clone(&wake)));
