@@ -273,12 +273,17 @@ pub fn run(
                             requested = true;
                         }
                     }
-                    let served: HashSet<PathBuf> = members
+                    let served: HashSet<&PathBuf> = members
                         .values()
                         .filter(|m| !m.retiring)
-                        .map(|m| m.dir.clone())
+                        .map(|m| &m.dir)
                         .collect();
-                    for dir in listed.iter().filter(|d| !served.contains(*d)) {
+                    let unserved: Vec<PathBuf> = listed
+                        .iter()
+                        .filter(|d| !served.contains(d))
+                        .cloned()
+                        .collect();
+                    for dir in unserved {
                         let (id, member_stop) = (next_id, Arc::new(Stop::new()));
                         next_id += 1;
                         members.insert(
@@ -290,7 +295,7 @@ pub fn run(
                                 retiring: false,
                             },
                         );
-                        let (dir, tx, slots) = (dir.clone(), tx.clone(), Arc::clone(&slots));
+                        let (tx, slots) = (tx.clone(), Arc::clone(&slots));
                         let fleet = &fleet;
                         scope.spawn(move || {
                             serve(id, &dir, options, fleet, slots, &member_stop, &tx);
