@@ -202,6 +202,10 @@ struct State {
     channels: u64,
     /// When the last read of any queues started.
     read_at: Option<Instant>,
+    /// The queues notified since their last read (their `notes` above their `notes_read`),
+    /// which a read of some queues takes: kept apart so that neither the next plan nor that
+    /// read looks at every queue.
+    noted: HashSet<String>,
     /// Until when it waits [`WAIT_BUSY`] at a time rather than [`WAIT`].
     busy_until: Option<Instant>,
     /// The last subscription is gone: end the thread.
@@ -282,7 +286,7 @@ fn plan(st: &State, now: Instant) -> Plan {
         return if asked { Plan::Read } else { Plan::Wait(wait) };
     };
     // A gap after the last read, of every queue or of some.
-    let gap = st.read_at.unwrap_or(last.started).max(last.started) + PG_GAP;
+    let gap = st.read_at.unwrap_or(last.started) + PG_GAP;
     let mut at: Option<Instant> = st
         .subs
         .values()
@@ -301,11 +305,7 @@ fn plan(st: &State, now: Instant) -> Plan {
     }
     // A notification is read a gap after the last read of any queue, and of its own queue:
     // the writers of a few queues notify hundreds of times a second.
-    let noted = st
-        .queues
-        .values()
-        .any(|e| e.notes > e.notes_read)
-        .then_some(gap);
+    let noted = (!st.noted.is_empty()).then_some(gap);
     match at {
         Some(at) if now >= at => Plan::Read,
         _ if asked || noted.is_some_and(|n| now >= n) => Plan::ReadAsked,
@@ -404,6 +404,9 @@ fn hear(st: &mut State, notes: &[Notification]) {
         }
     }
     for q in heard {
+        if !st.noted.contains(q) {
+            st.noted.insert(q.to_owned());
+        }
         for id in &st.queues[q].subs {
             st.subs[id].wake.notify_all();
         }
@@ -474,8 +477,7 @@ fn read(shared: &Shared, conn: &mut Option<Connection>, asked: bool) -> Result<(
         let mut wanted = std::mem::take(&mut st.asked);
         let names: Vec<String> = if asked {
             wanted.retain(|q| st.queues.contains_key(q));
-            let noted = st.queues.iter().filter(|(_, e)| e.notes > e.notes_read);
-            wanted.extend(noted.map(|(q, _)| q.clone()));
+            wanted.extend(st.noted.iter().cloned());
             wanted.into_iter().collect()
         } else {
             st.queues.keys().cloned().collect()
@@ -504,6 +506,7 @@ fn read(shared: &Shared, conn: &mut Option<Connection>, asked: bool) -> Result<(
             {
                 e.notes_read = e.notes;
                 noted.insert(name.clone());
+                st.noted.remove(name);
             }
         }
         let now = Instant::now();
@@ -840,6 +843,7 @@ impl Drop for Subscription {
             e.subs.retain(|&id| id != self.id);
             if e.subs.is_empty() {
                 st.queues.remove(&self.queue);
+                st.noted.remove(&self.queue);
                 st.channels += 1;
             }
         }
@@ -905,6 +909,7 @@ mod tests {
         let t = Instant::now();
         let mut st = read_at(t, &[Duration::from_secs(3600)]);
         st.queues.get_mut("q").unwrap().notes = 1;
+        st.noted.insert("q".into());
         assert_eq!(plan(&st, t + Duration::from_millis(10)), Plan::Wait(Duration::from_millis(20)));
         assert_eq!(plan(&st, t + PG_GAP), Plan::ReadAsked);
         // The gap counts from the last read of any queues.
@@ -914,6 +919,7 @@ mod tests {
         assert_eq!(plan(&st, later + PG_GAP - early), Plan::Wait(early));
         assert_eq!(plan(&st, later + PG_GAP), Plan::ReadAsked);
         st.queues.get_mut("q").unwrap().notes_read = 1;
+        st.noted.remove("q");
         assert_eq!(plan(&st, later + PG_GAP), Plan::Wait(WAIT));
         // So does a poll's read of every queue.
         let mut st = read_at(t, &[Duration::from_millis(250)]);
